@@ -1,0 +1,4 @@
+//! The `selectjit` command.
+fn main() {
+    println!("selectjit {}", env!("CARGO_PKG_VERSION"));
+}

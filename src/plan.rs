@@ -1,0 +1,163 @@
+//! Loop-nest canonicalisation: equal work gets equal keys.
+//!
+//! From the output shape and the four operands' strides over it (cond, then, else, out; in
+//! elements) the planner drops size-1 dimensions, orders the rest so that the output's smallest
+//! stride is innermost, and merges adjacent dimensions that are contiguous for all four operands at
+//! once (numpy's nditer coalescing; broadcast strides of 0 merge too). The result is a
+//! [`Signature`]: the element width, the collapsed dims and each operand's strides. The element
+//! *width* is the key, not the dtype, so f32, i32 and u32 share one kernel.
+
+use smallvec::SmallVec;
+
+use crate::shape::{Dims, Strides};
+
+/// Operand order used everywhere in plans and kernels.
+pub const COND: usize = 0;
+pub const THEN: usize = 1;
+pub const ELSE: usize = 2;
+pub const OUT: usize = 3;
+
+/// A canonical loop nest: what the machine code depends on, and nothing else.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Signature {
+    /// Element width in bytes (1, 2, 4, 8 or 16).
+    pub width: usize,
+    /// Collapsed dimensions, outermost first. Never empty; a single-element call is `[1]`.
+    pub dims: Dims,
+    /// Strides in elements of cond, then, else and out (see [`COND`] ...), one per dim.
+    pub strides: [Strides; 4],
+}
+
+impl Signature {
+    /// Rank of the collapsed nest.
+    pub fn rank(&self) -> usize {
+        self.dims.len()
+    }
+    /// Size of the outermost dimension: the range a kernel call may be split over.
+    pub fn outer(&self) -> usize {
+        self.dims[0]
+    }
+    /// Total number of elements.
+    pub fn numel(&self) -> usize {
+        self.dims.iter().product()
+    }
+    /// Inner-dimension stride of operand `op`.
+    pub fn inner_stride(&self, op: usize) -> isize {
+        self.strides[op][self.rank() - 1]
+    }
+    /// Inner-dimension size.
+    pub fn inner(&self) -> usize {
+        self.dims[self.rank() - 1]
+    }
+}
+
+impl std::fmt::Display for Signature {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "w{} dims{:?} cond{:?} then{:?} else{:?} out{:?}",
+            self.width,
+            self.dims.as_slice(),
+            self.strides[COND].as_slice(),
+            self.strides[THEN].as_slice(),
+            self.strides[ELSE].as_slice(),
+            self.strides[OUT].as_slice()
+        )
+    }
+}
+
+/// Canonicalises one call. Returns `None` when the output is empty (a zero dimension): there is
+/// no work and no kernel to look up.
+pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Signature> {
+    if shape.contains(&0) {
+        return None;
+    }
+    // Dimensions that do work, as (size, [strides]).
+    let mut dims: SmallVec<[(usize, [isize; 4]); 8]> = shape
+        .iter()
+        .enumerate()
+        .filter(|(_, d)| **d > 1)
+        .map(|(k, &d)| {
+            (
+                d,
+                [strides[0][k], strides[1][k], strides[2][k], strides[3][k]],
+            )
+        })
+        .collect();
+    // Output's smallest stride innermost (stable: row-major order is kept as it is).
+    dims.sort_by_key(|&(_, s)| std::cmp::Reverse(s[OUT]));
+
+    let mut out: SmallVec<[(usize, [isize; 4]); 8]> = SmallVec::new();
+    for (d, s) in dims {
+        if let Some(last) = out.last_mut() {
+            let mergeable = (0..4).all(|op| last.1[op] == s[op] * d as isize);
+            if mergeable {
+                last.0 *= d;
+                last.1 = s;
+                continue;
+            }
+        }
+        out.push((d, s));
+    }
+    if out.is_empty() {
+        out.push((1, [0; 4]));
+    }
+    let mut sig = Signature {
+        width,
+        dims: out.iter().map(|x| x.0).collect(),
+        strides: Default::default(),
+    };
+    for (op, st) in sig.strides.iter_mut().enumerate() {
+        *st = out.iter().map(|x| x.1[op]).collect::<Strides>();
+    }
+    Some(sig)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
+
+    fn sig_for(width: usize, c: &[usize], t: &[usize], e: &[usize]) -> Signature {
+        let b = broadcast_shapes(Broadcast::Numpy, c, t, e).unwrap();
+        let sc = strides_over(c, &contiguous_strides(c), b.cond, &b.out);
+        let st = strides_over(t, &contiguous_strides(t), b.then, &b.out);
+        let se = strides_over(e, &contiguous_strides(e), b.else_, &b.out);
+        let so = contiguous_strides(&b.out);
+        plan(width, &b.out, [&sc, &st, &se, &so]).unwrap()
+    }
+
+    #[test]
+    fn attention_mask_collapses() {
+        let a = sig_for(4, &[1, 1, 128, 128], &[8, 12, 128, 128], &[]);
+        let b = sig_for(4, &[1, 16384], &[96, 16384], &[]);
+        assert_eq!(a, b);
+        assert_eq!(a.dims.as_slice(), &[96, 16384]);
+        assert_eq!(a.strides[COND].as_slice(), &[0, 1]);
+        assert_eq!(a.strides[ELSE].as_slice(), &[0, 0]);
+    }
+
+    #[test]
+    fn contiguous_is_one_dim_and_width_is_the_key() {
+        let a = sig_for(4, &[2, 3, 4], &[2, 3, 4], &[2, 3, 4]);
+        assert_eq!(a.dims.as_slice(), &[24]);
+        assert_eq!(a, sig_for(4, &[24], &[24], &[24]));
+        assert_ne!(a, sig_for(2, &[24], &[24], &[24]));
+    }
+
+    #[test]
+    fn scalar_and_empty() {
+        let s = sig_for(8, &[], &[1, 1], &[1]);
+        assert_eq!(s.dims.as_slice(), &[1]);
+        assert!(plan(4, &[3, 0], [&[0, 0], &[0, 0], &[0, 0], &[0, 1]]).is_none());
+    }
+
+    #[test]
+    fn fortran_output_puts_unit_stride_inner() {
+        // A [3,4] output stored column-major, all inputs the same layout: one dim of 12.
+        let st: [isize; 2] = [1, 3];
+        let s = plan(4, &[3, 4], [&st, &st, &st, &st]).unwrap();
+        assert_eq!(s.dims.as_slice(), &[12]);
+        assert_eq!(s.strides[OUT].as_slice(), &[1]);
+    }
+}

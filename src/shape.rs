@@ -1,0 +1,436 @@
+//! Broadcast rules for the four modes of SPEC.md, as pure functions.
+//!
+//! [`broadcast_shapes`] returns the output shape and, for each input, where its dimensions land in
+//! the output ([`Placement`]); [`strides_over`] turns an input's own strides into strides over the
+//! output's dimensions (0 where the input is broadcast).
+
+use smallvec::SmallVec;
+
+use crate::error::{Error, Result, ShapeFmt};
+
+/// A shape: inline up to rank 8, so the common call path does not allocate.
+pub type Dims = SmallVec<[usize; 8]>;
+/// Strides in elements, one per dimension.
+pub type Strides = SmallVec<[isize; 8]>;
+
+/// The largest rank accepted (numpy's limit).
+pub const MAX_RANK: usize = 64;
+
+/// How `cond`, `then` and `else` are broadcast to the output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
+pub enum Broadcast {
+    /// Full multidirectional numpy broadcast of all three inputs (ONNX Where; the default).
+    #[default]
+    Numpy,
+    /// `then` and `else` broadcast to each other, then `cond` one way into the result
+    /// (the OpenVINO Select-1 / oneDNN Graph Select documents).
+    TwoStep,
+    /// All three shapes must be identical.
+    None,
+    /// PaddlePaddle style: the output is `then`'s shape; `else` and `cond` go one way into it,
+    /// starting at dimension `axis` (-1: right-aligned).
+    Pdpd {
+        /// First output dimension an input lands on; -1 means right alignment.
+        axis: i64,
+    },
+}
+
+impl Broadcast {
+    /// The mode's name as used on the command line and in messages.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Broadcast::Numpy => "numpy",
+            Broadcast::TwoStep => "two-step",
+            Broadcast::None => "none",
+            Broadcast::Pdpd { .. } => "pdpd",
+        }
+    }
+}
+
+/// Where an input's dimensions land in the output: input dim `j < len` is output dim `start + j`.
+/// Input dims at `len..` (trailing 1s dropped by the pdpd rule) map to no output dimension.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Placement {
+    pub start: usize,
+    pub len: usize,
+}
+
+/// The result of shape inference.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BroadcastShape {
+    pub out: Dims,
+    pub cond: Placement,
+    pub then: Placement,
+    pub else_: Placement,
+}
+
+/// Names of the three inputs, in argument order.
+const NAMES: [&str; 3] = ["cond", "then", "else"];
+
+struct Ctx<'a> {
+    mode: Broadcast,
+    shapes: [&'a [usize]; 3],
+}
+
+impl Ctx<'_> {
+    fn err(&self, detail: String) -> Error {
+        let axis = match self.mode {
+            Broadcast::Pdpd { axis } => format!(" (axis {axis})"),
+            _ => String::new(),
+        };
+        Error::Broadcast(format!(
+            "{}{} broadcast of cond {}, then {}, else {}: {}",
+            self.mode.name(),
+            axis,
+            ShapeFmt(self.shapes[0]),
+            ShapeFmt(self.shapes[1]),
+            ShapeFmt(self.shapes[2]),
+            detail
+        ))
+    }
+
+    /// Numpy rule over the inputs with the given indices, right-aligned.
+    fn numpy(&self, which: &[usize]) -> Result<Dims> {
+        let rank = which
+            .iter()
+            .map(|&i| self.shapes[i].len())
+            .max()
+            .unwrap_or(0);
+        let mut out: Dims = SmallVec::from_elem(1, rank);
+        // For each output dim, the input that set it (to report the pair that disagrees).
+        let mut setter: SmallVec<[Option<usize>; 8]> = SmallVec::from_elem(None, rank);
+        for &i in which {
+            let s = self.shapes[i];
+            let off = rank - s.len();
+            for (j, &d) in s.iter().enumerate() {
+                let k = off + j;
+                if d == 1 {
+                    continue;
+                }
+                match setter[k] {
+                    None => {
+                        out[k] = d;
+                        setter[k] = Some(i);
+                    }
+                    Some(_) if out[k] == d => {}
+                    Some(p) => {
+                        let pj = k - (rank - self.shapes[p].len());
+                        return Err(self.err(format!(
+                            "{} dim {pj} is {} but {} dim {j} is {d} (output dim {k})",
+                            NAMES[p], out[k], NAMES[i]
+                        )));
+                    }
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// One-way broadcast of input `i` into `out`, right-aligned (two-step step 2).
+    fn one_way_right(&self, i: usize, out: &[usize]) -> Result<Placement> {
+        let s = self.shapes[i];
+        if s.len() > out.len() {
+            return Err(self.err(format!(
+                "{} {} cannot be broadcast into output {} ({} has rank {}, output rank {})",
+                NAMES[i],
+                ShapeFmt(s),
+                ShapeFmt(out),
+                NAMES[i],
+                s.len(),
+                out.len()
+            )));
+        }
+        let start = out.len() - s.len();
+        self.check_into(i, s, out, start)?;
+        Ok(Placement {
+            start,
+            len: s.len(),
+        })
+    }
+
+    /// Checks that `s[j]` equals `out[start + j]` or is 1, for every `j < s.len()`.
+    fn check_into(&self, i: usize, s: &[usize], out: &[usize], start: usize) -> Result<()> {
+        for (j, &d) in s.iter().enumerate() {
+            let k = start + j;
+            if d != 1 && d != out[k] {
+                return Err(self.err(format!(
+                    "{} {} cannot be broadcast into output {} ({} dim {j} is {d}, output dim {k} is {})",
+                    NAMES[i],
+                    ShapeFmt(self.shapes[i]),
+                    ShapeFmt(out),
+                    NAMES[i],
+                    out[k]
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The pdpd rule for input `i` into `out` with `axis`.
+    fn pdpd_into(&self, i: usize, out: &[usize], axis: i64) -> Result<Placement> {
+        let s = self.shapes[i];
+        let (rs, rd) = (s.len(), out.len());
+        if rs > rd {
+            return Err(self.err(format!(
+                "{} {} cannot be broadcast into output {} ({} has rank {rs}, output rank {rd})",
+                NAMES[i],
+                ShapeFmt(s),
+                ShapeFmt(out),
+                NAMES[i]
+            )));
+        }
+        if rs == rd {
+            self.check_into(i, s, out, 0)?;
+            return Ok(Placement { start: 0, len: rs });
+        }
+        let start = if axis == -1 {
+            rd - rs
+        } else {
+            // axis >= 0 was checked by the caller.
+            usize::try_from(axis).unwrap_or(usize::MAX)
+        };
+        let mut len = rs;
+        while len > 0 && s[len - 1] == 1 {
+            len -= 1;
+        }
+        if len == 0 {
+            return Ok(Placement { start: 0, len: 0 });
+        }
+        if start.checked_add(len).is_none_or(|e| e > rd) {
+            return Err(self.err(format!(
+                "{} {} does not fit into output {} at axis {start} ({len} dims after dropping trailing 1s)",
+                NAMES[i],
+                ShapeFmt(s),
+                ShapeFmt(out)
+            )));
+        }
+        self.check_into(i, &s[..len], out, start)?;
+        Ok(Placement { start, len })
+    }
+}
+
+/// Checks rank and element-count limits of one shape.
+pub(crate) fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
+    if shape.len() > MAX_RANK {
+        return Err(Error::RankTooLarge {
+            what,
+            rank: shape.len(),
+            max: MAX_RANK,
+        });
+    }
+    // The product of max(d, 1) must fit in isize, so that contiguous strides and offsets never
+    // overflow, even for shapes with a zero dimension.
+    let mut n: usize = 1;
+    for &d in shape {
+        n = n
+            .checked_mul(d.max(1))
+            .filter(|&v| v <= isize::MAX as usize)
+            .ok_or_else(|| Error::Overflow {
+                what,
+                shape: ShapeFmt(shape).to_string(),
+            })?;
+    }
+    Ok(())
+}
+
+/// Number of elements of a shape (the caller has run [`check_shape`]).
+pub fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
+}
+
+/// Infers the output shape and each input's placement under `mode`.
+pub fn broadcast_shapes(
+    mode: Broadcast,
+    cond: &[usize],
+    then: &[usize],
+    else_: &[usize],
+) -> Result<BroadcastShape> {
+    check_shape("cond", cond)?;
+    check_shape("then", then)?;
+    check_shape("else", else_)?;
+    let cx = Ctx {
+        mode,
+        shapes: [cond, then, else_],
+    };
+    let right = |s: &[usize], out: &[usize]| Placement {
+        start: out.len() - s.len(),
+        len: s.len(),
+    };
+    let r = match mode {
+        Broadcast::Numpy => {
+            let out = cx.numpy(&[0, 1, 2])?;
+            BroadcastShape {
+                cond: right(cond, &out),
+                then: right(then, &out),
+                else_: right(else_, &out),
+                out,
+            }
+        }
+        Broadcast::TwoStep => {
+            let out = cx.numpy(&[1, 2])?;
+            let c = cx.one_way_right(0, &out)?;
+            BroadcastShape {
+                cond: c,
+                then: right(then, &out),
+                else_: right(else_, &out),
+                out,
+            }
+        }
+        Broadcast::None => {
+            for (i, s) in [(0, cond), (2, else_)] {
+                if s != then {
+                    return Err(cx.err(format!(
+                        "shapes must be identical ({} {} differs from then {})",
+                        NAMES[i],
+                        ShapeFmt(s),
+                        ShapeFmt(then)
+                    )));
+                }
+            }
+            let p = Placement {
+                start: 0,
+                len: then.len(),
+            };
+            BroadcastShape {
+                out: then.into(),
+                cond: p,
+                then: p,
+                else_: p,
+            }
+        }
+        Broadcast::Pdpd { axis } => {
+            if axis < -1 {
+                return Err(cx.err(format!(
+                    "axis {axis} is invalid (only -1 or a non-negative axis is allowed)"
+                )));
+            }
+            let out: Dims = then.into();
+            let e = cx.pdpd_into(2, &out, axis)?;
+            let c = cx.pdpd_into(0, &out, axis)?;
+            BroadcastShape {
+                then: Placement {
+                    start: 0,
+                    len: then.len(),
+                },
+                else_: e,
+                cond: c,
+                out,
+            }
+        }
+    };
+    check_shape("output", &r.out)?;
+    Ok(r)
+}
+
+/// The output shape only.
+pub fn output_shape(
+    mode: Broadcast,
+    cond: &[usize],
+    then: &[usize],
+    else_: &[usize],
+) -> Result<Dims> {
+    broadcast_shapes(mode, cond, then, else_).map(|b| b.out)
+}
+
+/// Row-major contiguous strides (in elements) for `shape`. The caller has run [`check_shape`].
+pub fn contiguous_strides(shape: &[usize]) -> Strides {
+    let mut st: Strides = SmallVec::from_elem(0, shape.len());
+    let mut acc: isize = 1;
+    for k in (0..shape.len()).rev() {
+        st[k] = acc;
+        acc = acc.wrapping_mul(shape[k].max(1) as isize);
+    }
+    st
+}
+
+/// An input's strides over the output's dimensions: its own stride where its dimension lands on an
+/// output dimension of the same size, 0 where it is broadcast (its size is 1) or absent.
+pub fn strides_over(shape: &[usize], strides: &[isize], p: Placement, out: &[usize]) -> Strides {
+    let mut st: Strides = SmallVec::from_elem(0, out.len());
+    for j in 0..p.len {
+        if shape[j] != 1 {
+            st[p.start + j] = strides[j];
+        }
+    }
+    st
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn out(mode: Broadcast, c: &[usize], t: &[usize], e: &[usize]) -> Result<Vec<usize>> {
+        output_shape(mode, c, t, e).map(|d| d.to_vec())
+    }
+
+    #[test]
+    fn numpy_merges_all_three() {
+        assert_eq!(
+            out(Broadcast::Numpy, &[2, 3], &[3], &[3]).unwrap(),
+            vec![2, 3]
+        );
+        assert_eq!(
+            out(Broadcast::Numpy, &[4, 1, 1024], &[1024], &[4, 256, 1]).unwrap(),
+            vec![4, 256, 1024]
+        );
+        assert_eq!(
+            out(Broadcast::Numpy, &[], &[], &[]).unwrap(),
+            Vec::<usize>::new()
+        );
+        assert_eq!(
+            out(Broadcast::Numpy, &[0, 3], &[1, 3], &[0, 3]).unwrap(),
+            vec![0, 3]
+        );
+        assert!(out(Broadcast::Numpy, &[0, 3], &[2, 3], &[0, 3]).is_err());
+    }
+
+    #[test]
+    fn two_step_error_names_everything() {
+        let e = out(Broadcast::TwoStep, &[3, 5], &[2, 3, 4, 5], &[2, 3, 4, 5]).unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "two-step broadcast of cond [3,5], then [2,3,4,5], else [2,3,4,5]: cond [3,5] cannot be \
+             broadcast into output [2,3,4,5] (cond dim 0 is 3, output dim 2 is 4)"
+        );
+    }
+
+    #[test]
+    fn pdpd_axis_rules() {
+        let p = |a| Broadcast::Pdpd { axis: a };
+        assert_eq!(out(p(1), &[3], &[2, 3, 4], &[3, 4]).unwrap(), vec![2, 3, 4]);
+        assert!(out(p(-1), &[2, 3, 4, 5], &[2, 3, 4, 5], &[3, 4]).is_err());
+        assert_eq!(
+            out(p(-1), &[3, 1], &[2, 3, 4], &[2, 3, 4]).unwrap(),
+            vec![2, 3, 4]
+        );
+        assert!(out(p(-2), &[], &[2], &[2]).is_err());
+        assert!(out(p(2), &[3, 4], &[2, 3, 4], &[2, 3, 4]).is_err());
+    }
+
+    #[test]
+    fn limits_are_errors() {
+        let big = vec![1usize; MAX_RANK + 1];
+        assert!(matches!(
+            out(Broadcast::Numpy, &big, &[], &[]),
+            Err(Error::RankTooLarge { .. })
+        ));
+        let huge = [usize::MAX / 2, 4];
+        assert!(matches!(
+            out(Broadcast::Numpy, &huge, &[], &[]),
+            Err(Error::Overflow { .. })
+        ));
+    }
+
+    #[test]
+    fn strides_over_output() {
+        let b =
+            broadcast_shapes(Broadcast::Numpy, &[1, 128, 128], &[8, 12, 128, 128], &[]).unwrap();
+        let st = strides_over(
+            &[1, 128, 128],
+            &contiguous_strides(&[1, 128, 128]),
+            b.cond,
+            &b.out,
+        );
+        assert_eq!(st.as_slice(), &[0, 0, 128, 1]);
+    }
+}
