@@ -16,6 +16,9 @@ pub enum Backend {
 }
 
 impl Backend {
+    /// Every backend, for tests and benchmarks that compare them.
+    pub const ALL: &'static [Backend] = &[Backend::Interp];
+
     pub fn name(self) -> &'static str {
         match self {
             Backend::Interp => "interp",
