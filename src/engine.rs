@@ -1,8 +1,14 @@
 //! The public face: validate buffers, infer the shape, and run the chosen backend.
 
+use std::sync::{Arc, Mutex};
+
+use crate::cache::{CacheStats, KernelCache, capacity_from_env};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
+use crate::jit::{Jit, Kernel};
+use crate::kernels::{self, Ptrs};
+use crate::plan::{Signature, plan};
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 
@@ -10,17 +16,24 @@ use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Backend {
-    /// The reference interpreter (one element at a time).
+    /// Cranelift-compiled SIMD kernels, cached per signature (falls back to `Static` if code
+    /// generation fails).
     #[default]
+    Jit,
+    /// Ahead-of-time Rust kernels with run-time CPU dispatch.
+    Static,
+    /// The reference interpreter (one element at a time).
     Interp,
 }
 
 impl Backend {
     /// Every backend, for tests and benchmarks that compare them.
-    pub const ALL: &'static [Backend] = &[Backend::Interp];
+    pub const ALL: &'static [Backend] = &[Backend::Jit, Backend::Static, Backend::Interp];
 
     pub fn name(self) -> &'static str {
         match self {
+            Backend::Jit => "jit",
+            Backend::Static => "static",
             Backend::Interp => "interp",
         }
     }
@@ -30,9 +43,11 @@ impl std::str::FromStr for Backend {
     type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         match s {
+            "jit" => Ok(Backend::Jit),
+            "static" => Ok(Backend::Static),
             "interp" => Ok(Backend::Interp),
             _ => Err(Error::Invalid(format!(
-                "unknown backend '{s}' (expected interp)"
+                "unknown backend '{s}' (expected jit, static or interp)"
             ))),
         }
     }
@@ -96,26 +111,145 @@ fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Res
     })
 }
 
-/// Selects with a chosen backend. Cheap to share between threads (`Send + Sync`).
-#[derive(Debug, Default)]
+/// Settings of an [`Engine`].
+#[derive(Debug, Clone)]
+pub struct EngineConfig {
+    /// Which implementation runs the selects.
+    pub backend: Backend,
+    /// Kernels kept in the LRU cache (default 1024, or `SELECTJIT_CACHE_CAPACITY`).
+    pub cache_capacity: usize,
+    /// Run the Cranelift verifier on every compiled kernel (default: in debug builds).
+    pub verify: bool,
+}
+
+impl Default for EngineConfig {
+    fn default() -> Self {
+        EngineConfig {
+            backend: Backend::default(),
+            cache_capacity: capacity_from_env(),
+            verify: cfg!(debug_assertions),
+        }
+    }
+}
+
+/// Selects with a chosen backend. `Send + Sync`: share one engine between threads.
 pub struct Engine {
-    backend: Backend,
+    config: EngineConfig,
+    /// The code generator, or why there is none (the engine then runs the static kernels).
+    jit: std::result::Result<Jit, String>,
+    cache: Mutex<KernelCache>,
+    last_codegen_error: Mutex<Option<String>>,
+}
+
+impl std::fmt::Debug for Engine {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Engine")
+            .field("config", &self.config)
+            .field("stats", &self.stats())
+            .finish()
+    }
+}
+
+impl Default for Engine {
+    fn default() -> Self {
+        Engine::with_config(EngineConfig::default())
+    }
 }
 
 impl Engine {
-    /// An engine with the default backend.
+    /// An engine with the default settings (JIT backend).
     pub fn new() -> Engine {
         Engine::default()
     }
 
-    /// An engine with the given backend.
+    /// An engine with the given backend and default settings otherwise.
     pub fn with_backend(backend: Backend) -> Engine {
-        Engine { backend }
+        Engine::with_config(EngineConfig {
+            backend,
+            ..EngineConfig::default()
+        })
+    }
+
+    /// An engine with the given settings.
+    pub fn with_config(config: EngineConfig) -> Engine {
+        let jit = match config.backend {
+            Backend::Jit => Jit::host(config.verify).map_err(|e| e.to_string()),
+            _ => Err("the engine's backend is not jit".to_string()),
+        };
+        let last = jit
+            .as_ref()
+            .err()
+            .filter(|_| config.backend == Backend::Jit)
+            .cloned();
+        Engine {
+            cache: Mutex::new(KernelCache::new(config.cache_capacity)),
+            jit,
+            last_codegen_error: Mutex::new(last),
+            config,
+        }
     }
 
     /// The backend this engine runs.
     pub fn backend(&self) -> Backend {
-        self.backend
+        self.config.backend
+    }
+
+    /// The settings this engine was built with.
+    pub fn config(&self) -> &EngineConfig {
+        &self.config
+    }
+
+    /// The code generator, if this engine has one.
+    pub fn jit(&self) -> Option<&Jit> {
+        self.jit.as_ref().ok()
+    }
+
+    /// Cache counters: hits, misses, evictions, compilations and their time.
+    pub fn stats(&self) -> CacheStats {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).stats()
+    }
+
+    /// Drops every cached kernel (each is freed once no caller holds it).
+    pub fn clear_cache(&self) {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+    }
+
+    /// Why code generation last failed (the call was then served by the static kernels).
+    pub fn last_codegen_error(&self) -> Option<String> {
+        self.last_codegen_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// The kernel for `sig`: from the cache, or compiled and inserted. `None` when code
+    /// generation failed (recorded), so the caller runs the static kernels.
+    pub fn kernel(&self, sig: &Signature) -> Option<Arc<Kernel>> {
+        let jit = self.jit.as_ref().ok()?;
+        if let Some(slot) = self
+            .cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .get(sig)
+        {
+            return slot;
+        }
+        // Compile outside the cache lock, so that hits of other threads are not held up.
+        let (k, us) = jit.compile_timed(sig);
+        let slot = match k {
+            Ok(k) => Some(k),
+            Err(e) => {
+                *self
+                    .last_codegen_error
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner()) = Some(format!("{sig}: {e}"));
+                None
+            }
+        };
+        self.cache
+            .lock()
+            .unwrap_or_else(|p| p.into_inner())
+            .insert(sig.clone(), slot, us)
     }
 
     /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte
@@ -212,10 +346,36 @@ impl Engine {
             strides: out_strides,
         };
         let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
-        match self.backend {
-            Backend::Interp => {
-                interp_bytes(width, &c, cond.data(), &then, &else_, out);
-            }
+        if self.config.backend == Backend::Interp {
+            interp_bytes(width, &c, cond.data(), &then, &else_, out);
+            return Ok(());
+        }
+        let Some(sig) = plan(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
+            return Ok(()); // empty output: nothing to do
+        };
+        let out_ptr = out.as_mut_ptr();
+        let src = |o: &Operand<'_>| match o {
+            Operand::Buf(b, _) => b.as_ptr(),
+            Operand::Out => out_ptr as *const u8,
+        };
+        let p = Ptrs {
+            cond: cond.data().as_ptr(),
+            then: src(&then),
+            else_: src(&else_),
+            out: out_ptr,
+        };
+        let kernel = match self.config.backend {
+            Backend::Jit => self.kernel(&sig),
+            _ => None,
+        };
+        match kernel {
+            // SAFETY: `check` validated every buffer against its shape and strides (all
+            // addressed elements are in bounds, strides non-negative), the output's elements are
+            // distinct, and the only aliasing is the exact in-place case; `sig` is the plan of
+            // exactly these layouts, and the range is the whole outer dimension.
+            Some(k) => unsafe { k.run(p, 0, sig.outer()) },
+            // SAFETY: as above.
+            None => unsafe { kernels::run(&sig, p, 0, sig.outer()) },
         }
         Ok(())
     }
@@ -357,5 +517,72 @@ mod tests {
         )
         .unwrap();
         assert_eq!(out, ["x", "b"]);
+    }
+}
+
+#[cfg(test)]
+mod jit_smoke {
+    use super::*;
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn engine_is_send_sync() {
+        assert_send_sync::<Engine>();
+    }
+
+    /// Every backend agrees with the interpreter on a few layouts of every width.
+    #[test]
+    fn backends_agree_on_basic_layouts() {
+        let cases: &[(&[usize], &[usize], &[usize])] = &[
+            (&[37], &[37], &[37]),
+            (&[1024], &[1024], &[1024]),
+            (&[5, 33], &[5, 33], &[]),
+            (&[5, 1], &[5, 33], &[5, 33]),
+            (&[1], &[70], &[70]),
+            (&[3, 1, 19], &[19], &[3, 7, 1]),
+            (&[], &[], &[]),
+            (&[4, 0], &[4, 0], &[0]),
+        ];
+        for w in [1usize, 2, 4, 8, 16] {
+            let dt = [
+                DType::U8,
+                DType::F16,
+                DType::F32,
+                DType::F64,
+                DType::Complex128,
+            ][w.trailing_zeros() as usize];
+            for &(c, t, e) in cases {
+                let out_shape = crate::output_shape(Broadcast::Numpy, c, t, e).unwrap();
+                let n = |s: &[usize]| s.iter().product::<usize>();
+                let cond: Vec<u8> = (0..n(c)).map(|i| [0u8, 1, 0x80, 0, 0xff][i % 5]).collect();
+                let tv: Vec<u8> = (0..n(t) * w).map(|i| (i * 7 + 1) as u8).collect();
+                let ev: Vec<u8> = (0..n(e) * w).map(|i| (i * 13 + 200) as u8).collect();
+                let mut want = vec![0u8; n(&out_shape) * w];
+                let mut got = want.clone();
+                let run = |b: Backend, out: &mut [u8]| {
+                    let eng = Engine::with_backend(b);
+                    eng.select_dyn(
+                        dt,
+                        TensorRef::new(&cond, c),
+                        TensorRef::new(&tv, t),
+                        TensorRef::new(&ev, e),
+                        TensorMut::new(out, &out_shape),
+                        Broadcast::Numpy,
+                    )
+                    .unwrap();
+                    if b == Backend::Jit && !out.is_empty() {
+                        assert_eq!(eng.last_codegen_error(), None);
+                        assert_eq!(eng.stats().compiles, 1);
+                    }
+                };
+                run(Backend::Interp, &mut want);
+                for b in [Backend::Jit, Backend::Static] {
+                    got.iter_mut().for_each(|x| *x = 0x5a);
+                    run(b, &mut got);
+                    assert_eq!(got, want, "{b:?} w{w} {c:?} {t:?} {e:?}");
+                }
+            }
+        }
     }
 }

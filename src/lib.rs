@@ -31,16 +31,20 @@
 //! # Ok::<(), selectjit::Error>(())
 //! ```
 
+pub mod cache;
 pub mod dtype;
 pub mod engine;
 pub mod error;
 pub(crate) mod interp;
+pub mod jit;
+pub mod kernels;
 pub mod plan;
 pub mod shape;
 pub mod tensor;
 
+pub use cache::CacheStats;
 pub use dtype::{DType, Element};
-pub use engine::{Backend, Engine, InPlace, select_generic};
+pub use engine::{Backend, Engine, EngineConfig, InPlace, select_generic};
 pub use error::{Error, Result};
 pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};

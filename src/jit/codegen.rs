@@ -1,0 +1,539 @@
+//! Cranelift IR emission for one [`Signature`].
+//!
+//! The kernel has the signature `fn(cond, then, else, out: *u8, begin, end: usize)` and runs the
+//! outer indices `begin..end` of `sig.dims[0]`. Outer loops have their trip counts baked in; the
+//! innermost dimension is emitted as one of three row shapes:
+//!
+//! * **vector select** — cond, out unit stride; then/else unit stride or broadcast (splatted once
+//!   per row): 16 cond bytes are loaded, compared with zero and widened (`swiden_low/high`) to lane
+//!   masks, and `bitselect` picks each lane. Rows of 16 or more elements end with one more vector
+//!   step placed over the last 16 elements (idempotent, also in place), shorter rows go scalar.
+//! * **row copy** — cond constant along the row (stride 0): one branch per row, then a straight
+//!   vector copy (or fill, for a broadcast source) of the chosen input.
+//! * **scalar** — anything else (strided, transposed): one element at a time, branch-free.
+
+use cranelift_codegen::ir::condcodes::IntCC;
+use cranelift_codegen::ir::types::{I8, I8X16, I16, I16X8, I32, I32X4, I64, I64X2};
+use cranelift_codegen::ir::{AbiParam, Function, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_frontend::{FunctionBuilder, Variable};
+
+use crate::plan::{COND, ELSE, OUT, Signature, THEN};
+
+/// How many elements a row or loop runs: known when the kernel is built, or only at run time
+/// (the outermost dimension, whose range the caller chooses).
+#[derive(Clone, Copy)]
+enum Count {
+    Const(u64),
+    Dyn(Value),
+}
+
+/// Emits one kernel function; one small method per IR construct.
+pub(crate) struct KernelEmitter<'a, 'b> {
+    b: &'a mut FunctionBuilder<'b>,
+    sig: &'a Signature,
+    w: usize,
+    flags: MemFlagsData,
+}
+
+/// Adds the kernel's parameters to `func`'s signature (six pointer-sized integers).
+pub(crate) fn declare_params(func: &mut Function) {
+    for _ in 0..6 {
+        func.signature.params.push(AbiParam::new(I64));
+    }
+}
+
+impl<'a, 'b> KernelEmitter<'a, 'b> {
+    pub(crate) fn new(b: &'a mut FunctionBuilder<'b>, sig: &'a Signature) -> Self {
+        KernelEmitter {
+            b,
+            sig,
+            w: sig.width,
+            // Inputs are only guaranteed to be byte-aligned, and every access was validated.
+            flags: MemFlagsData::new().with_notrap(),
+        }
+    }
+
+    /// Emits the whole function body.
+    pub(crate) fn emit(mut self) {
+        let entry = self.b.create_block();
+        self.b.append_block_params_for_function_params(entry);
+        self.b.switch_to_block(entry);
+        let p = self.b.block_params(entry).to_vec();
+        let (begin, end) = (p[4], p[5]);
+        let work = self.b.create_block();
+        let exit = self.b.create_block();
+        let empty = self
+            .b
+            .ins()
+            .icmp(IntCC::UnsignedGreaterThanOrEqual, begin, end);
+        self.b.ins().brif(empty, exit, &[], work, &[]);
+
+        self.b.switch_to_block(work);
+        let count = self.b.ins().isub(end, begin);
+        let mut ptrs = [p[0], p[1], p[2], p[3]];
+        for (op, ptr) in ptrs.iter_mut().enumerate() {
+            let step = self.stride_bytes(0, op);
+            if step != 0 {
+                let off = self.b.ins().imul_imm_s(begin, step);
+                *ptr = self.b.ins().iadd(*ptr, off);
+            }
+        }
+        self.emit_level(0, ptrs, Count::Dyn(count));
+        self.b.ins().jump(exit, &[]);
+
+        self.b.switch_to_block(exit);
+        self.b.ins().return_(&[]);
+        self.b.seal_all_blocks();
+    }
+
+    /// Stride in bytes of operand `op` along collapsed dim `level`.
+    fn stride_bytes(&self, level: usize, op: usize) -> i64 {
+        let w = if op == COND { 1 } else { self.w as i64 };
+        self.sig.strides[op][level] as i64 * w
+    }
+
+    fn iconst(&mut self, v: i64) -> Value {
+        self.b.ins().iconst(I64, v)
+    }
+
+    /// Loop nest: `level` runs `count` iterations; the innermost level is a row.
+    fn emit_level(&mut self, level: usize, ptrs: [Value; 4], count: Count) {
+        let last = self.sig.rank() - 1;
+        if level == last {
+            self.emit_row(ptrs, count);
+            return;
+        }
+        let steps: [i64; 4] = std::array::from_fn(|op| self.stride_bytes(level, op));
+        let inner = Count::Const(self.sig.dims[level + 1] as u64);
+        self.counted_loop(count, ptrs, steps, |em, p| {
+            em.emit_level(level + 1, p, inner)
+        });
+    }
+
+    /// `for _ in 0..count { body(ptrs); ptrs += steps }`.
+    fn counted_loop(
+        &mut self,
+        count: Count,
+        ptrs: [Value; 4],
+        steps: [i64; 4],
+        mut body: impl FnMut(&mut Self, [Value; 4]),
+    ) {
+        if let Count::Const(0) = count {
+            return;
+        }
+        if let Count::Const(1) = count {
+            body(self, ptrs);
+            return;
+        }
+        let vars: [Variable; 4] = std::array::from_fn(|_| self.b.declare_var(I64));
+        for (v, p) in vars.iter().zip(ptrs) {
+            self.b.def_var(*v, p);
+        }
+        let i = self.b.declare_var(I64);
+        let zero = self.iconst(0);
+        self.b.def_var(i, zero);
+        let header = self.b.create_block();
+        let body_blk = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(header);
+        let iv = self.b.use_var(i);
+        let more = match count {
+            Count::Const(n) => self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedLessThan, iv, n as i64),
+            Count::Dyn(n) => self.b.ins().icmp(IntCC::UnsignedLessThan, iv, n),
+        };
+        self.b.ins().brif(more, body_blk, &[], exit, &[]);
+
+        self.b.switch_to_block(body_blk);
+        let cur: [Value; 4] = std::array::from_fn(|k| self.b.use_var(vars[k]));
+        body(self, cur);
+        for k in 0..4 {
+            if steps[k] != 0 {
+                let v = self.b.use_var(vars[k]);
+                let nv = self.b.ins().iadd_imm_s(v, steps[k]);
+                self.b.def_var(vars[k], nv);
+            }
+        }
+        let iv = self.b.use_var(i);
+        let next = self.b.ins().iadd_imm_s(iv, 1);
+        self.b.def_var(i, next);
+        self.b.ins().jump(header, &[]);
+
+        self.b.switch_to_block(exit);
+    }
+
+    /// The innermost dimension.
+    fn emit_row(&mut self, ptrs: [Value; 4], n: Count) {
+        let l = self.sig.rank() - 1;
+        let s = |op: usize| self.sig.strides[op][l];
+        let unit_or_bcast = |v: isize| v == 0 || v == 1;
+        if s(OUT) == 1 && unit_or_bcast(s(THEN)) && unit_or_bcast(s(ELSE)) {
+            if s(COND) == 1 {
+                return self.emit_vector_row(ptrs, n);
+            }
+            if s(COND) == 0 {
+                return self.emit_copy_row(ptrs, n);
+            }
+        }
+        self.emit_scalar_loop(ptrs, n);
+    }
+
+    // ---- vector select -------------------------------------------------------------------
+
+    /// Lane type of a 128-bit data vector for this element width.
+    fn vec_type(&self) -> Type {
+        match self.w {
+            1 => I8X16,
+            2 => I16X8,
+            4 => I32X4,
+            _ => I64X2,
+        }
+    }
+
+    /// Cond vectors (16 elements each) handled per main-loop iteration.
+    fn groups_per_iter(&self) -> u64 {
+        match self.w {
+            1 => 4,
+            2 => 2,
+            _ => 1,
+        }
+    }
+
+    /// A broadcast (stride-0) input loaded once and splatted to a full vector.
+    fn splat_operand(&mut self, ptr: Value) -> Value {
+        match self.w {
+            16 => self.b.ins().load(I64X2, self.flags, ptr, 0),
+            w => {
+                let lane = [I8, I16, I32, I64][w.trailing_zeros() as usize];
+                let x = self.b.ins().load(lane, self.flags, ptr, 0);
+                let ty = self.vec_type();
+                self.b.ins().splat(ty, x)
+            }
+        }
+    }
+
+    fn emit_vector_row(&mut self, ptrs: [Value; 4], n: Count) {
+        let l = self.sig.rank() - 1;
+        let splat: [Option<Value>; 2] = [THEN, ELSE]
+            .map(|op| (self.sig.strides[op][l] == 0).then(|| self.splat_operand(ptrs[op])));
+        let g = self.groups_per_iter();
+        let per_iter = 16 * g;
+        let steps: [i64; 4] = std::array::from_fn(|op| per_iter as i64 * self.stride_bytes(l, op));
+        match n {
+            Count::Const(n) => {
+                let main = n / per_iter;
+                self.counted_loop(Count::Const(main), ptrs, steps, |em, p| {
+                    em.emit_chunk(p, 0, g, splat)
+                });
+                let done = main * per_iter;
+                let extra = (n - done) / 16;
+                for k in 0..extra {
+                    self.emit_chunk(ptrs, (done + 16 * k) as i64, 1, splat);
+                }
+                let rest = n % 16;
+                if rest > 0 {
+                    if n >= 16 {
+                        self.emit_chunk(ptrs, n as i64 - 16, 1, splat);
+                    } else {
+                        let strides = self.row_steps();
+                        for j in 0..rest as i64 {
+                            let p = self.offset_ptrs(ptrs, strides.map(|s| s * j));
+                            self.emit_scalar_elem(p);
+                        }
+                    }
+                }
+            }
+            Count::Dyn(nv) => {
+                let main = self
+                    .b
+                    .ins()
+                    .ushr_imm_u(nv, per_iter.trailing_zeros() as i64);
+                self.counted_loop(Count::Dyn(main), ptrs, steps, |em, p| {
+                    em.emit_chunk(p, 0, g, splat)
+                });
+                // Elements left after the main loop: at most per_iter - 1.
+                let done = self.b.ins().imul_imm_s(main, per_iter as i64);
+                let base = self.advance(ptrs, done);
+                let left = self.b.ins().isub(nv, done);
+                let sixteens = self.b.ins().ushr_imm_u(left, 4);
+                let steps16: [i64; 4] = std::array::from_fn(|op| 16 * self.stride_bytes(l, op));
+                self.counted_loop(Count::Dyn(sixteens), base, steps16, |em, p| {
+                    em.emit_chunk(p, 0, 1, splat)
+                });
+                let rest = self.b.ins().band_imm_u(nv, 15);
+                let has_rest = self.b.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
+                let tail = self.b.create_block();
+                let join = self.b.create_block();
+                self.b.ins().brif(has_rest, tail, &[], join, &[]);
+                self.b.switch_to_block(tail);
+                let long = self
+                    .b
+                    .ins()
+                    .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, nv, 16);
+                let over = self.b.create_block();
+                let short = self.b.create_block();
+                self.b.ins().brif(long, over, &[], short, &[]);
+                // Rows of 16 or more: one vector step over the last 16 elements.
+                self.b.switch_to_block(over);
+                let at = self.b.ins().iadd_imm_s(nv, -16);
+                let last = self.advance(ptrs, at);
+                self.emit_chunk(last, 0, 1, splat);
+                self.b.ins().jump(join, &[]);
+                // Shorter rows: element by element.
+                self.b.switch_to_block(short);
+                let steps1 = self.row_steps();
+                self.counted_loop(Count::Dyn(rest), ptrs, steps1, |em, p| {
+                    em.emit_scalar_elem(p)
+                });
+                self.b.ins().jump(join, &[]);
+                self.b.switch_to_block(join);
+            }
+        }
+    }
+
+    /// Byte steps of one element along the row, per operand.
+    fn row_steps(&self) -> [i64; 4] {
+        let l = self.sig.rank() - 1;
+        std::array::from_fn(|op| self.stride_bytes(l, op))
+    }
+
+    /// `ptrs + offs` (constant byte offsets).
+    fn offset_ptrs(&mut self, ptrs: [Value; 4], offs: [i64; 4]) -> [Value; 4] {
+        std::array::from_fn(|op| {
+            if offs[op] == 0 {
+                ptrs[op]
+            } else {
+                self.b.ins().iadd_imm_s(ptrs[op], offs[op])
+            }
+        })
+    }
+
+    /// `ptrs` advanced by `elems` elements along the row (a run-time count).
+    fn advance(&mut self, ptrs: [Value; 4], elems: Value) -> [Value; 4] {
+        let steps = self.row_steps();
+        std::array::from_fn(|op| {
+            if steps[op] == 0 {
+                ptrs[op]
+            } else {
+                let off = self.b.ins().imul_imm_s(elems, steps[op]);
+                self.b.ins().iadd(ptrs[op], off)
+            }
+        })
+    }
+
+    /// `groups` × 16 elements starting `at` elements past `ptrs`.
+    fn emit_chunk(&mut self, ptrs: [Value; 4], at: i64, groups: u64, splat: [Option<Value>; 2]) {
+        let w = self.w as i64;
+        // Offsets inside the chunk are small; the chunk's start may be far into a long row.
+        let ptrs = self.offset_ptrs(ptrs, self.row_steps().map(|s| s * at));
+        for g in 0..groups as i64 {
+            let first = 16 * g;
+            if self.w == 16 {
+                self.emit_wide_group(ptrs, first, splat);
+                continue;
+            }
+            let c = self
+                .b
+                .ins()
+                .load(I8X16, self.flags, ptrs[COND], first as i32);
+            let zero = self.b.ins().iconst(I8, 0);
+            let zeros = self.b.ins().splat(I8X16, zero);
+            // Lanes where cond == 0 take `else`: the mask selects else, its complement then.
+            let is_zero = self.b.ins().icmp(IntCC::Equal, c, zeros);
+            let masks = self.widen_masks(is_zero);
+            let ty = self.vec_type();
+            for (k, m) in masks.into_iter().enumerate() {
+                let off = (first * w + 16 * k as i64) as i32;
+                let t = match splat[0] {
+                    Some(v) => v,
+                    None => self.b.ins().load(ty, self.flags, ptrs[THEN], off),
+                };
+                let e = match splat[1] {
+                    Some(v) => v,
+                    None => self.b.ins().load(ty, self.flags, ptrs[ELSE], off),
+                };
+                let r = self.b.ins().bitselect(m, e, t);
+                self.b.ins().store(self.flags, r, ptrs[OUT], off);
+            }
+        }
+    }
+
+    /// Widens a 16-lane byte mask to `width` masks of `16 / width` lanes each, in element order.
+    fn widen_masks(&mut self, m: Value) -> Vec<Value> {
+        let mut masks = vec![m];
+        let mut w = 1;
+        while w < self.w {
+            masks = masks
+                .into_iter()
+                .flat_map(|v| {
+                    let lo = self.b.ins().swiden_low(v);
+                    let hi = self.b.ins().swiden_high(v);
+                    [lo, hi]
+                })
+                .collect();
+            w *= 2;
+        }
+        masks
+    }
+
+    /// 16 elements of 16 bytes: each element is one vector; its mask is the cond byte widened to
+    /// all ones or all zeros.
+    fn emit_wide_group(&mut self, ptrs: [Value; 4], first: i64, splat: [Option<Value>; 2]) {
+        for j in first..first + 16 {
+            let c = self.b.ins().uload8(I64, self.flags, ptrs[COND], j as i32);
+            let m = self.b.ins().bmask(I64, c);
+            let mv = self.b.ins().splat(I64X2, m);
+            let off = (j * 16) as i32;
+            let t = match splat[0] {
+                Some(v) => v,
+                None => self.b.ins().load(I64X2, self.flags, ptrs[THEN], off),
+            };
+            let e = match splat[1] {
+                Some(v) => v,
+                None => self.b.ins().load(I64X2, self.flags, ptrs[ELSE], off),
+            };
+            let r = self.b.ins().bitselect(mv, t, e);
+            self.b.ins().store(self.flags, r, ptrs[OUT], off);
+        }
+    }
+
+    // ---- row copy (cond constant along the row) ------------------------------------------
+
+    fn emit_copy_row(&mut self, ptrs: [Value; 4], n: Count) {
+        let c = self.b.ins().uload8(I64, self.flags, ptrs[COND], 0);
+        let take_then = self.b.create_block();
+        let take_else = self.b.create_block();
+        let join = self.b.create_block();
+        self.b.ins().brif(c, take_then, &[], take_else, &[]);
+        for (blk, src) in [(take_then, THEN), (take_else, ELSE)] {
+            self.b.switch_to_block(blk);
+            self.emit_copy(ptrs[src], ptrs[OUT], src, n);
+            self.b.ins().jump(join, &[]);
+        }
+        self.b.switch_to_block(join);
+    }
+
+    /// Copies (or, for a broadcast source, fills) `n` elements from `src` to `dst`.
+    fn emit_copy(&mut self, src: Value, dst: Value, op: usize, n: Count) {
+        let l = self.sig.rank() - 1;
+        let fill = self.sig.strides[op][l] == 0;
+        let value = fill.then(|| self.splat_operand(src));
+        let w = self.w as i64;
+        // Moves one 16-byte vector at byte offset `off` past the row pointers.
+        let step16 = |em: &mut Self, s: Value, d: Value, off: i64| {
+            let [s, d] = if (-(1 << 30)..(1 << 30)).contains(&off) {
+                [s, d]
+            } else {
+                [s, d].map(|p| em.b.ins().iadd_imm_s(p, off))
+            };
+            let off = if (-(1 << 30)..(1 << 30)).contains(&off) {
+                off as i32
+            } else {
+                0
+            };
+            let v = match value {
+                Some(v) => v,
+                None => em.b.ins().load(I8X16, em.flags, s, off),
+            };
+            em.b.ins().store(em.flags, v, d, off);
+        };
+        let src_step = if fill { 0 } else { 64 };
+        let two = |s: Value, d: Value| [s, s, s, d];
+        match n {
+            Count::Const(n) => {
+                let bytes = n as i64 * w;
+                let main = bytes / 64;
+                self.counted_loop(
+                    Count::Const(main as u64),
+                    two(src, dst),
+                    [src_step, 0, 0, 64],
+                    |em, p| {
+                        for k in 0..4 {
+                            step16(em, p[0], p[3], 16 * k);
+                        }
+                    },
+                );
+                let done = main * 64;
+                for k in 0..(bytes - done) / 16 {
+                    step16(self, src, dst, done + 16 * k);
+                }
+                if bytes % 16 != 0 {
+                    if bytes >= 16 {
+                        step16(self, src, dst, bytes - 16);
+                    } else {
+                        for j in 0..n as i64 {
+                            self.emit_elem_copy(src, dst, if fill { 0 } else { j * w }, j * w);
+                        }
+                    }
+                }
+            }
+            Count::Dyn(nv) => {
+                // Rank-1 plans with a constant cond are a single broadcast cond: 16-byte steps,
+                // then element by element.
+                let bytes = self.b.ins().imul_imm_s(nv, w);
+                let vecs = self.b.ins().ushr_imm_u(bytes, 4);
+                self.counted_loop(
+                    Count::Dyn(vecs),
+                    two(src, dst),
+                    [src_step / 4, 0, 0, 16],
+                    |em, p| step16(em, p[0], p[3], 0),
+                );
+                let done = self.b.ins().ishl_imm_u(vecs, 4);
+                let s2 = if fill {
+                    src
+                } else {
+                    self.b.ins().iadd(src, done)
+                };
+                let d2 = self.b.ins().iadd(dst, done);
+                let left = self.b.ins().isub(bytes, done);
+                let elems = self.b.ins().ushr_imm_u(left, w.trailing_zeros() as i64);
+                let es = if fill { 0 } else { w };
+                self.counted_loop(Count::Dyn(elems), two(s2, d2), [es, 0, 0, w], |em, p| {
+                    em.emit_elem_copy(p[0], p[3], 0, 0)
+                });
+            }
+        }
+    }
+
+    /// Copies one element from `src + so` to `dst + d_off`.
+    fn emit_elem_copy(&mut self, src: Value, dst: Value, so: i64, d_off: i64) {
+        for (ty, k) in self.elem_parts() {
+            let v = self.b.ins().load(ty, self.flags, src, (so + k) as i32);
+            self.b.ins().store(self.flags, v, dst, (d_off + k) as i32);
+        }
+    }
+
+    // ---- scalar ---------------------------------------------------------------------------
+
+    /// Scalar pieces of one element: (type, byte offset).
+    fn elem_parts(&self) -> Vec<(Type, i64)> {
+        match self.w {
+            1 => vec![(I8, 0)],
+            2 => vec![(I16, 0)],
+            4 => vec![(I32, 0)],
+            8 => vec![(I64, 0)],
+            _ => vec![(I64, 0), (I64, 8)],
+        }
+    }
+
+    fn emit_scalar_loop(&mut self, ptrs: [Value; 4], n: Count) {
+        let steps = self.row_steps();
+        self.counted_loop(n, ptrs, steps, |em, p| em.emit_scalar_elem(p));
+    }
+
+    /// One element, branch-free: `out = cond != 0 ? then : else`.
+    fn emit_scalar_elem(&mut self, p: [Value; 4]) {
+        let c = self.b.ins().uload8(I64, self.flags, p[COND], 0);
+        for (ty, k) in self.elem_parts() {
+            let k = k as i32;
+            let t = self.b.ins().load(ty, self.flags, p[THEN], k);
+            let e = self.b.ins().load(ty, self.flags, p[ELSE], k);
+            let v = self.b.ins().select(c, t, e);
+            self.b.ins().store(self.flags, v, p[OUT], k);
+        }
+    }
+}
