@@ -9,6 +9,7 @@ use std::num::NonZeroUsize;
 use std::sync::Arc;
 
 use lru::LruCache;
+use rustc_hash::FxBuildHasher;
 
 use crate::jit::Kernel;
 use crate::plan::Signature;
@@ -48,7 +49,7 @@ pub struct CacheStats {
 pub(crate) type Slot = Option<Arc<Kernel>>;
 
 pub(crate) struct KernelCache {
-    lru: LruCache<Signature, Slot>,
+    lru: LruCache<Signature, Slot, FxBuildHasher>,
     stats: CacheStats,
 }
 
@@ -56,7 +57,7 @@ impl KernelCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let cap = NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
         KernelCache {
-            lru: LruCache::new(cap),
+            lru: LruCache::with_hasher(cap, FxBuildHasher),
             stats: CacheStats {
                 capacity: cap.get(),
                 ..CacheStats::default()

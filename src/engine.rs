@@ -8,7 +8,8 @@ use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
 use crate::jit::{Jit, Kernel};
 use crate::kernels::{self, Ptrs};
-use crate::plan::{Signature, plan};
+use crate::plan::{Signature, plan, plan_contiguous};
+use crate::shape::check_shape;
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 
@@ -130,6 +131,21 @@ impl Default for EngineConfig {
             verify: cfg!(debug_assertions),
         }
     }
+}
+
+/// The common case checked cheaply: no explicit strides and one shape for all four operands (a
+/// valid call in every broadcast mode). Returns the element count when every buffer holds it and
+/// the shape is within the limits; `None` sends the call down the general path, which reports
+/// any error.
+fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
+    let shape = ops[3].shape;
+    if ops.iter().any(|d| d.strides.is_some() || d.shape != shape)
+        || check_shape("output", shape).is_err()
+    {
+        return None;
+    }
+    let n: usize = shape.iter().product();
+    ops.iter().all(|d| d.len >= n).then_some(n)
 }
 
 /// Selects with a chosen backend. `Send + Sync`: share one engine between threads.
@@ -345,13 +361,35 @@ impl Engine {
             shape: out_shape,
             strides: out_strides,
         };
+        if self.config.backend != Backend::Interp
+            && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
+        {
+            let sig = plan_contiguous(width, n);
+            self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+            return Ok(());
+        }
         let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
         if self.config.backend == Backend::Interp {
             interp_bytes(width, &c, cond.data(), &then, &else_, out);
             return Ok(());
         }
-        let Some(sig) = plan(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
-            return Ok(()); // empty output: nothing to do
+        let sig = plan(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]);
+        self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+        Ok(())
+    }
+
+    /// Runs a validated, planned call (`None`: empty output, nothing to do) on the JIT or the
+    /// static kernels.
+    fn run_planned(
+        &self,
+        sig: Option<&Signature>,
+        cond: &[u8],
+        then: &Operand<'_>,
+        else_: &Operand<'_>,
+        out: &mut [u8],
+    ) {
+        let Some(sig) = sig else {
+            return;
         };
         let out_ptr = out.as_mut_ptr();
         let src = |o: &Operand<'_>| match o {
@@ -359,25 +397,25 @@ impl Engine {
             Operand::Out => out_ptr as *const u8,
         };
         let p = Ptrs {
-            cond: cond.data().as_ptr(),
-            then: src(&then),
-            else_: src(&else_),
+            cond: cond.as_ptr(),
+            then: src(then),
+            else_: src(else_),
             out: out_ptr,
         };
         let kernel = match self.config.backend {
-            Backend::Jit => self.kernel(&sig),
+            Backend::Jit => self.kernel(sig),
             _ => None,
         };
         match kernel {
-            // SAFETY: `check` validated every buffer against its shape and strides (all
-            // addressed elements are in bounds, strides non-negative), the output's elements are
-            // distinct, and the only aliasing is the exact in-place case; `sig` is the plan of
-            // exactly these layouts, and the range is the whole outer dimension.
+            // SAFETY: the caller validated every buffer against its shape and strides (`check`,
+            // or `same_contiguous` for identical contiguous shapes): all addressed elements are in
+            // bounds, strides are non-negative, the output's elements are distinct, and the only
+            // aliasing is the exact in-place case; `sig` is the plan of exactly these layouts,
+            // and the range is the whole outer dimension.
             Some(k) => unsafe { k.run(p, 0, sig.outer()) },
             // SAFETY: as above.
-            None => unsafe { kernels::run(&sig, p, 0, sig.outer()) },
+            None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
         }
-        Ok(())
     }
 }
 

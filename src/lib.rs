@@ -31,6 +31,7 @@
 //! # Ok::<(), selectjit::Error>(())
 //! ```
 
+pub mod bench;
 pub mod cache;
 pub mod dtype;
 pub mod engine;

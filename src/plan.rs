@@ -66,6 +66,22 @@ impl std::fmt::Display for Signature {
     }
 }
 
+/// The plan of a call whose four operands are contiguous with one and the same shape of `n`
+/// elements, built directly: exactly what [`plan`] returns for such a call, at a fraction of the
+/// cost. `None` when `n` is 0.
+pub fn plan_contiguous(width: usize, n: usize) -> Option<Signature> {
+    if n == 0 {
+        return None;
+    }
+    let s: isize = if n == 1 { 0 } else { 1 };
+    let st: Strides = smallvec::smallvec![s];
+    Some(Signature {
+        width,
+        dims: smallvec::smallvec![n],
+        strides: [st.clone(), st.clone(), st.clone(), st],
+    })
+}
+
 /// Canonicalises one call. Returns `None` when the output is empty (a zero dimension): there is
 /// no work and no kernel to look up.
 pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Signature> {
@@ -143,6 +159,27 @@ mod tests {
         assert_eq!(a.dims.as_slice(), &[24]);
         assert_eq!(a, sig_for(4, &[24], &[24], &[24]));
         assert_ne!(a, sig_for(2, &[24], &[24], &[24]));
+    }
+
+    #[test]
+    fn contiguous_shortcut_equals_the_planner() {
+        for shape in [
+            &[7usize][..],
+            &[1],
+            &[2, 3, 4],
+            &[1, 1],
+            &[5, 1, 3],
+            &[],
+            &[0, 3],
+        ] {
+            let n: usize = shape.iter().product();
+            let st = contiguous_strides(shape);
+            assert_eq!(
+                plan_contiguous(4, n),
+                plan(4, shape, [&st, &st, &st, &st]),
+                "{shape:?}"
+            );
+        }
     }
 
     #[test]

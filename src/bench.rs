@@ -1,0 +1,337 @@
+//! Benchmark cases and measurements shared by `selectjit bench` and the criterion benches.
+//!
+//! A case (from `benches/cases.json`) names a dtype, three shapes broadcast with the numpy rule
+//! and a cond fill. The yardstick is a plain memory copy of half the case's traffic (each input's
+//! own bytes plus the output's bytes), so that copy reads + writes move as many bytes as the
+//! select does. Backends and the copy are timed interleaved, in one run, and compared as ratios.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+use crate::dtype::DType;
+use crate::engine::{Backend, Engine, EngineConfig};
+use crate::error::{Error, Result};
+use crate::shape::{Broadcast, numel, output_shape};
+use crate::tensor::{TensorMut, TensorRef};
+
+/// The built-in case list (a copy of the shared `cases.json`).
+pub const BUILTIN_CASES: &str = include_str!("../benches/cases.json");
+
+/// One benchmark case.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Case {
+    pub name: String,
+    pub dtype: String,
+    pub cond: Vec<usize>,
+    pub then: Vec<usize>,
+    #[serde(rename = "else")]
+    pub else_: Vec<usize>,
+    pub cond_fill: String,
+}
+
+#[derive(Deserialize)]
+struct CaseFile {
+    cases: Vec<Case>,
+}
+
+/// Parses a case list in the `cases.json` format.
+pub fn parse_cases(json: &str) -> Result<Vec<Case>> {
+    let f: CaseFile =
+        serde_json::from_str(json).map_err(|e| Error::Invalid(format!("case list: {e}")))?;
+    for c in &f.cases {
+        c.dtype.parse::<DType>()?;
+        output_shape(Broadcast::Numpy, &c.cond, &c.then, &c.else_)?;
+        if !["random", "causal", "true"].contains(&c.cond_fill.as_str()) {
+            return Err(Error::Invalid(format!(
+                "case {}: unknown cond_fill '{}'",
+                c.name, c.cond_fill
+            )));
+        }
+    }
+    Ok(f.cases)
+}
+
+/// The buffers of one case, filled deterministically.
+pub struct Inputs {
+    pub dtype: DType,
+    pub cond_shape: Vec<usize>,
+    pub then_shape: Vec<usize>,
+    pub else_shape: Vec<usize>,
+    pub out_shape: Vec<usize>,
+    pub cond: Vec<u8>,
+    pub then: Vec<u8>,
+    pub else_: Vec<u8>,
+}
+
+/// A small deterministic generator (xorshift), so that every run sees the same data.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+impl Inputs {
+    /// Builds the buffers of `case`.
+    pub fn new(case: &Case) -> Result<Inputs> {
+        let dtype: DType = case.dtype.parse()?;
+        let out_shape =
+            output_shape(Broadcast::Numpy, &case.cond, &case.then, &case.else_)?.to_vec();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let nc = numel(&case.cond);
+        let cond: Vec<u8> = match case.cond_fill.as_str() {
+            "true" => vec![1; nc],
+            "causal" => {
+                // Lower-triangular over the last two dims.
+                let r = case.cond.len();
+                let cols = if r >= 1 { case.cond[r - 1] } else { 1 };
+                let rows = if r >= 2 { case.cond[r - 2] } else { 1 };
+                (0..nc)
+                    .map(|i| {
+                        let (row, col) = ((i / cols.max(1)) % rows.max(1), i % cols.max(1));
+                        u8::from(col <= row)
+                    })
+                    .collect()
+            }
+            _ => (0..nc).map(|_| (rng.next() >> 32) as u8 & 1).collect(),
+        };
+        let w = dtype.width();
+        let mut fill =
+            |n: usize| -> Vec<u8> { (0..n * w).map(|_| (rng.next() >> 24) as u8).collect() };
+        Ok(Inputs {
+            dtype,
+            then: fill(numel(&case.then)),
+            else_: fill(numel(&case.else_)),
+            cond,
+            cond_shape: case.cond.clone(),
+            then_shape: case.then.clone(),
+            else_shape: case.else_.clone(),
+            out_shape,
+        })
+    }
+
+    /// Elements of the output.
+    pub fn elements(&self) -> usize {
+        numel(&self.out_shape)
+    }
+
+    /// Bytes moved: each input's own bytes plus the output's.
+    pub fn traffic_bytes(&self) -> usize {
+        self.cond.len() + self.then.len() + self.else_.len() + self.elements() * self.dtype.width()
+    }
+
+    /// Runs one select on `engine` into `out`.
+    pub fn run(&self, engine: &Engine, out: &mut [u8]) -> Result<()> {
+        engine.select_dyn(
+            self.dtype,
+            TensorRef::new(&self.cond, &self.cond_shape),
+            TensorRef::new(&self.then, &self.then_shape),
+            TensorRef::new(&self.else_, &self.else_shape),
+            TensorMut::new(out, &self.out_shape),
+            Broadcast::Numpy,
+        )
+    }
+}
+
+/// What `selectjit bench` reports for one case. Times are medians of interleaved rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    pub case: String,
+    pub dtype: String,
+    pub elements: usize,
+    pub traffic_bytes: usize,
+    pub jit_ns: f64,
+    pub static_ns: f64,
+    pub memcpy_ns: f64,
+    /// Reference interpreter, measured on small cases only.
+    pub interp_ns: Option<f64>,
+    /// First call on a fresh engine: validation, planning, compilation and the run.
+    pub compile_us: f64,
+    /// jit_ns / static_ns and jit_ns / memcpy_ns (time ratios; below 1 means the JIT is faster).
+    pub jit_over_static: f64,
+    pub jit_over_memcpy: f64,
+}
+
+/// Measurement settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Interleaved rounds per case (the median is reported).
+    pub rounds: usize,
+    /// Minimum time of one timed batch, in nanoseconds.
+    pub min_batch_ns: u64,
+}
+
+impl Options {
+    pub fn full() -> Self {
+        Options {
+            rounds: 15,
+            min_batch_ns: 4_000_000,
+        }
+    }
+    pub fn quick() -> Self {
+        Options {
+            rounds: 5,
+            min_batch_ns: 1_000_000,
+        }
+    }
+}
+
+/// Calls `f` `reps` times and returns the mean time per call in ns.
+fn time_batch(reps: usize, f: &mut dyn FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    t.elapsed().as_nanos() as f64 / reps as f64
+}
+
+/// How many calls make a batch of at least `min_ns`.
+fn calibrate(min_ns: u64, f: &mut dyn FnMut()) -> usize {
+    let mut reps = 1usize;
+    loop {
+        let t = time_batch(reps, f) * reps as f64;
+        if t >= min_ns as f64 || reps >= 1 << 24 {
+            return reps;
+        }
+        let grow = ((min_ns as f64 / t.max(1.0)) * 1.2).ceil() as usize;
+        reps = (reps * grow.clamp(2, 100)).min(1 << 24);
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// A copy of `n` bytes, the yardstick.
+pub struct MemCopy {
+    src: Vec<u8>,
+    dst: Vec<u8>,
+}
+
+impl MemCopy {
+    pub fn new(n: usize) -> Self {
+        MemCopy {
+            src: (0..n).map(|i| i as u8).collect(),
+            dst: vec![0; n],
+        }
+    }
+    pub fn run(&mut self) {
+        self.dst.copy_from_slice(&self.src);
+        std::hint::black_box(&mut self.dst);
+    }
+}
+
+/// Measures one case: JIT (cache warm), static kernels and the memory copy, interleaved.
+pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
+    let inp = Inputs::new(case)?;
+    let out_bytes = inp.elements() * inp.dtype.width();
+    let mut out = vec![0u8; out_bytes];
+    let mut reference = vec![0u8; out_bytes];
+    let engine_for = |b| {
+        Engine::with_config(EngineConfig {
+            backend: b,
+            ..EngineConfig::default()
+        })
+    };
+    let jit = engine_for(Backend::Jit);
+    let stat = engine_for(Backend::Static);
+
+    // First call: compile. Then check that both backends give the reference interpreter's bytes.
+    let t = Instant::now();
+    inp.run(&jit, &mut out)?;
+    let compile_us = t.elapsed().as_nanos() as f64 / 1e3;
+    if let Some(e) = jit.last_codegen_error() {
+        return Err(Error::Codegen(e));
+    }
+    let small = inp.elements() <= 1 << 16;
+    let interp = engine_for(Backend::Interp);
+    inp.run(&interp, &mut reference)?;
+    if out != reference {
+        return Err(Error::Invalid(format!(
+            "{}: jit output differs from the interpreter",
+            case.name
+        )));
+    }
+    inp.run(&stat, &mut out)?;
+    if out != reference {
+        return Err(Error::Invalid(format!(
+            "{}: static output differs from the interpreter",
+            case.name
+        )));
+    }
+
+    let mut copy = MemCopy::new(inp.traffic_bytes() / 2);
+    let mut f_jit = || inp.run(&jit, &mut out).expect("validated above");
+    let r_jit = calibrate(opts.min_batch_ns, &mut f_jit);
+    let mut f_static = || inp.run(&stat, &mut reference).expect("validated above");
+    let r_static = calibrate(opts.min_batch_ns, &mut f_static);
+    let mut f_copy = || copy.run();
+    let r_copy = calibrate(opts.min_batch_ns, &mut f_copy);
+    let (mut tj, mut ts, mut tc) = (Vec::new(), Vec::new(), Vec::new());
+    for _ in 0..opts.rounds {
+        tj.push(time_batch(r_jit, &mut f_jit));
+        ts.push(time_batch(r_static, &mut f_static));
+        tc.push(time_batch(r_copy, &mut f_copy));
+    }
+    let interp_ns = if small {
+        let mut buf = vec![0u8; out_bytes];
+        let mut f = || inp.run(&interp, &mut buf).expect("validated above");
+        let r = calibrate(opts.min_batch_ns / 4, &mut f);
+        Some(time_batch(r, &mut f))
+    } else {
+        None
+    };
+    let (jit_ns, static_ns, memcpy_ns) = (median(&mut tj), median(&mut ts), median(&mut tc));
+    Ok(Measurement {
+        case: case.name.clone(),
+        dtype: case.dtype.clone(),
+        elements: inp.elements(),
+        traffic_bytes: inp.traffic_bytes(),
+        jit_ns,
+        static_ns,
+        memcpy_ns,
+        interp_ns,
+        compile_us,
+        jit_over_static: jit_ns / static_ns,
+        jit_over_memcpy: jit_ns / memcpy_ns,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_cases_parse_and_build() {
+        let cases = parse_cases(BUILTIN_CASES).unwrap();
+        assert!(cases.len() >= 20);
+        let tiny = cases.iter().find(|c| c.name == "tiny_f32_3x4").unwrap();
+        let inp = Inputs::new(tiny).unwrap();
+        assert_eq!(inp.elements(), 12);
+        assert_eq!(inp.traffic_bytes(), 12 + 48 * 3);
+        let causal = Case {
+            name: "c".into(),
+            dtype: "f32".into(),
+            cond: vec![3, 3],
+            then: vec![3, 3],
+            else_: vec![],
+            cond_fill: "causal".into(),
+        };
+        assert_eq!(
+            Inputs::new(&causal).unwrap().cond,
+            vec![1, 0, 0, 1, 1, 0, 1, 1, 1]
+        );
+    }
+
+    #[test]
+    fn bad_case_lists_are_errors() {
+        assert!(parse_cases("{").is_err());
+        assert!(parse_cases(r#"{"cases":[{"name":"x","dtype":"f33","cond":[1],"then":[1],"else":[1],"cond_fill":"random"}]}"#).is_err());
+        assert!(parse_cases(r#"{"cases":[{"name":"x","dtype":"f32","cond":[2],"then":[3],"else":[1],"cond_fill":"random"}]}"#).is_err());
+    }
+}
