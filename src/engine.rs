@@ -192,6 +192,22 @@ impl Engine {
             Backend::Jit => Jit::host(config.verify).map_err(|e| e.to_string()),
             _ => Err("the engine's backend is not jit".to_string()),
         };
+        Engine::assemble(config, jit)
+    }
+
+    /// An engine that runs kernels from the given code generator (e.g. one configured with
+    /// [`Jit::set_blendv`]); the backend is `Jit`.
+    pub fn with_jit(config: EngineConfig, jit: Jit) -> Engine {
+        Engine::assemble(
+            EngineConfig {
+                backend: Backend::Jit,
+                ..config
+            },
+            Ok(jit),
+        )
+    }
+
+    fn assemble(config: EngineConfig, jit: std::result::Result<Jit, String>) -> Engine {
         let last = jit
             .as_ref()
             .err()
@@ -620,6 +636,23 @@ mod jit_smoke {
                     run(b, &mut got);
                     assert_eq!(got, want, "{b:?} w{w} {c:?} {t:?} {e:?}");
                 }
+                // The portable lane select (no x86 blendv) gives the same bytes.
+                let mut jit = Jit::host(true).unwrap();
+                jit.set_blendv(false);
+                assert!(!jit.uses_blendv());
+                let eng = Engine::with_jit(EngineConfig::default(), jit);
+                got.iter_mut().for_each(|x| *x = 0x5a);
+                eng.select_dyn(
+                    dt,
+                    TensorRef::new(&cond, c),
+                    TensorRef::new(&tv, t),
+                    TensorRef::new(&ev, e),
+                    TensorMut::new(&mut got, &out_shape),
+                    Broadcast::Numpy,
+                )
+                .unwrap();
+                assert_eq!(got, want, "portable jit w{w} {c:?} {t:?} {e:?}");
+                assert_eq!(eng.last_codegen_error(), None);
             }
         }
     }

@@ -14,7 +14,9 @@
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I8X16, I16, I16X8, I32, I32X4, I64, I64X2};
-use cranelift_codegen::ir::{AbiParam, Function, InstBuilder, MemFlagsData, Type, Value};
+use cranelift_codegen::ir::{
+    AbiParam, Endianness, Function, InstBuilder, MemFlagsData, Type, Value,
+};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
 use crate::plan::{COND, ELSE, OUT, Signature, THEN};
@@ -33,6 +35,8 @@ pub(crate) struct KernelEmitter<'a, 'b> {
     sig: &'a Signature,
     w: usize,
     flags: MemFlagsData,
+    /// Use x86 `blendv` (one `pblendvb`) instead of the three-instruction `bitselect`.
+    blendv: bool,
 }
 
 /// Adds the kernel's parameters to `func`'s signature (six pointer-sized integers).
@@ -43,13 +47,14 @@ pub(crate) fn declare_params(func: &mut Function) {
 }
 
 impl<'a, 'b> KernelEmitter<'a, 'b> {
-    pub(crate) fn new(b: &'a mut FunctionBuilder<'b>, sig: &'a Signature) -> Self {
+    pub(crate) fn new(b: &'a mut FunctionBuilder<'b>, sig: &'a Signature, blendv: bool) -> Self {
         KernelEmitter {
             b,
             sig,
             w: sig.width,
             // Inputs are only guaranteed to be byte-aligned, and every access was validated.
             flags: MemFlagsData::new().with_notrap(),
+            blendv,
         }
     }
 
@@ -216,10 +221,47 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         }
     }
 
+    /// Reinterprets a 128-bit vector as bytes (no instruction).
+    fn as_bytes(&mut self, v: Value) -> Value {
+        if self.b.func.dfg.value_type(v) == I8X16 {
+            return v;
+        }
+        let le = MemFlagsData::new().with_endianness(Endianness::Little);
+        self.b.ins().bitcast(I8X16, le, v)
+    }
+
+    /// Lane-wise `mask ? a : b` for a mask whose lanes are all ones or all zeros.
+    fn select_lanes(&mut self, mask: Value, a: Value, b: Value) -> Value {
+        if self.blendv {
+            // pblendvb reads the top bit of every byte, which is set in every byte of a
+            // sign-extended lane mask.
+            let m = self.as_bytes(mask);
+            self.b.ins().blendv(m, a, b)
+        } else {
+            let ty = self.b.func.dfg.value_type(a);
+            let m = if self.b.func.dfg.value_type(mask) == ty {
+                mask
+            } else {
+                let le = MemFlagsData::new().with_endianness(Endianness::Little);
+                self.b.ins().bitcast(ty, le, mask)
+            };
+            self.b.ins().bitselect(m, a, b)
+        }
+    }
+
+    /// Data vector type: bytes when blending byte-wise, lanes of the element width otherwise.
+    fn data_type(&self) -> Type {
+        if self.blendv { I8X16 } else { self.vec_type() }
+    }
+
     fn emit_vector_row(&mut self, ptrs: [Value; 4], n: Count) {
         let l = self.sig.rank() - 1;
-        let splat: [Option<Value>; 2] = [THEN, ELSE]
-            .map(|op| (self.sig.strides[op][l] == 0).then(|| self.splat_operand(ptrs[op])));
+        let splat: [Option<Value>; 2] = [THEN, ELSE].map(|op| {
+            (self.sig.strides[op][l] == 0).then(|| {
+                let v = self.splat_operand(ptrs[op]);
+                if self.blendv { self.as_bytes(v) } else { v }
+            })
+        });
         let g = self.groups_per_iter();
         let per_iter = 16 * g;
         let steps: [i64; 4] = std::array::from_fn(|op| per_iter as i64 * self.stride_bytes(l, op));
@@ -258,12 +300,14 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 // Elements left after the main loop: at most per_iter - 1.
                 let done = self.b.ins().imul_imm_s(main, per_iter as i64);
                 let base = self.advance(ptrs, done);
-                let left = self.b.ins().isub(nv, done);
-                let sixteens = self.b.ins().ushr_imm_u(left, 4);
-                let steps16: [i64; 4] = std::array::from_fn(|op| 16 * self.stride_bytes(l, op));
-                self.counted_loop(Count::Dyn(sixteens), base, steps16, |em, p| {
-                    em.emit_chunk(p, 0, 1, splat)
-                });
+                if g > 1 {
+                    let left = self.b.ins().isub(nv, done);
+                    let sixteens = self.b.ins().ushr_imm_u(left, 4);
+                    let steps16: [i64; 4] = std::array::from_fn(|op| 16 * self.stride_bytes(l, op));
+                    self.counted_loop(Count::Dyn(sixteens), base, steps16, |em, p| {
+                        em.emit_chunk(p, 0, 1, splat)
+                    });
+                }
                 let rest = self.b.ins().band_imm_u(nv, 15);
                 let has_rest = self.b.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
                 let tail = self.b.create_block();
@@ -345,7 +389,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             // Lanes where cond == 0 take `else`: the mask selects else, its complement then.
             let is_zero = self.b.ins().icmp(IntCC::Equal, c, zeros);
             let masks = self.widen_masks(is_zero);
-            let ty = self.vec_type();
+            let ty = self.data_type();
             for (k, m) in masks.into_iter().enumerate() {
                 let off = (first * w + 16 * k as i64) as i32;
                 let t = match splat[0] {
@@ -356,7 +400,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                     Some(v) => v,
                     None => self.b.ins().load(ty, self.flags, ptrs[ELSE], off),
                 };
-                let r = self.b.ins().bitselect(m, e, t);
+                let r = self.select_lanes(m, e, t);
                 self.b.ins().store(self.flags, r, ptrs[OUT], off);
             }
         }
@@ -388,15 +432,16 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             let m = self.b.ins().bmask(I64, c);
             let mv = self.b.ins().splat(I64X2, m);
             let off = (j * 16) as i32;
+            let ty = self.data_type();
             let t = match splat[0] {
                 Some(v) => v,
-                None => self.b.ins().load(I64X2, self.flags, ptrs[THEN], off),
+                None => self.b.ins().load(ty, self.flags, ptrs[THEN], off),
             };
             let e = match splat[1] {
                 Some(v) => v,
-                None => self.b.ins().load(I64X2, self.flags, ptrs[ELSE], off),
+                None => self.b.ins().load(ty, self.flags, ptrs[ELSE], off),
             };
-            let r = self.b.ins().bitselect(mv, t, e);
+            let r = self.select_lanes(mv, t, e);
             self.b.ins().store(self.flags, r, ptrs[OUT], off);
         }
     }
