@@ -81,7 +81,13 @@ impl KernelCache {
 
     /// Inserts a compilation outcome. If another thread inserted the same signature meanwhile,
     /// its entry is kept and returned, so all callers share one kernel.
-    pub(crate) fn insert(&mut self, sig: Signature, slot: Slot, compile_us: u64) -> Slot {
+    /// Also returns the signature this insertion evicted, if any.
+    pub(crate) fn insert(
+        &mut self,
+        sig: Signature,
+        slot: Slot,
+        compile_us: u64,
+    ) -> (Slot, Option<Signature>) {
         match &slot {
             Some(_) => {
                 self.stats.compiles += 1;
@@ -90,14 +96,14 @@ impl KernelCache {
             None => self.stats.compile_failures += 1,
         }
         if let Some(existing) = self.lru.peek(&sig) {
-            return existing.clone();
+            return (existing.clone(), None);
         }
-        if let Some((old, _)) = self.lru.push(sig, slot.clone()) {
-            // `push` returns the evicted entry (a replaced equal key cannot happen: peeked above).
-            let _ = old;
+        // `push` returns the evicted entry (a replaced equal key cannot happen: peeked above).
+        let evicted = self.lru.push(sig, slot.clone()).map(|(old, _)| old);
+        if evicted.is_some() {
             self.stats.evictions += 1;
         }
-        slot
+        (slot, evicted)
     }
 
     pub(crate) fn stats(&self) -> CacheStats {

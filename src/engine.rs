@@ -9,8 +9,8 @@ use crate::interp::{self, Src};
 use crate::jit::{Jit, Kernel};
 use crate::kernels::{self, Ptrs};
 use crate::plan::{Signature, plan, plan_contiguous};
-use crate::shape::check_shape;
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
+use crate::shape::{check_shape, contiguous_strides, numel};
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 
 /// Which implementation runs the selects of an [`Engine`].
@@ -130,6 +130,129 @@ impl Default for EngineConfig {
             cache_capacity: capacity_from_env(),
             verify: cfg!(debug_assertions),
         }
+    }
+}
+
+/// Writes one diagnostic line to stderr when `SELECTJIT_VERBOSE` is set to a non-empty value
+/// other than `0` (read once per process).
+fn verbose(line: impl FnOnce() -> String) {
+    static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    let on = *ON.get_or_init(|| {
+        std::env::var("SELECTJIT_VERBOSE").is_ok_and(|v| !v.is_empty() && v != "0")
+    });
+    if on {
+        eprintln!("selectjit_verbose,{}", line());
+    }
+}
+
+/// A call planned once by [`Engine::prepare`] for contiguous row-major buffers, with its kernel
+/// bound. `Send + Sync`; it keeps its kernel alive even after the engine's cache evicts it.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    dtype: DType,
+    /// Elements of cond, then, else and out.
+    lens: [usize; 4],
+    out_shape: Vec<usize>,
+    /// `None`: the output is empty.
+    sig: Option<Signature>,
+    /// `None` with a signature: the static kernels run it.
+    kernel: Option<Arc<Kernel>>,
+    /// Strides over the output, for an interpreter engine.
+    interp: Option<[Vec<isize>; 4]>,
+}
+
+impl Prepared {
+    /// The element type the call was prepared for.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The output shape.
+    pub fn out_shape(&self) -> &[usize] {
+        &self.out_shape
+    }
+
+    /// Whether the call runs JIT code (otherwise the static kernels or the interpreter).
+    pub fn is_jit(&self) -> bool {
+        self.kernel.is_some()
+    }
+
+    /// Runs the prepared call on typed contiguous buffers. `T` must be the prepared dtype.
+    pub fn run<T: Element>(
+        &self,
+        cond: &[u8],
+        then: &[T],
+        else_: &[T],
+        out: &mut [T],
+    ) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::DType(format!(
+                "prepared for {} but called with {}",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        self.run_bytes(
+            cond,
+            bytemuck::cast_slice(then),
+            bytemuck::cast_slice(else_),
+            bytemuck::cast_slice_mut(out),
+        )
+    }
+
+    /// Runs the prepared call on raw little-endian element bytes.
+    pub fn run_bytes(&self, cond: &[u8], then: &[u8], else_: &[u8], out: &mut [u8]) -> Result<()> {
+        let w = self.dtype.width();
+        let have = [cond.len(), then.len() / w, else_.len() / w, out.len() / w];
+        for (k, what) in ["cond", "then", "else", "output"].into_iter().enumerate() {
+            if have[k] < self.lens[k] {
+                return Err(Error::Layout {
+                    what,
+                    msg: format!(
+                        "buffer holds {} elements, the prepared call needs {}",
+                        have[k], self.lens[k]
+                    ),
+                });
+            }
+        }
+        let Some(sig) = &self.sig else {
+            return Ok(());
+        };
+        if let Some(st) = &self.interp {
+            let c = Checked {
+                out: self.out_shape.iter().copied().collect(),
+                st: std::array::from_fn(|k| st[k].iter().copied().collect()),
+            };
+            let d = |len| Desc {
+                len,
+                shape: &[],
+                strides: None,
+            };
+            interp_bytes(
+                w,
+                &c,
+                cond,
+                &Operand::Buf(then, d(have[1])),
+                &Operand::Buf(else_, d(have[2])),
+                out,
+            );
+            return Ok(());
+        }
+        let p = Ptrs {
+            cond: cond.as_ptr(),
+            then: then.as_ptr(),
+            else_: else_.as_ptr(),
+            out: out.as_mut_ptr(),
+        };
+        match &self.kernel {
+            // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
+            // above), which is what `sig` was planned from; `out` is a `&mut` borrow, so it
+            // overlaps no input.
+            Some(k) => unsafe { k.run(p, 0, sig.outer()) },
+            // SAFETY: as above.
+            None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
+        }
+        Ok(())
     }
 }
 
@@ -269,8 +392,12 @@ impl Engine {
         // Compile outside the cache lock, so that hits of other threads are not held up.
         let (k, us) = jit.compile_timed(sig);
         let slot = match k {
-            Ok(k) => Some(k),
+            Ok(k) => {
+                verbose(|| format!("compile,jit,{sig},{us}us,{}B", k.code_bytes()));
+                Some(k)
+            }
             Err(e) => {
+                verbose(|| format!("compile,failed,{sig},{us}us,{e}"));
                 *self
                     .last_codegen_error
                     .lock()
@@ -278,10 +405,44 @@ impl Engine {
                 None
             }
         };
-        self.cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .insert(sig.clone(), slot, us)
+        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
+        let (slot, evicted) = cache.insert(sig.clone(), slot, us);
+        drop(cache);
+        if let Some(old) = evicted {
+            verbose(|| format!("evict,{old}"));
+        }
+        slot
+    }
+
+    /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
+    /// returned [`Prepared`] runs it with only buffer-length checks (no shape inference, no
+    /// hashing, no locking).
+    pub fn prepare(
+        &self,
+        dtype: DType,
+        cond: &[usize],
+        then: &[usize],
+        else_: &[usize],
+        mode: Broadcast,
+    ) -> Result<Prepared> {
+        let b = broadcast_shapes(mode, cond, then, else_)?;
+        let st = |s: &[usize], p| strides_over(s, &contiguous_strides(s), p, &b.out);
+        let so = contiguous_strides(&b.out);
+        let (sc, sth, se) = (st(cond, b.cond), st(then, b.then), st(else_, b.else_));
+        let sig = plan(dtype.width(), &b.out, [&sc, &sth, &se, &so]);
+        let kernel = match (&sig, self.config.backend) {
+            (Some(s), Backend::Jit) => self.kernel(s),
+            _ => None,
+        };
+        Ok(Prepared {
+            dtype,
+            lens: [numel(cond), numel(then), numel(else_), numel(&b.out)],
+            out_shape: b.out.to_vec(),
+            interp: (self.config.backend == Backend::Interp)
+                .then(|| [sc.to_vec(), sth.to_vec(), se.to_vec(), so.to_vec()]),
+            sig,
+            kernel,
+        })
     }
 
     /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte

@@ -45,7 +45,7 @@ pub mod tensor;
 
 pub use cache::CacheStats;
 pub use dtype::{DType, Element};
-pub use engine::{Backend, Engine, EngineConfig, InPlace, select_generic};
+pub use engine::{Backend, Engine, EngineConfig, InPlace, Prepared, select_generic};
 pub use error::{Error, Result};
 pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};

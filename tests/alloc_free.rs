@@ -1,0 +1,82 @@
+//! A cache-hit call allocates nothing on the heap for ranks up to 8.
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::cell::Cell;
+
+use selectjit::{Backend, Broadcast, Engine, TensorMut, TensorRef};
+
+struct Counting;
+
+thread_local! {
+    static ALLOCS: Cell<usize> = const { Cell::new(0) };
+}
+
+// SAFETY: forwards to the system allocator; the counter is a const-initialised thread-local
+// `Cell`, which never allocates.
+unsafe impl GlobalAlloc for Counting {
+    unsafe fn alloc(&self, l: Layout) -> *mut u8 {
+        ALLOCS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.alloc(l) }
+    }
+    unsafe fn dealloc(&self, p: *mut u8, l: Layout) {
+        // SAFETY: same contract as ours.
+        unsafe { System.dealloc(p, l) }
+    }
+    unsafe fn realloc(&self, p: *mut u8, l: Layout, n: usize) -> *mut u8 {
+        ALLOCS.with(|c| c.set(c.get() + 1));
+        // SAFETY: same contract as ours.
+        unsafe { System.realloc(p, l, n) }
+    }
+}
+
+#[global_allocator]
+static A: Counting = Counting;
+
+fn allocs() -> usize {
+    ALLOCS.with(|c| c.get())
+}
+
+#[test]
+fn cache_hit_does_not_allocate() {
+    // (cond, then, else) shapes up to rank 8, broadcast and plain.
+    let cases: Vec<(Vec<usize>, Vec<usize>, Vec<usize>)> = vec![
+        (vec![16], vec![16], vec![16]),
+        (vec![1, 1, 8, 8], vec![2, 3, 8, 8], vec![]),
+        (
+            vec![2, 1, 1, 1, 1, 1, 1, 3],
+            vec![2, 2, 1, 2, 1, 2, 1, 3],
+            vec![1],
+        ),
+        (vec![4, 1], vec![1, 5], vec![4, 5]),
+    ];
+    for backend in [Backend::Jit] {
+        let e = Engine::with_backend(backend);
+        for (c, t, el) in &cases {
+            let out_shape = selectjit::output_shape(Broadcast::Numpy, c, t, el)
+                .unwrap()
+                .to_vec();
+            let n = |s: &[usize]| s.iter().product::<usize>();
+            let cond = vec![1u8; n(c)];
+            let tv = vec![1.5f32; n(t)];
+            let ev = vec![2.5f32; n(el)];
+            let mut out = vec![0f32; n(&out_shape)];
+            let mut call = || {
+                e.select(
+                    TensorRef::new(&cond, c),
+                    TensorRef::new(&tv, t),
+                    TensorRef::new(&ev, el),
+                    TensorMut::new(&mut out, &out_shape),
+                    Broadcast::Numpy,
+                )
+                .unwrap()
+            };
+            call(); // compiles and caches
+            let before = allocs();
+            for _ in 0..10 {
+                call();
+            }
+            assert_eq!(allocs() - before, 0, "{backend:?} {c:?} {t:?} {el:?}");
+        }
+    }
+}

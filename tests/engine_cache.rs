@@ -1,0 +1,137 @@
+//! Kernel cache behaviour and prepared kernels, checked against the interpreter.
+
+use std::sync::Arc;
+
+use selectjit::plan::plan_contiguous;
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
+
+fn engine(capacity: usize) -> Engine {
+    Engine::with_config(EngineConfig {
+        backend: Backend::Jit,
+        cache_capacity: capacity,
+        verify: true,
+    })
+}
+
+fn run_f32(e: &Engine, n: usize) -> Vec<f32> {
+    let cond: Vec<u8> = (0..n).map(|i| (i % 3) as u8).collect();
+    let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let el: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
+    let mut out = vec![0f32; n];
+    e.select(
+        TensorRef::new(&cond, &[n]),
+        TensorRef::new(&t, &[n]),
+        TensorRef::new(&el, &[n]),
+        TensorMut::new(&mut out, &[n]),
+        Broadcast::Numpy,
+    )
+    .unwrap();
+    let want: Vec<f32> = (0..n)
+        .map(|i| if i % 3 != 0 { t[i] } else { el[i] })
+        .collect();
+    assert_eq!(
+        out.iter().map(|v| v.to_bits()).collect::<Vec<_>>(),
+        want.iter().map(|v| v.to_bits()).collect::<Vec<_>>()
+    );
+    out
+}
+
+#[test]
+fn hits_and_misses_are_counted() {
+    let e = engine(16);
+    for _ in 0..5 {
+        run_f32(&e, 100);
+    }
+    let s = e.stats();
+    assert_eq!((s.misses, s.hits, s.compiles, s.len), (1, 4, 1, 1));
+    run_f32(&e, 101);
+    run_f32(&e, 102);
+    let s = e.stats();
+    assert_eq!(
+        (s.misses, s.hits, s.compiles, s.len, s.evictions),
+        (3, 4, 3, 3, 0)
+    );
+    // Same work, different shapes: one kernel ([2,50] contiguous collapses to [100]).
+    let cond = vec![1u8; 100];
+    let v = vec![1f32; 100];
+    let mut out = vec![0f32; 100];
+    e.select(
+        TensorRef::new(&cond, &[2, 50]),
+        TensorRef::new(&v, &[2, 50]),
+        TensorRef::new(&v, &[2, 50]),
+        TensorMut::new(&mut out, &[2, 50]),
+        Broadcast::Numpy,
+    )
+    .unwrap();
+    assert_eq!(e.stats().hits, 5);
+}
+
+#[test]
+fn eviction_at_capacity_and_held_kernels_stay_valid() {
+    let e = engine(2);
+    let held = e.kernel(&plan_contiguous(4, 200).unwrap()).unwrap();
+    let weak = Arc::downgrade(&held);
+    let prepared = e
+        .prepare(DType::F32, &[200], &[200], &[200], Broadcast::Numpy)
+        .unwrap();
+    assert!(prepared.is_jit());
+    for n in [201, 202, 203] {
+        run_f32(&e, n);
+    }
+    let s = e.stats();
+    assert_eq!(s.len, 2);
+    assert_eq!(s.evictions, 2);
+    // The evicted kernel still runs while held (by `held` and by the prepared call).
+    let cond: Vec<u8> = (0..200).map(|i| (i % 2) as u8).collect();
+    let t = vec![1f32; 200];
+    let el = vec![2f32; 200];
+    let mut out = vec![0f32; 200];
+    prepared.run(&cond, &t, &el, &mut out).unwrap();
+    assert!(
+        out.iter()
+            .enumerate()
+            .all(|(i, &v)| v == if i % 2 == 1 { 1.0 } else { 2.0 })
+    );
+    // Once nobody holds it, the kernel (and its code memory, freed in its Drop) is gone.
+    drop(held);
+    drop(prepared);
+    assert!(weak.upgrade().is_none());
+}
+
+#[test]
+fn prepared_checks_buffers_and_dtype() {
+    let e = engine(8);
+    let p = e
+        .prepare(DType::F32, &[1, 4], &[3, 4], &[], Broadcast::Numpy)
+        .unwrap();
+    assert_eq!(p.out_shape(), &[3, 4]);
+    let cond = [1u8, 0, 2, 0];
+    let t: Vec<f32> = (0..12).map(|i| i as f32).collect();
+    let mut out = vec![0f32; 12];
+    p.run(&cond, &t, &[-1.0f32], &mut out).unwrap();
+    for r in 0..3 {
+        for c in 0..4 {
+            let want = if cond[c] != 0 { t[r * 4 + c] } else { -1.0 };
+            assert_eq!(out[r * 4 + c], want);
+        }
+    }
+    let mut short = vec![0f32; 11];
+    assert!(p.run(&cond, &t, &[-1.0f32], &mut short).is_err());
+    assert!(p.run(&cond[..3], &t, &[-1.0f32], &mut out).is_err());
+    let mut wrong = vec![0i32; 12];
+    assert!(p.run(&cond, &vec![0i32; 12], &[0i32], &mut wrong).is_err());
+    assert!(
+        e.prepare(DType::F32, &[2], &[3], &[3], Broadcast::Numpy)
+            .is_err()
+    );
+    // Every backend prepares the same call to the same bytes.
+    for b in Backend::ALL {
+        let eb = Engine::with_backend(*b);
+        let pb = eb
+            .prepare(DType::F32, &[1, 4], &[3, 4], &[], Broadcast::Numpy)
+            .unwrap();
+        let mut o = vec![0f32; 12];
+        pb.run(&cond, &t, &[-1.0f32], &mut o).unwrap();
+        assert_eq!(o, out, "{b:?}");
+    }
+}
