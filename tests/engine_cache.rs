@@ -119,7 +119,7 @@ fn prepared_checks_buffers_and_dtype() {
     assert!(p.run(&cond, &t, &[-1.0f32], &mut short).is_err());
     assert!(p.run(&cond[..3], &t, &[-1.0f32], &mut out).is_err());
     let mut wrong = vec![0i32; 12];
-    assert!(p.run(&cond, &vec![0i32; 12], &[0i32], &mut wrong).is_err());
+    assert!(p.run(&cond, &[0i32; 12], &[0i32], &mut wrong).is_err());
     assert!(
         e.prepare(DType::F32, &[2], &[3], &[3], Broadcast::Numpy)
             .is_err()
