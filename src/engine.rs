@@ -121,7 +121,23 @@ pub struct EngineConfig {
     pub cache_capacity: usize,
     /// Run the Cranelift verifier on every compiled kernel (default: in debug builds).
     pub verify: bool,
+    /// Threads a large call is split across (default: the available parallelism). Calls with
+    /// fewer than [`PARALLEL_MIN_BYTES`] of output stay on the calling thread.
+    pub threads: usize,
 }
+
+/// Output size from which a call is split across the engine's threads.
+pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
+#[derive(Clone, Copy)]
+struct SharedPtrs(Ptrs);
+// SAFETY: the pointers come from validated buffers that outlive the parallel section (it ends
+// before `run_planned` returns); threads write disjoint outer ranges of an output whose
+// elements are distinct (checked), and only read the inputs.
+unsafe impl Send for SharedPtrs {}
+// SAFETY: as for `Send`; the wrapper is only copied, never mutated.
+unsafe impl Sync for SharedPtrs {}
 
 impl Default for EngineConfig {
     fn default() -> Self {
@@ -129,6 +145,7 @@ impl Default for EngineConfig {
             backend: Backend::default(),
             cache_capacity: capacity_from_env(),
             verify: cfg!(debug_assertions),
+            threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
         }
     }
 }
@@ -278,6 +295,8 @@ pub struct Engine {
     jit: std::result::Result<Jit, String>,
     cache: Mutex<KernelCache>,
     last_codegen_error: Mutex<Option<String>>,
+    /// Worker threads for large calls, built on first use.
+    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
 }
 
 impl std::fmt::Debug for Engine {
@@ -337,11 +356,29 @@ impl Engine {
             .filter(|_| config.backend == Backend::Jit)
             .cloned();
         Engine {
+            pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             jit,
             last_codegen_error: Mutex::new(last),
             config,
         }
+    }
+
+    /// The worker pool, when the engine has more than one thread.
+    fn pool(&self) -> Option<&rayon::ThreadPool> {
+        self.pool
+            .get_or_init(|| {
+                (self.config.threads > 1)
+                    .then(|| {
+                        rayon::ThreadPoolBuilder::new()
+                            .num_threads(self.config.threads)
+                            .thread_name(|i| format!("selectjit-{i}"))
+                            .build()
+                            .ok()
+                    })
+                    .flatten()
+            })
+            .as_ref()
     }
 
     /// The backend this engine runs.
@@ -583,15 +620,37 @@ impl Engine {
             Backend::Jit => self.kernel(sig),
             _ => None,
         };
-        match kernel {
-            // SAFETY: the caller validated every buffer against its shape and strides (`check`,
-            // or `same_contiguous` for identical contiguous shapes): all addressed elements are in
-            // bounds, strides are non-negative, the output's elements are distinct, and the only
-            // aliasing is the exact in-place case; `sig` is the plan of exactly these layouts,
-            // and the range is the whole outer dimension.
-            Some(k) => unsafe { k.run(p, 0, sig.outer()) },
-            // SAFETY: as above.
-            None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
+        // SAFETY (for every call below): the caller validated every buffer against its shape
+        // and strides (`check`, or `same_contiguous` for identical contiguous shapes): all
+        // addressed elements are in bounds, strides are non-negative, the output's elements are
+        // distinct, and the only aliasing is the exact in-place case; `sig` is the plan of
+        // exactly these layouts, and each range lies within the outer dimension.
+        let run = |p: Ptrs, a: usize, b: usize| match &kernel {
+            // SAFETY: see above.
+            Some(k) => unsafe { k.run(p, a, b) },
+            // SAFETY: see above.
+            None => unsafe { kernels::run(sig, p, a, b) },
+        };
+        let outer = sig.outer();
+        let pool = (out.len() >= PARALLEL_MIN_BYTES && outer >= 2)
+            .then(|| self.pool())
+            .flatten();
+        match pool {
+            Some(pool) => {
+                let parts = pool.current_num_threads().min(outer);
+                let shared = SharedPtrs(p);
+                pool.scope(|s| {
+                    for i in 1..parts {
+                        let run = &run;
+                        s.spawn(move |_| {
+                            let sp = shared;
+                            run(sp.0, outer * i / parts, outer * (i + 1) / parts)
+                        });
+                    }
+                    run(shared.0, 0, outer / parts);
+                });
+            }
+            None => run(p, 0, outer),
         }
     }
 }
