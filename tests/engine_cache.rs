@@ -10,6 +10,7 @@ fn engine(capacity: usize) -> Engine {
         backend: Backend::Jit,
         cache_capacity: capacity,
         verify: true,
+        ..EngineConfig::default()
     })
 }
 
