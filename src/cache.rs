@@ -3,7 +3,8 @@
 //! Values are `Arc<Kernel>`: eviction drops the cache's reference, and the kernel's code memory is
 //! freed once no caller holds it any more. A signature whose compilation failed is remembered as
 //! such, so that it is not compiled again on every call (the engine serves it with the static
-//! kernels).
+//! kernels). A signature seen fewer times than the engine's `exact_after` is remembered with its
+//! count and served by the shape-generic kernel of its pattern, kept in a second, small LRU.
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -11,7 +12,7 @@ use std::sync::Arc;
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
-use crate::jit::Kernel;
+use crate::jit::{Kernel, Pattern};
 use crate::plan::Signature;
 
 /// Default number of kernels kept.
@@ -33,31 +34,64 @@ pub fn capacity_from_env() -> usize {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
     pub capacity: usize,
-    /// Entries held now.
+    /// Signatures held now (with an exact kernel, or still counted towards one).
     pub len: usize,
+    /// Calls that found their exact kernel (or a recorded compile failure).
     pub hits: u64,
+    /// Calls whose signature was not in the cache.
     pub misses: u64,
+    /// Calls served by a shape-generic kernel while their signature was not yet hot.
+    pub generic_runs: u64,
     pub evictions: u64,
-    /// Successful compilations and their total time.
+    /// Exact-kernel compilations and their total time.
     pub compiles: u64,
     pub compile_us: u64,
+    /// Shape-generic kernel compilations (one per pattern) and their total time.
+    pub generic_compiles: u64,
+    pub generic_compile_us: u64,
     /// Compilations that failed (served by the static kernels).
     pub compile_failures: u64,
+    /// Shape-generic kernels held now.
+    pub generic_len: usize,
 }
 
-/// A cached outcome: a kernel, or `None` when code generation failed for that signature.
-pub(crate) type Slot = Option<Arc<Kernel>>;
+/// What the cache holds for a signature.
+#[derive(Clone)]
+pub(crate) enum Entry {
+    /// The exact kernel.
+    Kernel(Arc<Kernel>),
+    /// Code generation failed for it: the static kernels serve it.
+    Failed,
+    /// Seen this many times, run by the generic kernel of its pattern so far.
+    Seen(u32),
+}
+
+/// What a lookup tells the engine to do.
+pub(crate) enum Lookup {
+    Exact(Arc<Kernel>),
+    Failed,
+    /// Compile the exact kernel now.
+    Compile,
+    /// Run the shape-generic kernel of the signature's pattern.
+    Generic,
+}
 
 pub(crate) struct KernelCache {
-    lru: LruCache<Signature, Slot, FxBuildHasher>,
+    lru: LruCache<Signature, Entry, FxBuildHasher>,
+    generic: LruCache<Pattern, Arc<Kernel>, FxBuildHasher>,
     stats: CacheStats,
 }
+
+/// Generic kernels kept (one per pattern; patterns are few).
+const GENERIC_CAPACITY: usize = 64;
 
 impl KernelCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let cap = NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
+        let gcap = NonZeroUsize::new(GENERIC_CAPACITY).unwrap_or(NonZeroUsize::MIN);
         KernelCache {
             lru: LruCache::with_hasher(cap, FxBuildHasher),
+            generic: LruCache::with_hasher(gcap, FxBuildHasher),
             stats: CacheStats {
                 capacity: cap.get(),
                 ..CacheStats::default()
@@ -65,55 +99,113 @@ impl KernelCache {
         }
     }
 
-    /// Looks `sig` up, counting a hit or a miss. Does not allocate.
-    pub(crate) fn get(&mut self, sig: &Signature) -> Option<Slot> {
-        match self.lru.get(sig) {
-            Some(s) => {
+    /// Looks `sig` up and counts the call. The exact kernel is compiled once the signature has
+    /// been seen `exact_after` times (at once when `exact_after <= 1`); before that the generic
+    /// kernel runs. Does not allocate when the signature is present.
+    pub(crate) fn lookup(
+        &mut self,
+        sig: &Signature,
+        exact_after: u32,
+    ) -> (Lookup, Option<Signature>) {
+        match self.lru.get_mut(sig) {
+            Some(Entry::Kernel(k)) => {
                 self.stats.hits += 1;
-                Some(s.clone())
+                (Lookup::Exact(k.clone()), None)
+            }
+            Some(Entry::Failed) => {
+                self.stats.hits += 1;
+                (Lookup::Failed, None)
+            }
+            Some(Entry::Seen(n)) => {
+                *n += 1;
+                if *n >= exact_after {
+                    (Lookup::Compile, None)
+                } else {
+                    self.stats.generic_runs += 1;
+                    (Lookup::Generic, None)
+                }
             }
             None => {
                 self.stats.misses += 1;
-                None
+                if exact_after <= 1 {
+                    return (Lookup::Compile, None);
+                }
+                self.stats.generic_runs += 1;
+                let evicted = self.push(sig.clone(), Entry::Seen(1));
+                (Lookup::Generic, evicted)
             }
         }
     }
 
-    /// Inserts a compilation outcome. If another thread inserted the same signature meanwhile,
-    /// its entry is kept and returned, so all callers share one kernel.
-    /// Also returns the signature this insertion evicted, if any.
+    fn push(&mut self, sig: Signature, e: Entry) -> Option<Signature> {
+        let evicted = match self.lru.push(sig, e) {
+            // `push` returns the old entry of an equal key too: that is a replacement.
+            Some((old, _)) if !self.lru.contains(&old) => Some(old),
+            _ => None,
+        };
+        if evicted.is_some() {
+            self.stats.evictions += 1;
+        }
+        evicted
+    }
+
+    /// Stores a compilation outcome. If another thread stored a kernel for the same signature
+    /// meanwhile, that one is kept and returned, so all callers share one kernel. Also returns
+    /// the signature this insertion evicted, if any.
     pub(crate) fn insert(
         &mut self,
         sig: Signature,
-        slot: Slot,
+        kernel: Option<Arc<Kernel>>,
         compile_us: u64,
-    ) -> (Slot, Option<Signature>) {
-        match &slot {
+    ) -> (Option<Arc<Kernel>>, Option<Signature>) {
+        match &kernel {
             Some(_) => {
                 self.stats.compiles += 1;
                 self.stats.compile_us += compile_us;
             }
             None => self.stats.compile_failures += 1,
         }
-        if let Some(existing) = self.lru.peek(&sig) {
-            return (existing.clone(), None);
+        if let Some(Entry::Kernel(k)) = self.lru.peek(&sig) {
+            return (Some(k.clone()), None);
         }
-        // `push` returns the evicted entry (a replaced equal key cannot happen: peeked above).
-        let evicted = self.lru.push(sig, slot.clone()).map(|(old, _)| old);
-        if evicted.is_some() {
-            self.stats.evictions += 1;
+        let e = match &kernel {
+            Some(k) => Entry::Kernel(k.clone()),
+            None => Entry::Failed,
+        };
+        (kernel, self.push(sig, e))
+    }
+
+    /// The generic kernel of `p`, if compiled.
+    pub(crate) fn generic(&mut self, p: &Pattern) -> Option<Arc<Kernel>> {
+        self.generic.get(p).cloned()
+    }
+
+    /// Stores the generic kernel of `p` (keeping one stored meanwhile by another thread).
+    pub(crate) fn insert_generic(
+        &mut self,
+        p: Pattern,
+        k: Arc<Kernel>,
+        compile_us: u64,
+    ) -> Arc<Kernel> {
+        self.stats.generic_compiles += 1;
+        self.stats.generic_compile_us += compile_us;
+        if let Some(existing) = self.generic.peek(&p) {
+            return existing.clone();
         }
-        (slot, evicted)
+        self.generic.push(p, k.clone());
+        k
     }
 
     pub(crate) fn stats(&self) -> CacheStats {
         CacheStats {
             len: self.lru.len(),
+            generic_len: self.generic.len(),
             ..self.stats
         }
     }
 
     pub(crate) fn clear(&mut self) {
         self.lru.clear();
+        self.generic.clear();
     }
 }

@@ -2,11 +2,11 @@
 
 use std::sync::{Arc, Mutex};
 
-use crate::cache::{CacheStats, KernelCache, capacity_from_env};
+use crate::cache::{CacheStats, KernelCache, Lookup, capacity_from_env};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
-use crate::jit::{Jit, Kernel};
+use crate::jit::{Jit, Kernel, Pattern};
 use crate::kernels::{self, Ptrs};
 use crate::plan::{Signature, plan, plan_contiguous};
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
@@ -121,6 +121,10 @@ pub struct EngineConfig {
     pub cache_capacity: usize,
     /// Run the Cranelift verifier on every compiled kernel (default: in debug builds).
     pub verify: bool,
+    /// How many times a signature is seen before its exact kernel is compiled; until then the
+    /// shape-generic kernel of its pattern runs it (compiled once per pattern). 1 compiles the
+    /// exact kernel on first sight. Default 2, or `SELECTJIT_EXACT_AFTER`.
+    pub exact_after: u32,
     /// Threads a large call is split across (default: the available parallelism). Calls with
     /// fewer than [`PARALLEL_MIN_BYTES`] of output stay on the calling thread.
     pub threads: usize,
@@ -146,6 +150,10 @@ impl Default for EngineConfig {
             cache_capacity: capacity_from_env(),
             verify: cfg!(debug_assertions),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            exact_after: std::env::var("SELECTJIT_EXACT_AFTER")
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(2),
         }
     }
 }
@@ -265,7 +273,7 @@ impl Prepared {
             // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
             // above), which is what `sig` was planned from; `out` is a `&mut` borrow, so it
             // overlaps no input.
-            Some(k) => unsafe { k.run(p, 0, sig.outer()) },
+            Some(k) => unsafe { k.run(sig, p, 0, sig.outer()) },
             // SAFETY: as above.
             None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
         }
@@ -414,41 +422,77 @@ impl Engine {
             .clone()
     }
 
-    /// The kernel for `sig`: from the cache, or compiled and inserted. `None` when code
-    /// generation failed (recorded), so the caller runs the static kernels.
+    /// The kernel for `sig` under the engine's policy: its exact kernel when the signature is
+    /// hot (compiled on the call that makes it so), otherwise the shape-generic kernel of its
+    /// pattern. `None` when code generation failed (recorded), so the caller runs the static
+    /// kernels.
     pub fn kernel(&self, sig: &Signature) -> Option<Arc<Kernel>> {
+        self.kernel_with(sig, self.config.exact_after)
+    }
+
+    fn kernel_with(&self, sig: &Signature, exact_after: u32) -> Option<Arc<Kernel>> {
         let jit = self.jit.as_ref().ok()?;
-        if let Some(slot) = self
-            .cache
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .get(sig)
-        {
-            return slot;
-        }
-        // Compile outside the cache lock, so that hits of other threads are not held up.
-        let (k, us) = jit.compile_timed(sig);
-        let slot = match k {
-            Ok(k) => {
-                verbose(|| format!("compile,jit,{sig},{us}us,{}B", k.code_bytes()));
-                Some(k)
-            }
-            Err(e) => {
-                verbose(|| format!("compile,failed,{sig},{us}us,{e}"));
-                *self
-                    .last_codegen_error
-                    .lock()
-                    .unwrap_or_else(|p| p.into_inner()) = Some(format!("{sig}: {e}"));
-                None
-            }
-        };
-        let mut cache = self.cache.lock().unwrap_or_else(|p| p.into_inner());
-        let (slot, evicted) = cache.insert(sig.clone(), slot, us);
-        drop(cache);
+        let (what, evicted) = self.lock_cache().lookup(sig, exact_after);
         if let Some(old) = evicted {
             verbose(|| format!("evict,{old}"));
         }
-        slot
+        match what {
+            Lookup::Exact(k) => Some(k),
+            Lookup::Failed => None,
+            Lookup::Generic => self.generic_kernel(jit, sig),
+            Lookup::Compile => {
+                // Compile outside the cache lock, so that hits of other threads are not held up.
+                let (k, us) = jit.compile_timed(sig);
+                let k = match k {
+                    Ok(k) => {
+                        verbose(|| format!("compile,jit,{sig},{us}us,{}B", k.code_bytes()));
+                        Some(k)
+                    }
+                    Err(e) => {
+                        verbose(|| format!("compile,failed,{sig},{us}us,{e}"));
+                        self.record_codegen_error(format!("{sig}: {e}"));
+                        None
+                    }
+                };
+                let (k, evicted) = self.lock_cache().insert(sig.clone(), k, us);
+                if let Some(old) = evicted {
+                    verbose(|| format!("evict,{old}"));
+                }
+                k
+            }
+        }
+    }
+
+    /// The shape-generic kernel for `sig`'s pattern, compiled on first use.
+    fn generic_kernel(&self, jit: &Jit, sig: &Signature) -> Option<Arc<Kernel>> {
+        let p = Pattern::of(sig);
+        if let Some(k) = self.lock_cache().generic(&p) {
+            return Some(k);
+        }
+        let t = std::time::Instant::now();
+        match jit.compile_generic(&p) {
+            Ok(k) => {
+                let us = t.elapsed().as_micros() as u64;
+                verbose(|| format!("compile,jit-generic,{p},{us}us,{}B", k.code_bytes()));
+                Some(self.lock_cache().insert_generic(p, Arc::new(k), us))
+            }
+            Err(e) => {
+                verbose(|| format!("compile,failed,{p},{e}"));
+                self.record_codegen_error(format!("{p}: {e}"));
+                None
+            }
+        }
+    }
+
+    fn lock_cache(&self) -> std::sync::MutexGuard<'_, KernelCache> {
+        self.cache.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    fn record_codegen_error(&self, e: String) {
+        *self
+            .last_codegen_error
+            .lock()
+            .unwrap_or_else(|p| p.into_inner()) = Some(e);
     }
 
     /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
@@ -467,8 +511,9 @@ impl Engine {
         let so = contiguous_strides(&b.out);
         let (sc, sth, se) = (st(cond, b.cond), st(then, b.then), st(else_, b.else_));
         let sig = plan(dtype.width(), &b.out, [&sc, &sth, &se, &so]);
+        // A prepared call is meant to be run many times: its exact kernel, at once.
         let kernel = match (&sig, self.config.backend) {
-            (Some(s), Backend::Jit) => self.kernel(s),
+            (Some(s), Backend::Jit) => self.kernel_with(s, 1),
             _ => None,
         };
         Ok(Prepared {
@@ -627,7 +672,7 @@ impl Engine {
         // exactly these layouts, and each range lies within the outer dimension.
         let run = |p: Ptrs, a: usize, b: usize| match &kernel {
             // SAFETY: see above.
-            Some(k) => unsafe { k.run(p, a, b) },
+            Some(k) => unsafe { k.run(sig, p, a, b) },
             // SAFETY: see above.
             None => unsafe { kernels::run(sig, p, a, b) },
         };
@@ -835,7 +880,12 @@ mod jit_smoke {
                 let mut want = vec![0u8; n(&out_shape) * w];
                 let mut got = want.clone();
                 let run = |b: Backend, out: &mut [u8]| {
-                    let eng = Engine::with_backend(b);
+                    let eng = Engine::with_config(EngineConfig {
+                        backend: b,
+                        exact_after: 1,
+                        verify: true,
+                        ..EngineConfig::default()
+                    });
                     eng.select_dyn(
                         dt,
                         TensorRef::new(&cond, c),
@@ -855,6 +905,32 @@ mod jit_smoke {
                     got.iter_mut().for_each(|x| *x = 0x5a);
                     run(b, &mut got);
                     assert_eq!(got, want, "{b:?} w{w} {c:?} {t:?} {e:?}");
+                }
+                // The shape-generic kernel of the pattern gives the same bytes.
+                let eng = Engine::with_config(EngineConfig {
+                    exact_after: u32::MAX,
+                    verify: true,
+                    ..EngineConfig::default()
+                });
+                for _ in 0..2 {
+                    got.iter_mut().for_each(|x| *x = 0x5a);
+                    eng.select_dyn(
+                        dt,
+                        TensorRef::new(&cond, c),
+                        TensorRef::new(&tv, t),
+                        TensorRef::new(&ev, e),
+                        TensorMut::new(&mut got, &out_shape),
+                        Broadcast::Numpy,
+                    )
+                    .unwrap();
+                    assert_eq!(got, want, "generic jit w{w} {c:?} {t:?} {e:?}");
+                }
+                if !want.is_empty() {
+                    let st = eng.stats();
+                    assert_eq!(
+                        (st.compiles, st.generic_compiles, st.generic_runs),
+                        (0, 1, 2)
+                    );
                 }
                 // The portable lane select (no x86 blendv) gives the same bytes.
                 let mut jit = Jit::host(true).unwrap();

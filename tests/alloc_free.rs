@@ -3,7 +3,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use selectjit::{Backend, Broadcast, Engine, TensorMut, TensorRef};
+use selectjit::{Backend, Broadcast, Engine, EngineConfig, TensorMut, TensorRef};
 
 struct Counting;
 
@@ -50,8 +50,14 @@ fn cache_hit_does_not_allocate() {
         ),
         (vec![4, 1], vec![1, 5], vec![4, 5]),
     ];
-    for backend in [Backend::Jit] {
-        let e = Engine::with_backend(backend);
+    // (backend, exact_after): exact kernels found in the cache, and shape-generic kernels
+    // serving a signature that is not hot yet.
+    for (backend, exact_after) in [(Backend::Jit, 2), (Backend::Jit, u32::MAX)] {
+        let e = Engine::with_config(EngineConfig {
+            backend,
+            exact_after,
+            ..EngineConfig::default()
+        });
         for (c, t, el) in &cases {
             let out_shape = selectjit::output_shape(Broadcast::Numpy, c, t, el)
                 .unwrap()
@@ -71,12 +77,22 @@ fn cache_hit_does_not_allocate() {
                 )
                 .unwrap()
             };
-            call(); // compiles and caches
+            // Warm up: the first sighting runs the generic kernel, the second compiles the exact
+            // one (with exact_after = 2); from then on every call is a hit.
+            for _ in 0..3 {
+                call();
+            }
+            let hits = e.stats().hits;
             let before = allocs();
             for _ in 0..10 {
                 call();
             }
             assert_eq!(allocs() - before, 0, "{backend:?} {c:?} {t:?} {el:?}");
+            if exact_after == 2 {
+                assert_eq!(e.stats().hits, hits + 10);
+            } else {
+                assert_eq!(e.stats().compiles, 0);
+            }
         }
     }
 }

@@ -10,6 +10,7 @@ fn engine(capacity: usize) -> Engine {
         backend: Backend::Jit,
         cache_capacity: capacity,
         verify: true,
+        exact_after: 1,
         ..EngineConfig::default()
     })
 }
@@ -135,4 +136,43 @@ fn prepared_checks_buffers_and_dtype() {
         pb.run(&cond, &t, &[-1.0f32], &mut o).unwrap();
         assert_eq!(o, out, "{b:?}");
     }
+}
+
+#[test]
+fn generic_kernels_serve_new_shapes_until_they_are_hot() {
+    let e = Engine::with_config(EngineConfig {
+        backend: Backend::Jit,
+        exact_after: 3,
+        verify: true,
+        ..EngineConfig::default()
+    });
+    // 40 different row lengths of one pattern: one generic kernel, no exact compile.
+    for n in 100..140 {
+        run_f32(&e, n);
+    }
+    let s = e.stats();
+    assert_eq!(
+        (s.generic_compiles, s.compiles, s.generic_runs, s.misses),
+        (1, 0, 40, 40)
+    );
+    // The third sighting of a signature compiles its exact kernel; later calls hit it.
+    for _ in 0..4 {
+        run_f32(&e, 100);
+    }
+    let s = e.stats();
+    assert_eq!((s.compiles, s.generic_runs, s.hits), (1, 41, 2));
+    // A broadcast pattern of another rank gets its own generic kernel.
+    let cond = vec![1u8, 0, 3];
+    let t = vec![1f32; 12];
+    let mut out = vec![0f32; 12];
+    e.select(
+        TensorRef::new(&cond, &[3]),
+        TensorRef::new(&t, &[4, 3]),
+        TensorRef::scalar(&[5f32]),
+        TensorMut::new(&mut out, &[4, 3]),
+        Broadcast::Numpy,
+    )
+    .unwrap();
+    assert_eq!(out, [1.0, 5.0, 1.0].repeat(4));
+    assert_eq!(e.stats().generic_compiles, 2);
 }

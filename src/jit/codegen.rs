@@ -29,28 +29,54 @@ enum Count {
     Dyn(Value),
 }
 
+/// A pointer increment in bytes: known when the kernel is built, or read at run time.
+#[derive(Clone, Copy)]
+enum Step {
+    C(i64),
+    V(Value),
+}
+
+/// Run-time dims and byte strides of a shape-generic kernel, loaded in its entry block.
+struct Runtime {
+    dims: Vec<Value>,
+    /// `strides[level][op]` in bytes.
+    strides: Vec<[Value; 4]>,
+}
+
 /// Emits one kernel function; one small method per IR construct.
 pub(crate) struct KernelEmitter<'a, 'b> {
     b: &'a mut FunctionBuilder<'b>,
     sig: &'a Signature,
+    /// Shape-generic kernel: dims and strides are arguments (all but the inner-stride classes
+    /// of `sig`, which pick the row shape).
+    generic: bool,
+    rt: Option<Runtime>,
     w: usize,
     flags: MemFlagsData,
     /// Use x86 `blendv` (one `pblendvb`) instead of the three-instruction `bitselect`.
     blendv: bool,
 }
 
-/// Adds the kernel's parameters to `func`'s signature (six pointer-sized integers).
+/// Adds the kernel's parameters to `func`'s signature (eight pointer-sized integers: the four
+/// operands, the outer range, and for shape-generic kernels the dims and byte strides).
 pub(crate) fn declare_params(func: &mut Function) {
-    for _ in 0..6 {
+    for _ in 0..8 {
         func.signature.params.push(AbiParam::new(I64));
     }
 }
 
 impl<'a, 'b> KernelEmitter<'a, 'b> {
-    pub(crate) fn new(b: &'a mut FunctionBuilder<'b>, sig: &'a Signature, blendv: bool) -> Self {
+    pub(crate) fn new(
+        b: &'a mut FunctionBuilder<'b>,
+        sig: &'a Signature,
+        generic: bool,
+        blendv: bool,
+    ) -> Self {
         KernelEmitter {
             b,
             sig,
+            generic,
+            rt: None,
             w: sig.width,
             // Inputs are only guaranteed to be byte-aligned, and every access was validated.
             flags: MemFlagsData::new().with_notrap(),
@@ -74,14 +100,18 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         self.b.ins().brif(empty, exit, &[], work, &[]);
 
         self.b.switch_to_block(work);
+        if self.generic {
+            self.load_runtime(p[6], p[7]);
+        }
         let count = self.b.ins().isub(end, begin);
         let mut ptrs = [p[0], p[1], p[2], p[3]];
         for (op, ptr) in ptrs.iter_mut().enumerate() {
-            let step = self.stride_bytes(0, op);
-            if step != 0 {
-                let off = self.b.ins().imul_imm_s(begin, step);
-                *ptr = self.b.ins().iadd(*ptr, off);
-            }
+            let off = match self.step(0, op) {
+                Step::C(0) => continue,
+                Step::C(k) => self.b.ins().imul_imm_s(begin, k),
+                Step::V(v) => self.b.ins().imul(begin, v),
+            };
+            *ptr = self.b.ins().iadd(*ptr, off);
         }
         self.emit_level(0, ptrs, Count::Dyn(count));
         self.b.ins().jump(exit, &[]);
@@ -91,7 +121,47 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         self.b.seal_all_blocks();
     }
 
-    /// Stride in bytes of operand `op` along collapsed dim `level`.
+    /// Loads the dims and byte strides of a shape-generic kernel from its arguments:
+    /// `dims[rank]` (u64) and `strides[op * rank + level]` (i64, bytes).
+    fn load_runtime(&mut self, dims: Value, strides: Value) {
+        let rank = self.sig.rank();
+        let f = MemFlagsData::new().with_notrap();
+        let d = (0..rank)
+            .map(|k| self.b.ins().load(I64, f, dims, (8 * k) as i32))
+            .collect();
+        let st = (0..rank)
+            .map(|k| {
+                std::array::from_fn(|op| {
+                    self.b
+                        .ins()
+                        .load(I64, f, strides, (8 * (op * rank + k)) as i32)
+                })
+            })
+            .collect();
+        self.rt = Some(Runtime {
+            dims: d,
+            strides: st,
+        });
+    }
+
+    /// Trip count of collapsed dim `level`.
+    fn dim(&self, level: usize) -> Count {
+        match &self.rt {
+            Some(rt) => Count::Dyn(rt.dims[level]),
+            None => Count::Const(self.sig.dims[level] as u64),
+        }
+    }
+
+    /// Byte step of operand `op` along `level`, read at run time in a shape-generic kernel.
+    fn step(&self, level: usize, op: usize) -> Step {
+        match &self.rt {
+            Some(rt) => Step::V(rt.strides[level][op]),
+            None => Step::C(self.stride_bytes(level, op)),
+        }
+    }
+
+    /// Constant stride in bytes of operand `op` along collapsed dim `level`. Along the row of a
+    /// vector or copy row this is known in shape-generic kernels too (their class is 0 or 1).
     fn stride_bytes(&self, level: usize, op: usize) -> i64 {
         let w = if op == COND { 1 } else { self.w as i64 };
         self.sig.strides[op][level] as i64 * w
@@ -108,8 +178,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             self.emit_row(ptrs, count);
             return;
         }
-        let steps: [i64; 4] = std::array::from_fn(|op| self.stride_bytes(level, op));
-        let inner = Count::Const(self.sig.dims[level + 1] as u64);
+        let steps: [Step; 4] = std::array::from_fn(|op| self.step(level, op));
+        let inner = self.dim(level + 1);
         self.counted_loop(count, ptrs, steps, |em, p| {
             em.emit_level(level + 1, p, inner)
         });
@@ -120,7 +190,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         &mut self,
         count: Count,
         ptrs: [Value; 4],
-        steps: [i64; 4],
+        steps: [Step; 4],
         mut body: impl FnMut(&mut Self, [Value; 4]),
     ) {
         if let Count::Const(0) = count {
@@ -157,11 +227,13 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         let cur: [Value; 4] = std::array::from_fn(|k| self.b.use_var(vars[k]));
         body(self, cur);
         for k in 0..4 {
-            if steps[k] != 0 {
-                let v = self.b.use_var(vars[k]);
-                let nv = self.b.ins().iadd_imm_s(v, steps[k]);
-                self.b.def_var(vars[k], nv);
-            }
+            let v = self.b.use_var(vars[k]);
+            let nv = match steps[k] {
+                Step::C(0) => continue,
+                Step::C(c) => self.b.ins().iadd_imm_s(v, c),
+                Step::V(st) => self.b.ins().iadd(v, st),
+            };
+            self.b.def_var(vars[k], nv);
         }
         let iv = self.b.use_var(i);
         let next = self.b.ins().iadd_imm_s(iv, 1);
@@ -264,7 +336,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         });
         let g = self.groups_per_iter();
         let per_iter = 16 * g;
-        let steps: [i64; 4] = std::array::from_fn(|op| per_iter as i64 * self.stride_bytes(l, op));
+        let steps: [Step; 4] =
+            std::array::from_fn(|op| Step::C(per_iter as i64 * self.stride_bytes(l, op)));
         match n {
             Count::Const(n) => {
                 let main = n / per_iter;
@@ -303,7 +376,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 if g > 1 {
                     let left = self.b.ins().isub(nv, done);
                     let sixteens = self.b.ins().ushr_imm_u(left, 4);
-                    let steps16: [i64; 4] = std::array::from_fn(|op| 16 * self.stride_bytes(l, op));
+                    let steps16: [Step; 4] =
+                        std::array::from_fn(|op| Step::C(16 * self.stride_bytes(l, op)));
                     self.counted_loop(Count::Dyn(sixteens), base, steps16, |em, p| {
                         em.emit_chunk(p, 0, 1, splat)
                     });
@@ -329,7 +403,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 self.b.ins().jump(join, &[]);
                 // Shorter rows: element by element.
                 self.b.switch_to_block(short);
-                let steps1 = self.row_steps();
+                let steps1 = self.row_steps().map(Step::C);
                 self.counted_loop(Count::Dyn(rest), ptrs, steps1, |em, p| {
                     em.emit_scalar_elem(p)
                 });
@@ -495,7 +569,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 self.counted_loop(
                     Count::Const(main as u64),
                     two(src, dst),
-                    [src_step, 0, 0, 64],
+                    [src_step, 0, 0, 64].map(Step::C),
                     |em, p| {
                         for k in 0..4 {
                             step16(em, p[0], p[3], 16 * k);
@@ -524,7 +598,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 self.counted_loop(
                     Count::Dyn(vecs),
                     two(src, dst),
-                    [src_step / 4, 0, 0, 16],
+                    [src_step / 4, 0, 0, 16].map(Step::C),
                     |em, p| step16(em, p[0], p[3], 0),
                 );
                 let done = self.b.ins().ishl_imm_u(vecs, 4);
@@ -537,9 +611,12 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 let left = self.b.ins().isub(bytes, done);
                 let elems = self.b.ins().ushr_imm_u(left, w.trailing_zeros() as i64);
                 let es = if fill { 0 } else { w };
-                self.counted_loop(Count::Dyn(elems), two(s2, d2), [es, 0, 0, w], |em, p| {
-                    em.emit_elem_copy(p[0], p[3], 0, 0)
-                });
+                self.counted_loop(
+                    Count::Dyn(elems),
+                    two(s2, d2),
+                    [es, 0, 0, w].map(Step::C),
+                    |em, p| em.emit_elem_copy(p[0], p[3], 0, 0),
+                );
             }
         }
     }
@@ -566,7 +643,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
     }
 
     fn emit_scalar_loop(&mut self, ptrs: [Value; 4], n: Count) {
-        let steps = self.row_steps();
+        let l = self.sig.rank() - 1;
+        let steps: [Step; 4] = std::array::from_fn(|op| self.step(l, op));
         self.counted_loop(n, ptrs, steps, |em, p| em.emit_scalar_elem(p));
     }
 

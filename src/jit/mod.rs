@@ -23,6 +23,57 @@ use crate::plan::Signature;
 use module::KernelFn;
 pub use module::{Kernel, live_kernels};
 
+/// What a shape-generic kernel depends on: the element width, the collapsed rank and the class
+/// of each operand's stride along the innermost dimension (0, 1, or any other value), which
+/// decides the row shape. Dims and all other strides are arguments of the kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pattern {
+    pub width: usize,
+    pub rank: usize,
+    /// Per operand (cond, then, else, out): 0, 1, or 2 for any other stride.
+    pub inner: [u8; 4],
+}
+
+impl Pattern {
+    /// The pattern of a signature.
+    pub fn of(sig: &Signature) -> Pattern {
+        Pattern {
+            width: sig.width,
+            rank: sig.rank(),
+            inner: std::array::from_fn(|op| match sig.inner_stride(op) {
+                0 => 0,
+                1 => 1,
+                _ => 2,
+            }),
+        }
+    }
+
+    /// A signature with this pattern (dims of 2, outer strides of 2), from which the emitter
+    /// reads only the width, the rank and the inner-stride classes.
+    fn representative(&self) -> Signature {
+        let r = self.rank;
+        Signature {
+            width: self.width,
+            dims: smallvec::smallvec![2; r],
+            strides: std::array::from_fn(|op| {
+                let mut st: crate::shape::Strides = smallvec::smallvec![2; r];
+                st[r - 1] = self.inner[op] as isize;
+                st
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "generic w{} rank{} inner{:?}",
+            self.width, self.rank, self.inner
+        )
+    }
+}
+
 /// Reusable per-compilation state.
 struct Scratch {
     ctx: Context,
@@ -123,24 +174,37 @@ impl Jit {
         self.verify
     }
 
-    /// Builds the IR of `sig` into `ctx.func`.
-    fn build_ir(&self, sig: &Signature, s: &mut Scratch) {
+    /// Builds the IR of `sig` (exact, or shape-generic for its pattern) into `ctx.func`.
+    fn build_ir(&self, sig: &Signature, generic: bool, s: &mut Scratch) {
         s.ctx.clear();
         s.ctx.func.signature.call_conv = self.isa.default_call_conv();
         codegen::declare_params(&mut s.ctx.func);
         let mut b = FunctionBuilder::new(&mut s.ctx.func, &mut s.fbc);
-        codegen::KernelEmitter::new(&mut b, sig, self.blendv).emit();
+        codegen::KernelEmitter::new(&mut b, sig, generic, self.blendv).emit();
         b.finalize(self.isa.frontend_config());
     }
 
-    /// Compiles `sig` to machine code.
+    /// Compiles `sig` to machine code with its dims and strides baked in.
     pub fn compile(&self, sig: &Signature) -> Result<Kernel> {
-        if ![1, 2, 4, 8, 16].contains(&sig.width) || sig.dims.is_empty() {
+        self.compile_as(sig, false)
+    }
+
+    /// Compiles the shape-generic kernel of `pattern`'s [`Pattern`]: it runs every signature of
+    /// that pattern, reading dims and strides at run time.
+    pub fn compile_generic(&self, pattern: &Pattern) -> Result<Kernel> {
+        self.compile_as(&pattern.representative(), true)
+    }
+
+    fn compile_as(&self, sig: &Signature, generic: bool) -> Result<Kernel> {
+        if ![1, 2, 4, 8, 16].contains(&sig.width)
+            || sig.dims.is_empty()
+            || sig.rank() > crate::shape::MAX_RANK
+        {
             return Err(Error::Codegen(format!("unsupported signature {sig}")));
         }
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *guard;
-        self.build_ir(sig, s);
+        self.build_ir(sig, generic, s);
         let mut module = JITModule::new(JITBuilder::with_isa(
             self.isa.clone(),
             default_libcall_names(),
@@ -162,10 +226,10 @@ impl Jit {
             .map_err(|e| codegen_err("finalize", e))?;
         let ptr = module.get_finalized_function(id);
         // SAFETY: `ptr` is the finalized entry of the function just defined with the signature
-        // built by `codegen::declare_params` (six i64 parameters, no return) in the ISA's default
+        // built by `codegen::declare_params` (eight i64 parameters, no return) in the ISA's default
         // calling convention, which on this host is the C calling convention of `KernelFn`.
         let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-        Ok(Kernel::new(sig.clone(), entry, code_bytes, module))
+        Ok(Kernel::new(sig.clone(), generic, entry, code_bytes, module))
     }
 
     /// Compiles `sig` and reports how long it took in microseconds.
@@ -178,7 +242,7 @@ impl Jit {
     /// The Cranelift IR of `sig`, as text.
     pub fn ir_text(&self, sig: &Signature) -> String {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        self.build_ir(sig, &mut guard);
+        self.build_ir(sig, false, &mut guard);
         guard.ctx.func.display().to_string()
     }
 
@@ -186,7 +250,7 @@ impl Jit {
     pub fn disassembly(&self, sig: &Signature) -> Result<String> {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *guard;
-        self.build_ir(sig, s);
+        self.build_ir(sig, false, s);
         s.ctx.set_disasm(true);
         let mut ctrl = cranelift_codegen::control::ControlPlane::default();
         let r = s

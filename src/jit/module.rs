@@ -7,15 +7,27 @@ use cranelift_jit::JITModule;
 use crate::kernels::Ptrs;
 use crate::plan::Signature;
 
-/// The machine-code entry point: `(cond, then, else, out, begin, end)`.
-pub(crate) type KernelFn =
-    unsafe extern "C" fn(*const u8, *const u8, *const u8, *mut u8, usize, usize);
+/// The machine-code entry point: `(cond, then, else, out, begin, end, dims, byte_strides)`;
+/// the last two are read only by shape-generic kernels.
+pub(crate) type KernelFn = unsafe extern "C" fn(
+    *const u8,
+    *const u8,
+    *const u8,
+    *mut u8,
+    usize,
+    usize,
+    *const u64,
+    *const i64,
+);
 
 /// A compiled kernel for one [`Signature`]. Shared as `Arc<Kernel>`; its code memory is returned
 /// to the system when the last `Arc` is dropped (e.g. after cache eviction, once no caller still
 /// runs it).
 pub struct Kernel {
     sig: Signature,
+    /// Shape-generic: `sig` gives only the rank, width and inner-stride classes; dims and
+    /// strides are passed on every call.
+    generic: bool,
     entry: KernelFn,
     code_bytes: usize,
     /// Touched only on drop. The mutex makes the module (which holds a `RefCell`) shareable.
@@ -31,6 +43,7 @@ impl std::fmt::Debug for Kernel {
 impl Kernel {
     pub(crate) fn new(
         sig: Signature,
+        generic: bool,
         entry: KernelFn,
         code_bytes: usize,
         module: JITModule,
@@ -39,6 +52,7 @@ impl Kernel {
         LIVE_CODE.fetch_add(code_bytes, std::sync::atomic::Ordering::Relaxed);
         Kernel {
             sig,
+            generic,
             entry,
             code_bytes,
             module: Mutex::new(Some(module)),
@@ -55,16 +69,67 @@ impl Kernel {
         self.code_bytes
     }
 
-    /// Runs outer indices `begin..end`.
+    /// Whether this is a shape-generic kernel (see [`crate::jit::Jit::compile_generic`]).
+    pub fn is_generic(&self) -> bool {
+        self.generic
+    }
+
+    /// Runs outer indices `begin..end` of `sig`, which for an exact kernel must be the signature
+    /// it was compiled for, and for a shape-generic kernel one of the same pattern.
     ///
     /// # Safety
-    /// The pointers and range satisfy the contract of [`crate::kernels::run`] for this kernel's
-    /// signature: the engine establishes it by validating every buffer against its shape and
-    /// strides before planning, and the signature is the plan of exactly those layouts.
-    pub(crate) unsafe fn run(&self, p: Ptrs, begin: usize, end: usize) {
-        // SAFETY: `entry` points at finalized code owned by `self.module`, alive while `self`
-        // is; the caller guarantees the memory contract above.
-        unsafe { (self.entry)(p.cond, p.then, p.else_, p.out, begin, end) }
+    /// The pointers and range satisfy the contract of [`crate::kernels::run`] for `sig`: the
+    /// engine establishes it by validating every buffer against its shape and strides before
+    /// planning, and `sig` is the plan of exactly those layouts.
+    pub(crate) unsafe fn run(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+        if !self.generic {
+            // SAFETY: `entry` points at finalized code owned by `self.module`, alive while
+            // `self` is; exact kernels ignore the last two arguments; the caller guarantees the
+            // memory contract for `sig`, which equals `self.sig`.
+            unsafe {
+                (self.entry)(
+                    p.cond,
+                    p.then,
+                    p.else_,
+                    p.out,
+                    begin,
+                    end,
+                    std::ptr::null(),
+                    std::ptr::null(),
+                )
+            };
+            return;
+        }
+        let rank = sig.rank();
+        let mut dims = [0u64; crate::shape::MAX_RANK];
+        let mut strides = [0i64; 4 * crate::shape::MAX_RANK];
+        for k in 0..rank {
+            dims[k] = sig.dims[k] as u64;
+            for op in 0..4 {
+                let w = if op == crate::plan::COND {
+                    1
+                } else {
+                    sig.width as i64
+                };
+                strides[op * rank + k] = sig.strides[op][k] as i64 * w;
+            }
+        }
+        // SAFETY: as above; the kernel reads `rank` dims and `4 * rank` strides from the two
+        // arrays, which hold `MAX_RANK` and `4 * MAX_RANK` entries (collapsed ranks never exceed
+        // the input rank, itself at most `MAX_RANK`), and `sig` has this kernel's pattern
+        // (checked by the caller through `Pattern::of`).
+        unsafe {
+            (self.entry)(
+                p.cond,
+                p.then,
+                p.else_,
+                p.out,
+                begin,
+                end,
+                dims.as_ptr(),
+                strides.as_ptr(),
+            )
+        }
     }
 }
 
