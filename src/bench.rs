@@ -335,3 +335,97 @@ mod tests {
         assert!(parse_cases(r#"{"cases":[{"name":"x","dtype":"f32","cond":[2],"then":[3],"else":[1],"cond_fill":"random"}]}"#).is_err());
     }
 }
+
+/// The dynamic-shape benchmark: an attention-mask select (cond `[1,1,S,S]`, then `[B,H,S,S]`,
+/// scalar else, f32) whose sequence length `S` takes many values, as a serving runtime sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DynamicReport {
+    /// Distinct sequence lengths called (each once).
+    pub lengths: usize,
+    /// Kernels compiled for them with the default policy (exact kernel on the second sighting).
+    pub exact_compiles: u64,
+    pub generic_compiles: u64,
+    /// Total time of the select calls (compiles included; input generation excluded).
+    pub total_ms: f64,
+    /// Per probed size: elements, generic-kernel time, exact-kernel time (ns, medians).
+    pub probes: Vec<(usize, f64, f64)>,
+}
+
+fn attention_case(s: usize, heads: usize) -> Case {
+    Case {
+        name: format!("attn_s{s}"),
+        dtype: "f32".into(),
+        cond: vec![1, 1, s, s],
+        then: vec![1, heads, s, s],
+        else_: vec![],
+        cond_fill: "causal".into(),
+    }
+}
+
+/// Runs the dynamic-shape benchmark over `lengths` distinct sequence lengths.
+pub fn measure_dynamic(lengths: usize, opts: Options) -> Result<DynamicReport> {
+    let single = |exact_after| {
+        Engine::with_config(EngineConfig {
+            backend: Backend::Jit,
+            exact_after,
+            threads: 1,
+            ..EngineConfig::default()
+        })
+    };
+    let policy = single(EngineConfig::default().exact_after.max(2));
+    let interp = Engine::with_backend(Backend::Interp);
+    let heads = 4;
+    let mut total_ns = 0u128;
+    for k in 0..lengths {
+        let s = 16 + k; // 16 .. 16 + lengths
+        let inp = Inputs::new(&attention_case(s, heads))?;
+        let mut out = vec![0u8; inp.elements() * 4];
+        let t = Instant::now();
+        inp.run(&policy, &mut out)?;
+        total_ns += t.elapsed().as_nanos();
+        if k % 97 == 0 {
+            let mut want = vec![0u8; out.len()];
+            inp.run(&interp, &mut want)?;
+            if out != want {
+                return Err(Error::Invalid(format!(
+                    "dynamic S={s}: output differs from the interpreter"
+                )));
+            }
+        }
+    }
+    let total_ms = total_ns as f64 / 1e6;
+    let st = policy.stats();
+    // Throughput of the generic kernel against the exact one, both warm, interleaved.
+    let mut probes = Vec::new();
+    for s in [128usize, 256, 512] {
+        let inp = Inputs::new(&attention_case(s, heads))?;
+        let generic = single(u32::MAX);
+        let exact = single(1);
+        let mut o1 = vec![0u8; inp.elements() * 4];
+        let mut o2 = o1.clone();
+        inp.run(&generic, &mut o1)?;
+        inp.run(&exact, &mut o2)?;
+        if o1 != o2 {
+            return Err(Error::Invalid(format!(
+                "dynamic S={s}: generic and exact kernels differ"
+            )));
+        }
+        let mut fg = || inp.run(&generic, &mut o1).expect("validated above");
+        let rg = calibrate(opts.min_batch_ns, &mut fg);
+        let mut fe = || inp.run(&exact, &mut o2).expect("validated above");
+        let re = calibrate(opts.min_batch_ns, &mut fe);
+        let (mut tg, mut te) = (Vec::new(), Vec::new());
+        for _ in 0..opts.rounds {
+            tg.push(time_batch(rg, &mut fg));
+            te.push(time_batch(re, &mut fe));
+        }
+        probes.push((inp.elements(), median(&mut tg), median(&mut te)));
+    }
+    Ok(DynamicReport {
+        lengths,
+        exact_compiles: st.compiles,
+        generic_compiles: st.generic_compiles,
+        total_ms,
+        probes,
+    })
+}

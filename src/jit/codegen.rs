@@ -29,18 +29,19 @@ enum Count {
     Dyn(Value),
 }
 
-/// A pointer increment in bytes: known when the kernel is built, or read at run time.
+/// A pointer increment in bytes: known when the kernel is built, or read at run time from the
+/// byte-stride argument of a shape-generic kernel (at this byte offset), where it is used, so
+/// that run-time strides do not occupy registers across inner loops.
 #[derive(Clone, Copy)]
 enum Step {
     C(i64),
-    V(Value),
+    Load(i32),
 }
 
-/// Run-time dims and byte strides of a shape-generic kernel, loaded in its entry block.
+/// The dims and byte-strides arguments of a shape-generic kernel.
 struct Runtime {
-    dims: Vec<Value>,
-    /// `strides[level][op]` in bytes.
-    strides: Vec<[Value; 4]>,
+    dims: Value,
+    strides: Value,
 }
 
 /// Emits one kernel function; one small method per IR construct.
@@ -106,12 +107,9 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         let count = self.b.ins().isub(end, begin);
         let mut ptrs = [p[0], p[1], p[2], p[3]];
         for (op, ptr) in ptrs.iter_mut().enumerate() {
-            let off = match self.step(0, op) {
-                Step::C(0) => continue,
-                Step::C(k) => self.b.ins().imul_imm_s(begin, k),
-                Step::V(v) => self.b.ins().imul(begin, v),
-            };
-            *ptr = self.b.ins().iadd(*ptr, off);
+            if let Some(off) = self.scaled_step(self.step(0, op), Some(begin)) {
+                *ptr = self.b.ins().iadd(*ptr, off);
+            }
         }
         self.emit_level(0, ptrs, Count::Dyn(count));
         self.b.ins().jump(exit, &[]);
@@ -121,43 +119,54 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         self.b.seal_all_blocks();
     }
 
-    /// Loads the dims and byte strides of a shape-generic kernel from its arguments:
-    /// `dims[rank]` (u64) and `strides[op * rank + level]` (i64, bytes).
+    /// Keeps the dims and byte-strides arguments of a shape-generic kernel: `dims[rank]` (u64)
+    /// and `strides[op * rank + level]` (i64, bytes).
     fn load_runtime(&mut self, dims: Value, strides: Value) {
-        let rank = self.sig.rank();
-        let f = MemFlagsData::new().with_notrap();
-        let d = (0..rank)
-            .map(|k| self.b.ins().load(I64, f, dims, (8 * k) as i32))
-            .collect();
-        let st = (0..rank)
-            .map(|k| {
-                std::array::from_fn(|op| {
-                    self.b
-                        .ins()
-                        .load(I64, f, strides, (8 * (op * rank + k)) as i32)
-                })
-            })
-            .collect();
-        self.rt = Some(Runtime {
-            dims: d,
-            strides: st,
-        });
+        self.rt = Some(Runtime { dims, strides });
     }
 
-    /// Trip count of collapsed dim `level`.
-    fn dim(&self, level: usize) -> Count {
+    /// Trip count of collapsed dim `level` (read from the arguments in a generic kernel).
+    fn dim(&mut self, level: usize) -> Count {
         match &self.rt {
-            Some(rt) => Count::Dyn(rt.dims[level]),
+            Some(rt) => {
+                let d = rt.dims;
+                let f = MemFlagsData::new().with_notrap();
+                Count::Dyn(self.b.ins().load(I64, f, d, (8 * level) as i32))
+            }
             None => Count::Const(self.sig.dims[level] as u64),
         }
     }
 
-    /// Byte step of operand `op` along `level`, read at run time in a shape-generic kernel.
+    /// Byte step of operand `op` along `level`. In a generic kernel, strides that the pattern
+    /// does not fix to 0 are read at run time.
     fn step(&self, level: usize, op: usize) -> Step {
         match &self.rt {
-            Some(rt) => Step::V(rt.strides[level][op]),
-            None => Step::C(self.stride_bytes(level, op)),
+            Some(_) if self.sig.strides[op][level] != 0 => {
+                Step::Load((8 * (op * self.sig.rank() + level)) as i32)
+            }
+            _ => Step::C(self.stride_bytes(level, op)),
         }
+    }
+
+    /// `ptr + step * times` (`times` of 1 when `None`), or `None` when the step is 0.
+    fn scaled_step(&mut self, step: Step, times: Option<Value>) -> Option<Value> {
+        let v = match step {
+            Step::C(0) => return None,
+            Step::C(c) => match times {
+                Some(t) => self.b.ins().imul_imm_s(t, c),
+                None => self.b.ins().iconst(I64, c),
+            },
+            Step::Load(off) => {
+                let base = self.rt.as_ref().map(|r| r.strides)?;
+                let f = MemFlagsData::new().with_notrap();
+                let st = self.b.ins().load(I64, f, base, off);
+                match times {
+                    Some(t) => self.b.ins().imul(t, st),
+                    None => st,
+                }
+            }
+        };
+        Some(v)
     }
 
     /// Constant stride in bytes of operand `op` along collapsed dim `level`. Along the row of a
@@ -179,8 +188,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             return;
         }
         let steps: [Step; 4] = std::array::from_fn(|op| self.step(level, op));
-        let inner = self.dim(level + 1);
         self.counted_loop(count, ptrs, steps, |em, p| {
+            let inner = em.dim(level + 1);
             em.emit_level(level + 1, p, inner)
         });
     }
@@ -227,12 +236,11 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         let cur: [Value; 4] = std::array::from_fn(|k| self.b.use_var(vars[k]));
         body(self, cur);
         for k in 0..4 {
-            let v = self.b.use_var(vars[k]);
-            let nv = match steps[k] {
-                Step::C(0) => continue,
-                Step::C(c) => self.b.ins().iadd_imm_s(v, c),
-                Step::V(st) => self.b.ins().iadd(v, st),
+            let Some(inc) = self.scaled_step(steps[k], None) else {
+                continue;
             };
+            let v = self.b.use_var(vars[k]);
+            let nv = self.b.ins().iadd(v, inc);
             self.b.def_var(vars[k], nv);
         }
         let iv = self.b.use_var(i);

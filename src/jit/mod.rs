@@ -23,15 +23,19 @@ use crate::plan::Signature;
 use module::KernelFn;
 pub use module::{Kernel, live_kernels};
 
-/// What a shape-generic kernel depends on: the element width, the collapsed rank and the class
-/// of each operand's stride along the innermost dimension (0, 1, or any other value), which
-/// decides the row shape. Dims and all other strides are arguments of the kernel.
+/// What a shape-generic kernel depends on: the element width, the collapsed rank, the class of
+/// each operand's stride along the innermost dimension (0, 1, or any other value), which decides
+/// the row shape, and which outer strides are 0. Dims and all other strides are arguments of the
+/// kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Pattern {
     pub width: usize,
     pub rank: usize,
     /// Per operand (cond, then, else, out): 0, 1, or 2 for any other stride.
     pub inner: [u8; 4],
+    /// Per operand, bit `k` set when its stride along outer dim `k` is 0 (broadcast): such
+    /// strides are constants of the kernel instead of arguments.
+    pub outer_zero: [u64; 4],
 }
 
 impl Pattern {
@@ -45,18 +49,32 @@ impl Pattern {
                 1 => 1,
                 _ => 2,
             }),
+            outer_zero: std::array::from_fn(|op| {
+                let st = &sig.strides[op];
+                (0..sig.rank() - 1)
+                    .filter(|&k| st[k] == 0)
+                    .fold(0u64, |m, k| m | (1 << k))
+            }),
         }
     }
 
-    /// A signature with this pattern (dims of 2, outer strides of 2), from which the emitter
-    /// reads only the width, the rank and the inner-stride classes.
+    /// A signature with this pattern (dims of 2, outer strides of 0 or 2), from which the
+    /// emitter reads only the width, the rank, the inner-stride classes and the zero strides.
     fn representative(&self) -> Signature {
         let r = self.rank;
         Signature {
             width: self.width,
             dims: smallvec::smallvec![2; r],
             strides: std::array::from_fn(|op| {
-                let mut st: crate::shape::Strides = smallvec::smallvec![2; r];
+                let mut st: crate::shape::Strides = (0..r)
+                    .map(|k| {
+                        if self.outer_zero[op] >> k & 1 == 1 {
+                            0
+                        } else {
+                            2
+                        }
+                    })
+                    .collect();
                 st[r - 1] = self.inner[op] as isize;
                 st
             }),
@@ -248,17 +266,26 @@ impl Jit {
 
     /// The machine code of `sig`, disassembled by Cranelift's own printer.
     pub fn disassembly(&self, sig: &Signature) -> Result<String> {
+        self.disassemble(sig, false)
+    }
+
+    /// The machine code of the shape-generic kernel of `p`.
+    pub fn disassembly_generic(&self, p: &Pattern) -> Result<String> {
+        self.disassemble(&p.representative(), true)
+    }
+
+    fn disassemble(&self, sig: &Signature, generic: bool) -> Result<String> {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *guard;
-        self.build_ir(sig, false, s);
+        self.build_ir(sig, generic, s);
         s.ctx.set_disasm(true);
         let mut ctrl = cranelift_codegen::control::ControlPlane::default();
         let r = s
             .ctx
             .compile(&*self.isa, &mut ctrl)
-            .map_err(|e| codegen_err("compile", format!("{:?}", e.inner)))?;
-        let text = r.vcode.clone().unwrap_or_default();
+            .map_err(|e| codegen_err("compile", format!("{:?}", e.inner)));
+        let text = r.map(|c| c.vcode.clone().unwrap_or_default());
         s.ctx.set_disasm(false);
-        Ok(text)
+        text
     }
 }
