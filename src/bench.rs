@@ -12,6 +12,8 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::DType;
 use crate::engine::{Backend, Engine, EngineConfig};
 use crate::error::{Error, Result};
+use crate::jit::Jit;
+use crate::plan::{plan, plan_contiguous};
 use crate::shape::{Broadcast, numel, output_shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -149,6 +151,8 @@ pub struct Measurement {
     pub memcpy_ns: f64,
     /// Reference interpreter, measured on small cases only.
     pub interp_ns: Option<f64>,
+    /// The JIT on all available threads (same kernel, outer range split).
+    pub jit_mt_ns: f64,
     /// First call on a fresh engine: validation, planning, compilation and the run.
     pub compile_us: f64,
     /// jit_ns / static_ns and jit_ns / memcpy_ns (time ratios; below 1 means the JIT is faster).
@@ -232,14 +236,22 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let out_bytes = inp.elements() * inp.dtype.width();
     let mut out = vec![0u8; out_bytes];
     let mut reference = vec![0u8; out_bytes];
+    // Single-threaded engines; the exact kernel from the first call on.
     let engine_for = |b| {
         Engine::with_config(EngineConfig {
             backend: b,
+            threads: 1,
+            exact_after: 1,
             ..EngineConfig::default()
         })
     };
     let jit = engine_for(Backend::Jit);
     let stat = engine_for(Backend::Static);
+    let jit_mt = Engine::with_config(EngineConfig {
+        backend: Backend::Jit,
+        exact_after: 1,
+        ..EngineConfig::default()
+    });
 
     // First call: compile. Then check that both backends give the reference interpreter's bytes.
     let t = Instant::now();
@@ -265,6 +277,14 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         )));
     }
 
+    inp.run(&jit_mt, &mut out)?;
+    if out != reference {
+        return Err(Error::Invalid(format!(
+            "{}: multi-threaded jit output differs",
+            case.name
+        )));
+    }
+    let mut out_mt = out.clone();
     let mut copy = MemCopy::new(inp.traffic_bytes() / 2);
     let mut f_jit = || inp.run(&jit, &mut out).expect("validated above");
     let r_jit = calibrate(opts.min_batch_ns, &mut f_jit);
@@ -272,11 +292,14 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let r_static = calibrate(opts.min_batch_ns, &mut f_static);
     let mut f_copy = || copy.run();
     let r_copy = calibrate(opts.min_batch_ns, &mut f_copy);
-    let (mut tj, mut ts, mut tc) = (Vec::new(), Vec::new(), Vec::new());
+    let mut f_mt = || inp.run(&jit_mt, &mut out_mt).expect("validated above");
+    let r_mt = calibrate(opts.min_batch_ns, &mut f_mt);
+    let (mut tj, mut ts, mut tc, mut tm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..opts.rounds {
         tj.push(time_batch(r_jit, &mut f_jit));
         ts.push(time_batch(r_static, &mut f_static));
         tc.push(time_batch(r_copy, &mut f_copy));
+        tm.push(time_batch(r_mt, &mut f_mt));
     }
     let interp_ns = if small {
         let mut buf = vec![0u8; out_bytes];
@@ -296,9 +319,155 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         static_ns,
         memcpy_ns,
         interp_ns,
+        jit_mt_ns: median(&mut tm),
         compile_us,
         jit_over_static: jit_ns / static_ns,
         jit_over_memcpy: jit_ns / memcpy_ns,
+    })
+}
+
+/// Measures every case whose name contains `filter`, calling `progress` after each.
+pub fn run_suite(
+    cases: &[Case],
+    filter: &str,
+    opts: Options,
+    mut progress: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let mut out = Vec::new();
+    for c in cases.iter().filter(|c| c.name.contains(filter)) {
+        let m = measure(c, opts)?;
+        progress(&m);
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// Column headers of [`table_row`].
+pub const TABLE_HEADER: &str = "case                       elements   traffic  jit GB/s  static GB/s  copy GB/s  jit/static  jit/copy  jit-mt GB/s  first call";
+
+/// One line of the `selectjit bench` table.
+pub fn table_row(m: &Measurement) -> String {
+    let gbs = |ns: f64| m.traffic_bytes as f64 / ns;
+    format!(
+        "{:<25} {:>10} {:>9} {:>9.2} {:>12.2} {:>10.2} {:>11.3} {:>9.3} {:>12.2} {:>8.0} us",
+        m.case,
+        m.elements,
+        human_bytes(m.traffic_bytes),
+        gbs(m.jit_ns),
+        gbs(m.static_ns),
+        gbs(m.memcpy_ns),
+        m.jit_over_static,
+        m.jit_over_memcpy,
+        gbs(m.jit_mt_ns),
+        m.compile_us
+    )
+}
+
+fn human_bytes(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 => format!("{:.1}M", n as f64 / (1 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1}K", n as f64 / 1024.0),
+        n => format!("{n}B"),
+    }
+}
+
+/// Geometric mean of the static/jit time ratio (the JIT's speed-up over the static kernels).
+pub fn geomean_speedup(ms: &[Measurement]) -> f64 {
+    if ms.is_empty() {
+        return f64::NAN;
+    }
+    (ms.iter()
+        .map(|m| (m.static_ns / m.jit_ns).ln())
+        .sum::<f64>()
+        / ms.len() as f64)
+        .exp()
+}
+
+/// Call overheads on a 16-element f32 select with the cache warm.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overheads {
+    /// `Engine::select`: validation, shape inference, planning, cache lookup, run.
+    pub hit_call_ns: f64,
+    /// `Prepared::run`: buffer-length checks and the call.
+    pub prepared_call_ns: f64,
+    /// Median / 90th percentile time to compile one new signature (IR, compile, finalize,
+    /// insert), over many distinct signatures.
+    pub compile_median_us: f64,
+    pub compile_p90_us: f64,
+    pub compiled: usize,
+}
+
+/// Measures call overheads and compile latency.
+pub fn measure_overheads(opts: Options) -> Result<Overheads> {
+    let e = Engine::with_config(EngineConfig {
+        backend: Backend::Jit,
+        threads: 1,
+        exact_after: 1,
+        ..EngineConfig::default()
+    });
+    let cond = [1u8, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 1, 0];
+    let t = [1f32; 16];
+    let el = [2f32; 16];
+    let mut o = [0f32; 16];
+    let mut f_hit = || {
+        e.select(
+            TensorRef::new(&cond, &[16]),
+            TensorRef::new(&t, &[16]),
+            TensorRef::new(&el, &[16]),
+            TensorMut::new(&mut o, &[16]),
+            Broadcast::Numpy,
+        )
+        .expect("valid call")
+    };
+    f_hit();
+    let p = e.prepare(DType::F32, &[16], &[16], &[16], Broadcast::Numpy)?;
+    let mut o2 = [0f32; 16];
+    let mut f_prep = || p.run(&cond, &t, &el, &mut o2).expect("valid call");
+    let r1 = calibrate(opts.min_batch_ns, &mut f_hit);
+    let r2 = calibrate(opts.min_batch_ns, &mut f_prep);
+    let (mut a, mut b) = (Vec::new(), Vec::new());
+    for _ in 0..opts.rounds {
+        a.push(time_batch(r1, &mut f_hit));
+        b.push(time_batch(r2, &mut f_prep));
+    }
+    // Compile latency: distinct signatures of a few common patterns.
+    let mut us = Vec::new();
+    let n = if opts.rounds > 5 { 300 } else { 100 };
+    for i in 0..n {
+        let sig = match i % 3 {
+            0 => plan_contiguous(4, 1000 + i),
+            1 => plan_contiguous(2, 5000 + i),
+            _ => {
+                let m = 64 + i;
+                plan(
+                    4,
+                    &[8, m],
+                    [&[0, 1], &[m as isize, 1], &[0, 0], &[m as isize, 1]],
+                )
+            }
+        }
+        .ok_or_else(|| Error::Invalid("empty signature".into()))?;
+        let e2 = Engine::with_jit(
+            EngineConfig {
+                exact_after: 1,
+                ..EngineConfig::default()
+            },
+            Jit::host(false)?,
+        );
+        let t0 = Instant::now();
+        let k = e2.kernel(&sig);
+        us.push(t0.elapsed().as_nanos() as f64 / 1e3);
+        if k.is_none() {
+            return Err(Error::Codegen(format!("compiling {sig} failed")));
+        }
+    }
+    us.sort_by(|x, y| x.total_cmp(y));
+    Ok(Overheads {
+        hit_call_ns: median(&mut a),
+        prepared_call_ns: median(&mut b),
+        compile_median_us: us[us.len() / 2],
+        compile_p90_us: us[us.len() * 9 / 10],
+        compiled: us.len(),
     })
 }
 

@@ -36,6 +36,7 @@ pub mod cache;
 pub mod dtype;
 pub mod engine;
 pub mod error;
+pub mod explain;
 pub(crate) mod interp;
 pub mod jit;
 pub mod kernels;

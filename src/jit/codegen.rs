@@ -153,6 +153,10 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         let v = match step {
             Step::C(0) => return None,
             Step::C(c) => match times {
+                Some(t) if c == 1 => t,
+                Some(t) if c > 0 && (c as u64).is_power_of_two() => {
+                    self.b.ins().ishl_imm_u(t, c.trailing_zeros() as i64)
+                }
                 Some(t) => self.b.ins().imul_imm_s(t, c),
                 None => self.b.ins().iconst(I64, c),
             },
@@ -343,82 +347,151 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             })
         });
         let g = self.groups_per_iter();
-        let per_iter = 16 * g;
-        let steps: [Step; 4] =
-            std::array::from_fn(|op| Step::C(per_iter as i64 * self.stride_bytes(l, op)));
+        let (nv, known) = self.count_value(n);
+        let mut start = self.iconst(0);
+        // Wide steps first (several cond vectors per iteration for narrow elements).
+        if g > 1 && known.is_none_or(|n| n >= 16 * g) {
+            start = self.index_loop(nv, start, 16 * g, |em, i| {
+                let p = em.row_at(ptrs, i);
+                em.emit_chunk(p, g, splat);
+            });
+        }
+        // Then 16 elements at a time; the last step is placed over the final 16 elements.
+        if known.is_none_or(|n| n >= 16) {
+            self.overlap_loop(nv, start, 16, |em, i| {
+                let p = em.row_at(ptrs, i);
+                em.emit_chunk(p, 1, splat);
+            });
+        }
+        // Rows shorter than 16 elements: one element at a time.
+        if known.is_none_or(|n| n < 16) {
+            self.short_row(nv, known, 16, |em, _| {
+                let zero = em.iconst(0);
+                em.index_loop(nv, zero, 1, |em, i| {
+                    let p = em.row_at(ptrs, i);
+                    em.emit_scalar_elem(p);
+                });
+            });
+        }
+    }
+
+    /// The count as a value, and as a number when it is known.
+    fn count_value(&mut self, n: Count) -> (Value, Option<u64>) {
         match n {
-            Count::Const(n) => {
-                let main = n / per_iter;
-                self.counted_loop(Count::Const(main), ptrs, steps, |em, p| {
-                    em.emit_chunk(p, 0, g, splat)
-                });
-                let done = main * per_iter;
-                let extra = (n - done) / 16;
-                for k in 0..extra {
-                    self.emit_chunk(ptrs, (done + 16 * k) as i64, 1, splat);
-                }
-                let rest = n % 16;
-                if rest > 0 {
-                    if n >= 16 {
-                        self.emit_chunk(ptrs, n as i64 - 16, 1, splat);
-                    } else {
-                        let strides = self.row_steps();
-                        for j in 0..rest as i64 {
-                            let p = self.offset_ptrs(ptrs, strides.map(|s| s * j));
-                            self.emit_scalar_elem(p);
-                        }
-                    }
-                }
-            }
-            Count::Dyn(nv) => {
-                let main = self
-                    .b
-                    .ins()
-                    .ushr_imm_u(nv, per_iter.trailing_zeros() as i64);
-                self.counted_loop(Count::Dyn(main), ptrs, steps, |em, p| {
-                    em.emit_chunk(p, 0, g, splat)
-                });
-                // Elements left after the main loop: at most per_iter - 1.
-                let done = self.b.ins().imul_imm_s(main, per_iter as i64);
-                let base = self.advance(ptrs, done);
-                if g > 1 {
-                    let left = self.b.ins().isub(nv, done);
-                    let sixteens = self.b.ins().ushr_imm_u(left, 4);
-                    let steps16: [Step; 4] =
-                        std::array::from_fn(|op| Step::C(16 * self.stride_bytes(l, op)));
-                    self.counted_loop(Count::Dyn(sixteens), base, steps16, |em, p| {
-                        em.emit_chunk(p, 0, 1, splat)
-                    });
-                }
-                let rest = self.b.ins().band_imm_u(nv, 15);
-                let has_rest = self.b.ins().icmp_imm_u(IntCC::NotEqual, rest, 0);
-                let tail = self.b.create_block();
-                let join = self.b.create_block();
-                self.b.ins().brif(has_rest, tail, &[], join, &[]);
-                self.b.switch_to_block(tail);
-                let long = self
-                    .b
-                    .ins()
-                    .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, nv, 16);
-                let over = self.b.create_block();
+            Count::Const(c) => (self.iconst(c as i64), Some(c)),
+            Count::Dyn(v) => (v, None),
+        }
+    }
+
+    /// `for i in (start..).step_by(step) while i + step <= n { body(i) }`; returns the index
+    /// reached.
+    fn index_loop(
+        &mut self,
+        n: Value,
+        start: Value,
+        step: u64,
+        mut body: impl FnMut(&mut Self, Value),
+    ) -> Value {
+        let header = self.b.create_block();
+        let i = self.b.append_block_param(header, I64);
+        let body_blk = self.b.create_block();
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[start.into()]);
+        self.b.switch_to_block(header);
+        let left = self.b.ins().isub(n, i);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, left, step as i64);
+        self.b.ins().brif(more, body_blk, &[], exit, &[]);
+        self.b.switch_to_block(body_blk);
+        body(self, i);
+        let next = self.b.ins().iadd_imm_s(i, step as i64);
+        self.b.ins().jump(header, &[next.into()]);
+        self.b.switch_to_block(exit);
+        i
+    }
+
+    /// Like [`Self::index_loop`], but when fewer than `step` elements are left (and the row has
+    /// at least `step`), the body runs once more over the last `step` elements. Re-doing a few
+    /// elements is harmless: the result depends only on the inputs, also in place, where the
+    /// output already holds `cond ? then : else` for them.
+    fn overlap_loop(
+        &mut self,
+        n: Value,
+        start: Value,
+        step: u64,
+        body: impl FnOnce(&mut Self, Value),
+    ) {
+        let header = self.b.create_block();
+        let i = self.b.append_block_param(header, I64);
+        let tail = self.b.create_block();
+        let body_blk = self.b.create_block();
+        let j = self.b.append_block_param(body_blk, I64);
+        let exit = self.b.create_block();
+        self.b.ins().jump(header, &[start.into()]);
+        self.b.switch_to_block(header);
+        let left = self.b.ins().isub(n, i);
+        let more = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, left, step as i64);
+        self.b.ins().brif(more, body_blk, &[i.into()], tail, &[]);
+        // Fewer than `step` left: if any, and the row is long enough, step back over the end.
+        self.b.switch_to_block(tail);
+        let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, left, 0);
+        let long = self
+            .b
+            .ins()
+            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, n, step as i64);
+        let again = self.b.ins().band(some, long);
+        let last = self.b.ins().iadd_imm_s(n, -(step as i64));
+        self.b
+            .ins()
+            .brif(again, body_blk, &[last.into()], exit, &[]);
+        self.b.switch_to_block(body_blk);
+        body(self, j);
+        let next = self.b.ins().iadd_imm_s(j, step as i64);
+        self.b.ins().jump(header, &[next.into()]);
+        self.b.switch_to_block(exit);
+    }
+
+    /// Runs `body(count)` for rows shorter than `min` elements (decided at run time when the
+    /// count is not known).
+    fn short_row(
+        &mut self,
+        n: Value,
+        known: Option<u64>,
+        min: u64,
+        body: impl FnOnce(&mut Self, Count),
+    ) {
+        match known {
+            Some(c) => body(self, Count::Const(c)),
+            None => {
                 let short = self.b.create_block();
-                self.b.ins().brif(long, over, &[], short, &[]);
-                // Rows of 16 or more: one vector step over the last 16 elements.
-                self.b.switch_to_block(over);
-                let at = self.b.ins().iadd_imm_s(nv, -16);
-                let last = self.advance(ptrs, at);
-                self.emit_chunk(last, 0, 1, splat);
-                self.b.ins().jump(join, &[]);
-                // Shorter rows: element by element.
+                let join = self.b.create_block();
+                let is_short = self
+                    .b
+                    .ins()
+                    .icmp_imm_u(IntCC::UnsignedLessThan, n, min as i64);
+                self.b.ins().brif(is_short, short, &[], join, &[]);
                 self.b.switch_to_block(short);
-                let steps1 = self.row_steps().map(Step::C);
-                self.counted_loop(Count::Dyn(rest), ptrs, steps1, |em, p| {
-                    em.emit_scalar_elem(p)
-                });
+                body(self, Count::Dyn(n));
                 self.b.ins().jump(join, &[]);
                 self.b.switch_to_block(join);
             }
         }
+    }
+
+    /// Row pointers advanced by `i` elements (unit or broadcast strides along the row).
+    fn row_at(&mut self, ptrs: [Value; 4], i: Value) -> [Value; 4] {
+        let steps = self.row_steps();
+        let wide = (self.w > 1).then(|| self.b.ins().ishl_imm_u(i, self.w.trailing_zeros() as i64));
+        std::array::from_fn(|op| match steps[op] {
+            0 => ptrs[op],
+            1 => self.b.ins().iadd(ptrs[op], i),
+            _ => self.b.ins().iadd(ptrs[op], wide.unwrap_or(i)),
+        })
     }
 
     /// Byte steps of one element along the row, per operand.
@@ -427,35 +500,9 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         std::array::from_fn(|op| self.stride_bytes(l, op))
     }
 
-    /// `ptrs + offs` (constant byte offsets).
-    fn offset_ptrs(&mut self, ptrs: [Value; 4], offs: [i64; 4]) -> [Value; 4] {
-        std::array::from_fn(|op| {
-            if offs[op] == 0 {
-                ptrs[op]
-            } else {
-                self.b.ins().iadd_imm_s(ptrs[op], offs[op])
-            }
-        })
-    }
-
-    /// `ptrs` advanced by `elems` elements along the row (a run-time count).
-    fn advance(&mut self, ptrs: [Value; 4], elems: Value) -> [Value; 4] {
-        let steps = self.row_steps();
-        std::array::from_fn(|op| {
-            if steps[op] == 0 {
-                ptrs[op]
-            } else {
-                let off = self.b.ins().imul_imm_s(elems, steps[op]);
-                self.b.ins().iadd(ptrs[op], off)
-            }
-        })
-    }
-
-    /// `groups` × 16 elements starting `at` elements past `ptrs`.
-    fn emit_chunk(&mut self, ptrs: [Value; 4], at: i64, groups: u64, splat: [Option<Value>; 2]) {
+    /// `groups` × 16 elements from `ptrs`.
+    fn emit_chunk(&mut self, ptrs: [Value; 4], groups: u64, splat: [Option<Value>; 2]) {
         let w = self.w as i64;
-        // Offsets inside the chunk are small; the chunk's start may be far into a long row.
-        let ptrs = self.offset_ptrs(ptrs, self.row_steps().map(|s| s * at));
         for g in 0..groups as i64 {
             let first = 16 * g;
             if self.w == 16 {
@@ -544,88 +591,46 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         self.b.switch_to_block(join);
     }
 
-    /// Copies (or, for a broadcast source, fills) `n` elements from `src` to `dst`.
+    /// Copies (or, for a broadcast source, fills) `n` elements from `src` to `dst`, as bytes:
+    /// 64 at a time, then 16 at a time with the last step over the final 16 bytes, and rows of
+    /// fewer than 16 bytes element by element.
     fn emit_copy(&mut self, src: Value, dst: Value, op: usize, n: Count) {
         let l = self.sig.rank() - 1;
         let fill = self.sig.strides[op][l] == 0;
         let value = fill.then(|| self.splat_operand(src));
         let w = self.w as i64;
-        // Moves one 16-byte vector at byte offset `off` past the row pointers.
-        let step16 = |em: &mut Self, s: Value, d: Value, off: i64| {
-            let [s, d] = if (-(1 << 30)..(1 << 30)).contains(&off) {
-                [s, d]
-            } else {
-                [s, d].map(|p| em.b.ins().iadd_imm_s(p, off))
-            };
-            let off = if (-(1 << 30)..(1 << 30)).contains(&off) {
-                off as i32
-            } else {
-                0
-            };
-            let v = match value {
-                Some(v) => v,
-                None => em.b.ins().load(I8X16, em.flags, s, off),
-            };
-            em.b.ins().store(em.flags, v, d, off);
+        let (bytes, known) = match n {
+            Count::Const(c) => {
+                let b = c * w as u64;
+                (self.iconst(b as i64), Some(b))
+            }
+            Count::Dyn(v) => (self.b.ins().imul_imm_s(v, w), None),
         };
-        let src_step = if fill { 0 } else { 64 };
-        let two = |s: Value, d: Value| [s, s, s, d];
-        match n {
-            Count::Const(n) => {
-                let bytes = n as i64 * w;
-                let main = bytes / 64;
-                self.counted_loop(
-                    Count::Const(main as u64),
-                    two(src, dst),
-                    [src_step, 0, 0, 64].map(Step::C),
-                    |em, p| {
-                        for k in 0..4 {
-                            step16(em, p[0], p[3], 16 * k);
-                        }
-                    },
-                );
-                let done = main * 64;
-                for k in 0..(bytes - done) / 16 {
-                    step16(self, src, dst, done + 16 * k);
-                }
-                if bytes % 16 != 0 {
-                    if bytes >= 16 {
-                        step16(self, src, dst, bytes - 16);
-                    } else {
-                        for j in 0..n as i64 {
-                            self.emit_elem_copy(src, dst, if fill { 0 } else { j * w }, j * w);
-                        }
-                    }
-                }
-            }
-            Count::Dyn(nv) => {
-                // Rank-1 plans with a constant cond are a single broadcast cond: 16-byte steps,
-                // then element by element.
-                let bytes = self.b.ins().imul_imm_s(nv, w);
-                let vecs = self.b.ins().ushr_imm_u(bytes, 4);
-                self.counted_loop(
-                    Count::Dyn(vecs),
-                    two(src, dst),
-                    [src_step / 4, 0, 0, 16].map(Step::C),
-                    |em, p| step16(em, p[0], p[3], 0),
-                );
-                let done = self.b.ins().ishl_imm_u(vecs, 4);
-                let s2 = if fill {
-                    src
-                } else {
-                    self.b.ins().iadd(src, done)
+        let moves = |em: &mut Self, i: Value, k: i64| {
+            let s = if fill { src } else { em.b.ins().iadd(src, i) };
+            let d = em.b.ins().iadd(dst, i);
+            for j in 0..k {
+                let v = match value {
+                    Some(v) => v,
+                    None => em.b.ins().load(I8X16, em.flags, s, (16 * j) as i32),
                 };
-                let d2 = self.b.ins().iadd(dst, done);
-                let left = self.b.ins().isub(bytes, done);
-                let elems = self.b.ins().ushr_imm_u(left, w.trailing_zeros() as i64);
-                let es = if fill { 0 } else { w };
-                self.counted_loop(
-                    Count::Dyn(elems),
-                    two(s2, d2),
-                    [es, 0, 0, w].map(Step::C),
-                    |em, p| em.emit_elem_copy(p[0], p[3], 0, 0),
-                );
+                em.b.ins().store(em.flags, v, d, (16 * j) as i32);
             }
+        };
+        let mut start = self.iconst(0);
+        if known.is_none_or(|b| b >= 64) {
+            start = self.index_loop(bytes, start, 64, |em, i| moves(em, i, 4));
+        }
+        if known.is_none_or(|b| b >= 16) {
+            self.overlap_loop(bytes, start, 16, |em, i| moves(em, i, 1));
+        }
+        if known.is_none_or(|b| b < 16) {
+            self.short_row(bytes, known, 16, |em, _| {
+                let steps = [if fill { 0 } else { w }, 0, 0, w].map(Step::C);
+                em.counted_loop(n, [src, src, src, dst], steps, |em, p| {
+                    em.emit_elem_copy(p[0], p[3], 0, 0)
+                });
+            });
         }
     }
 
