@@ -40,6 +40,7 @@ pub mod explain;
 pub(crate) mod interp;
 pub mod jit;
 pub mod kernels;
+pub mod npy;
 pub mod plan;
 pub mod shape;
 pub mod tensor;

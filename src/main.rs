@@ -1,4 +1,7 @@
-//! The `selectjit` command.
+//! The `selectjit` command: `run`, `bench`, `explain`, `info`.
+
+mod cli;
+
 fn main() {
-    println!("selectjit {}", env!("CARGO_PKG_VERSION"));
+    std::process::exit(cli::main());
 }

@@ -1,0 +1,101 @@
+//! `selectjit bench`.
+
+use std::path::PathBuf;
+
+use selectjit::bench::{
+    BUILTIN_CASES, Options, TABLE_HEADER, geomean_speedup, measure_dynamic, measure_overheads,
+    parse_cases, run_suite, table_row,
+};
+use selectjit::{Error, Result};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Case list in the cases.json format (default: the built-in copy).
+    #[arg(long)]
+    cases: Option<PathBuf>,
+    /// Only cases whose name contains this.
+    #[arg(long, default_value = "")]
+    filter: String,
+    /// Fewer rounds and shorter batches.
+    #[arg(long)]
+    quick: bool,
+    /// Also write the measurements as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Also run the dynamic-shape benchmark over this many sequence lengths.
+    #[arg(long, default_value_t = 0)]
+    dynamic: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let text = match &a.cases {
+        Some(p) => {
+            std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?
+        }
+        None => BUILTIN_CASES.to_string(),
+    };
+    let cases = parse_cases(&text)?;
+    let opts = if a.quick {
+        Options::quick()
+    } else {
+        Options::full()
+    };
+    println!("single-threaded unless marked -mt; ratios are time ratios (< 1: the JIT is faster)");
+    println!("{TABLE_HEADER}");
+    let ms = run_suite(&cases, &a.filter, opts, |m| println!("{}", table_row(m)))?;
+    if ms.is_empty() {
+        return Err(Error::Invalid(format!("no case matches '{}'", a.filter)));
+    }
+    println!(
+        "geometric mean speed-up of the JIT over the static kernels: {:.3}x",
+        geomean_speedup(&ms)
+    );
+    let big: Vec<_> = ms.iter().filter(|m| m.elements >= 1 << 16).collect();
+    if let Some(worst) = big
+        .iter()
+        .max_by(|x, y| x.jit_over_memcpy.total_cmp(&y.jit_over_memcpy))
+    {
+        println!(
+            "worst jit/copy on cases of 64K elements or more: {:.3} ({})",
+            worst.jit_over_memcpy, worst.case
+        );
+    }
+    let o = measure_overheads(opts)?;
+    println!(
+        "cache-hit call (16 f32): {:.0} ns; prepared call: {:.0} ns; compile of a new signature: median {:.0} us, p90 {:.0} us ({} signatures)",
+        o.hit_call_ns, o.prepared_call_ns, o.compile_median_us, o.compile_p90_us, o.compiled
+    );
+    let dynamic = if a.dynamic > 0 {
+        let d = measure_dynamic(a.dynamic, opts)?;
+        println!(
+            "dynamic shapes: {} sequence lengths -> {} generic + {} exact kernels compiled, {:.1} ms of calls",
+            d.lengths, d.generic_compiles, d.exact_compiles, d.total_ms
+        );
+        for (n, g, e) in &d.probes {
+            println!(
+                "  {n:>8} elements: generic {:.0} ns, exact {:.0} ns, generic/exact {:.3}",
+                g,
+                e,
+                g / e
+            );
+        }
+        Some(d)
+    } else {
+        None
+    };
+    if let Some(p) = &a.json {
+        let v = serde_json::json!({ "cases": ms, "overheads": o, "dynamic": dynamic });
+        let s = serde_json::to_string_pretty(&v).map_err(|e| Error::Io(e.to_string()))?;
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| ".".into());
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+            .map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
+        std::io::Write::write_all(&mut tmp, s.as_bytes()).map_err(|e| Error::Io(e.to_string()))?;
+        tmp.persist(p)
+            .map_err(|e| Error::Io(format!("{}: {}", p.display(), e.error)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,111 @@
+//! Command-line interface. Every failure prints one `error: ...` line on stderr and exits 2.
+
+mod bench;
+mod explain;
+mod info;
+mod run;
+
+use clap::{Parser, Subcommand, ValueEnum};
+use selectjit::{Backend, Broadcast, Error};
+
+#[derive(Parser)]
+#[command(
+    name = "selectjit",
+    version,
+    about = "JIT-compiled tensor Select / Where"
+)]
+struct Cli {
+    #[command(subcommand)]
+    cmd: Cmd,
+}
+
+#[derive(Subcommand)]
+enum Cmd {
+    /// out = cond ? then : else on .npy files.
+    Run(run::Args),
+    /// Benchmark the JIT against the static kernels and a memory copy of the same traffic.
+    Bench(bench::Args),
+    /// Show the shape, plan, signature, Cranelift IR and machine code of one call.
+    Explain(explain::Args),
+    /// Version, host ISA as the JIT sees it, build profile, settings.
+    Info,
+}
+
+/// Broadcast mode names on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum Mode {
+    Numpy,
+    TwoStep,
+    None,
+    Pdpd,
+}
+
+impl Mode {
+    fn with_axis(self, axis: i64) -> Broadcast {
+        match self {
+            Mode::Numpy => Broadcast::Numpy,
+            Mode::TwoStep => Broadcast::TwoStep,
+            Mode::None => Broadcast::None,
+            Mode::Pdpd => Broadcast::Pdpd { axis },
+        }
+    }
+}
+
+/// Backend names on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum BackendArg {
+    Jit,
+    Static,
+    Interp,
+}
+
+impl From<BackendArg> for Backend {
+    fn from(b: BackendArg) -> Backend {
+        match b {
+            BackendArg::Jit => Backend::Jit,
+            BackendArg::Static => Backend::Static,
+            BackendArg::Interp => Backend::Interp,
+        }
+    }
+}
+
+/// Parses the arguments and runs the command; returns the exit status.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => {
+            use clap::error::ErrorKind;
+            if matches!(e.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion) {
+                print!("{e}");
+                return 0;
+            }
+            // One line: clap's message (which starts with "error:") up to its usage section.
+            let text = e.to_string();
+            let msg: Vec<&str> = text
+                .lines()
+                .take_while(|l| !l.starts_with("Usage:") && !l.starts_with("For more information"))
+                .map(str::trim)
+                .filter(|l| !l.is_empty())
+                .collect();
+            eprintln!("{}", msg.join(" "));
+            return 2;
+        }
+    };
+    let r = match cli.cmd {
+        Cmd::Run(a) => run::run(a),
+        Cmd::Bench(a) => bench::run(a),
+        Cmd::Explain(a) => explain::run(a),
+        Cmd::Info => info::run(&mut std::io::stdout()),
+    };
+    match r {
+        Ok(()) => 0,
+        Err(e) => {
+            eprintln!("error: {}", one_line(&e));
+            2
+        }
+    }
+}
+
+fn one_line(e: &Error) -> String {
+    e.to_string().replace('\n', " ")
+}
