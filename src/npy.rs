@@ -351,7 +351,7 @@ pub fn npy_bytes(dtype: DType, shape: &[usize], data: &[u8]) -> Result<Vec<u8>> 
         (2u8, 12)
     };
     // Pad with spaces so that the data starts at a multiple of 64, ending the header with \n.
-    while (pre + dict.len() + 1) % 64 != 0 {
+    while !(pre + dict.len() + 1).is_multiple_of(64) {
         dict.push(' ');
     }
     dict.push('\n');
@@ -407,7 +407,7 @@ mod tests {
 
     fn header(dict: &str, data: &[u8]) -> Vec<u8> {
         let mut h = dict.to_string();
-        while (10 + h.len() + 1) % 64 != 0 {
+        while !(10 + h.len() + 1).is_multiple_of(64) {
             h.push(' ');
         }
         h.push('\n');
