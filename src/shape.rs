@@ -148,6 +148,38 @@ impl Ctx<'_> {
         })
     }
 
+    /// Step 2 of two-step: cond goes right-aligned into the then/else result without adding
+    /// dimensions; each cond dim equals the result's, or is 1, or the result's dim is 1 (cond
+    /// then sets it, as in the conformance case cond [2,1], then [1,3], else [3] -> [2,3]).
+    fn cond_into_right(&self, out: &mut Dims) -> Result<Placement> {
+        let s = self.shapes[0];
+        if s.len() > out.len() {
+            return self.one_way_right(0, out);
+        }
+        let start = out.len() - s.len();
+        let before = out.clone();
+        for (j, &d) in s.iter().enumerate() {
+            let k = start + j;
+            if d == 1 || d == out[k] {
+                continue;
+            }
+            if out[k] == 1 {
+                out[k] = d;
+                continue;
+            }
+            return Err(self.err(format!(
+                "cond {} cannot be broadcast into output {} (cond dim {j} is {d}, output dim {k} is {})",
+                ShapeFmt(s),
+                ShapeFmt(&before),
+                out[k]
+            )));
+        }
+        Ok(Placement {
+            start,
+            len: s.len(),
+        })
+    }
+
     /// Checks that `s[j]` equals `out[start + j]` or is 1, for every `j < s.len()`.
     fn check_into(&self, i: usize, s: &[usize], out: &[usize], start: usize) -> Result<()> {
         for (j, &d) in s.iter().enumerate() {
@@ -267,8 +299,8 @@ pub fn broadcast_shapes(
             }
         }
         Broadcast::TwoStep => {
-            let out = cx.numpy(&[1, 2])?;
-            let c = cx.one_way_right(0, &out)?;
+            let mut out = cx.numpy(&[1, 2])?;
+            let c = cx.cond_into_right(&mut out)?;
             BroadcastShape {
                 cond: c,
                 then: right(then, &out),
@@ -391,6 +423,18 @@ mod tests {
             e.to_string(),
             "two-step broadcast of cond [3,5], then [2,3,4,5], else [2,3,4,5]: cond [3,5] cannot be \
              broadcast into output [2,3,4,5] (cond dim 0 is 3, output dim 2 is 4)"
+        );
+    }
+
+    #[test]
+    fn two_step_cond_may_fill_size_one_dims_but_not_add_rank() {
+        let t = Broadcast::TwoStep;
+        assert_eq!(out(t, &[2, 1], &[1, 3], &[3]).unwrap(), vec![2, 3]);
+        assert!(out(t, &[2, 3], &[3], &[3]).is_err());
+        assert!(out(t, &[3, 5], &[2, 3, 4, 5], &[2, 3, 4, 5]).is_err());
+        assert_eq!(
+            out(t, &[3, 1, 5], &[2, 3, 4, 5], &[2, 3, 4, 5]).unwrap(),
+            vec![2, 3, 4, 5]
         );
     }
 
