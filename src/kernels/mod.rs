@@ -1,6 +1,15 @@
-//! Static ahead-of-time kernels.
+//! Static ahead-of-time kernels: the baseline the JIT is measured against, and the fallback when
+//! code generation fails.
+//!
+//! They are driven by the same [`Signature`] as the JIT and specialised the way a careful author
+//! would: per element width (elements are moved as `[u8; W]`, bit for bit), per row shape
+//! (contiguous select with either input broadcast, in place, cond constant along the row, which
+//! becomes a `memcpy` or a fill, and a strided fallback), with branch-free loops over
+//! non-aliasing slices that LLVM vectorises, and a run-time choice (made once per process) of an
+//! AVX2 build of the same code where the CPU has it.
 
 use crate::plan::{COND, ELSE, OUT, Signature, THEN};
+use crate::shape::MAX_RANK;
 
 /// Raw operand base pointers (validated by the engine before any kernel runs).
 #[derive(Clone, Copy, Debug)]
@@ -11,50 +20,454 @@ pub struct Ptrs {
     pub out: *mut u8,
 }
 
-/// Runs `sig` over outer indices `begin..end` of `sig.dims[0]`, one element at a time.
+/// Instruction-set level of the static kernels.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Level {
+    /// The build's baseline target (SSE2 on x86-64).
+    Portable,
+    /// Compiled with AVX2 enabled (256-bit vectors).
+    Avx2,
+}
+
+impl Level {
+    /// The best level this CPU runs.
+    pub fn detect() -> Level {
+        #[cfg(target_arch = "x86_64")]
+        if std::arch::is_x86_feature_detected!("avx2") {
+            return Level::Avx2;
+        }
+        Level::Portable
+    }
+
+    /// Whether this CPU can run kernels of this level.
+    pub fn supported(self) -> bool {
+        match self {
+            Level::Portable => true,
+            Level::Avx2 => Level::detect() == Level::Avx2,
+        }
+    }
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Level::Portable => "portable",
+            Level::Avx2 => "avx2",
+        }
+    }
+}
+
+/// The level chosen for this process.
+pub fn level() -> Level {
+    static L: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
+    *L.get_or_init(Level::detect)
+}
+
+/// Runs `sig` over outer indices `begin..end` of `sig.dims[0]`.
 ///
 /// # Safety
-/// Every element addressed by `sig` from each base pointer for outer indices in `begin..end` lies
-/// inside its buffer; `out` overlaps no input except exactly (in place); `end <= sig.dims[0]`.
+/// Every element addressed by `sig` (dims and strides times the width) from each base pointer
+/// for outer indices in `begin..end` lies inside its buffer; `out` overlaps no input except that
+/// `then` or `else` may be exactly `out` with identical strides (in place); `end <= sig.dims[0]`.
 pub unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
-    let w = sig.width;
+    // SAFETY: the caller's contract; `level()` is supported by this CPU.
+    unsafe { run_with(level(), sig, p, begin, end) }
+}
+
+/// [`run`] at a given level (for tests and benchmarks of each variant).
+///
+/// # Safety
+/// As for [`run`], and `level.supported()`.
+pub unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    match level {
+        // SAFETY: the caller's contract.
+        Level::Portable => unsafe { run_portable(sig, p, begin, end) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked `Level::Avx2.supported()`, i.e. the CPU has AVX2.
+        Level::Avx2 => unsafe { run_avx2(sig, p, begin, end) },
+        #[cfg(not(target_arch = "x86_64"))]
+        // SAFETY: the caller's contract.
+        Level::Avx2 => unsafe { run_portable(sig, p, begin, end) },
+    }
+}
+
+/// # Safety
+/// See [`run`].
+unsafe fn run_portable(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`.
+    unsafe { walk(sig, p, begin, end) }
+}
+
+/// # Safety
+/// See [`run`]; the CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX2 here.
+    unsafe { walk(sig, p, begin, end) }
+}
+
+/// Walks the outer dimensions and runs each row.
+///
+/// # Safety
+/// See [`run`].
+#[inline(always)]
+unsafe fn walk(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    match sig.width {
+        // SAFETY: see `run`; the width matches the element type.
+        1 => unsafe { walk_w::<1>(sig, p, begin, end) },
+        2 => unsafe { walk_w::<2>(sig, p, begin, end) },
+        4 => unsafe { walk_w::<4>(sig, p, begin, end) },
+        8 => unsafe { walk_w::<8>(sig, p, begin, end) },
+        16 => unsafe { walk_w::<16>(sig, p, begin, end) },
+        _ => {}
+    }
+}
+
+/// How the innermost dimension is run.
+#[derive(Clone, Copy)]
+enum RowKind {
+    /// cond and out unit stride; then/else unit stride (false) or broadcast (true).
+    Select { t_bcast: bool, e_bcast: bool },
+    /// cond constant along the row: copy (or fill) one input.
+    Copy { t_bcast: bool, e_bcast: bool },
+    /// Anything else.
+    Strided,
+}
+
+fn row_kind(sig: &Signature) -> RowKind {
+    let s = |op| sig.inner_stride(op);
+    let ok = |v: isize| v == 0 || v == 1;
+    if s(OUT) == 1 && ok(s(THEN)) && ok(s(ELSE)) {
+        let (t_bcast, e_bcast) = (s(THEN) == 0, s(ELSE) == 0);
+        match s(COND) {
+            1 => return RowKind::Select { t_bcast, e_bcast },
+            0 => return RowKind::Copy { t_bcast, e_bcast },
+            _ => {}
+        }
+    }
+    RowKind::Strided
+}
+
+/// # Safety
+/// See [`run`]; `W == sig.width`.
+#[inline(always)]
+unsafe fn walk_w<const W: usize>(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     let rank = sig.rank();
-    let mut idx = vec![0usize; rank];
+    let l = rank - 1;
+    let kind = row_kind(sig);
+    let ipt = std::ptr::eq(p.then, p.out);
+    let ipe = std::ptr::eq(p.else_, p.out);
+    let bytes = |op: usize, k: usize| sig.strides[op][k] * if op == COND { 1 } else { W as isize };
+    // Pointers advanced by `off[op]` bytes.
+    let at = |off: [isize; 4]| -> Ptrs {
+        // SAFETY: callers only pass offsets of elements inside the buffers (see `run`).
+        unsafe {
+            Ptrs {
+                cond: p.cond.offset(off[COND]),
+                then: p.then.offset(off[THEN]),
+                else_: p.else_.offset(off[ELSE]),
+                out: p.out.offset(off[OUT]),
+            }
+        }
+    };
+    if rank == 1 {
+        // The only dimension is the split one: the row is `begin..end` itself.
+        let rp = at(std::array::from_fn(|op| begin as isize * bytes(op, 0)));
+        // SAFETY: elements `begin..end` of the row are inside the buffers (see `run`).
+        unsafe { row::<W>(kind, sig, rp, end - begin, ipt, ipe) };
+        return;
+    }
+    let n = sig.dims[l];
+    // Odometer over dims 1..l; dim 0 runs `begin..end`, dim l is the row.
+    let mut idx = [0usize; MAX_RANK];
     for i0 in begin..end {
-        idx.iter_mut().for_each(|v| *v = 0);
         idx[0] = i0;
         loop {
-            let off = |op: usize| -> isize {
-                let s = &sig.strides[op];
-                idx.iter()
-                    .zip(s)
-                    .map(|(&i, &st)| i as isize * st)
-                    .sum::<isize>()
-            };
-            // SAFETY: the offsets address elements inside the buffers by the caller's contract.
-            unsafe {
-                let c = *p.cond.offset(off(COND));
-                let src = if c != 0 {
-                    p.then.offset(off(THEN) * w as isize)
-                } else {
-                    p.else_.offset(off(ELSE) * w as isize)
-                };
-                std::ptr::copy(src, p.out.offset(off(OUT) * w as isize), w);
-            }
-            let mut k = rank;
-            loop {
-                if k == 1 {
-                    break;
-                }
-                k -= 1;
+            let off: [isize; 4] =
+                std::array::from_fn(|op| (0..l).map(|k| idx[k] as isize * bytes(op, k)).sum());
+            // SAFETY: this row's elements are inside the buffers (see `run`).
+            unsafe { row::<W>(kind, sig, at(off), n, ipt, ipe) };
+            // Next row: advance the middle dims, last fastest; done when all wrap around.
+            let mut done = true;
+            for k in (1..l).rev() {
                 idx[k] += 1;
                 if idx[k] < sig.dims[k] {
+                    done = false;
                     break;
                 }
                 idx[k] = 0;
             }
-            if k == 1 && (rank == 1 || idx[1] == 0) {
+            if done {
                 break;
+            }
+        }
+    }
+}
+
+/// A read-only source along a row: a slice, or one broadcast value.
+trait Src<const W: usize> {
+    fn at(&self, i: usize) -> [u8; W];
+}
+
+impl<const W: usize> Src<W> for &[[u8; W]] {
+    #[inline(always)]
+    fn at(&self, i: usize) -> [u8; W] {
+        self[i]
+    }
+}
+
+struct Splat<const W: usize>([u8; W]);
+
+impl<const W: usize> Src<W> for Splat<W> {
+    #[inline(always)]
+    fn at(&self, _: usize) -> [u8; W] {
+        self.0
+    }
+}
+
+/// `out[i] = cond[i] != 0 ? t[i] : e[i]`, branch-free.
+#[inline(always)]
+fn select<const W: usize>(c: &[u8], t: impl Src<W>, e: impl Src<W>, o: &mut [[u8; W]]) {
+    let n = o.len().min(c.len());
+    let (c, o) = (&c[..n], &mut o[..n]);
+    for i in 0..n {
+        let (a, b) = (t.at(i), e.at(i));
+        o[i] = if c[i] != 0 { a } else { b };
+    }
+}
+
+/// In place: `o[i] = cond[i] != 0 ? o[i] : e[i]` (then is the output) or
+/// `o[i] = cond[i] != 0 ? t[i] : o[i]` (else is the output).
+#[inline(always)]
+fn select_in_place<const W: usize>(
+    c: &[u8],
+    other: impl Src<W>,
+    o: &mut [[u8; W]],
+    keep_when_true: bool,
+) {
+    let n = o.len().min(c.len());
+    let (c, o) = (&c[..n], &mut o[..n]);
+    for i in 0..n {
+        let x = other.at(i);
+        let keep = (c[i] != 0) == keep_when_true;
+        o[i] = if keep { o[i] } else { x };
+    }
+}
+
+/// One row of `n` elements.
+///
+/// # Safety
+/// The row's elements, by its strides from `p`, lie inside the buffers; aliasing as in [`run`].
+#[inline(always)]
+unsafe fn row<const W: usize>(
+    kind: RowKind,
+    sig: &Signature,
+    p: Ptrs,
+    n: usize,
+    ipt: bool,
+    ipe: bool,
+) {
+    if n == 0 {
+        return;
+    }
+    // SAFETY (every `from_raw_parts` below): the row's `n` elements are inside the buffers
+    // (caller), `[u8; W]` has alignment 1, and a slice is only made of an input when it is not
+    // the output, so no `&` overlaps the `&mut` output slice.
+    unsafe {
+        let elems = |ptr: *const u8| std::slice::from_raw_parts(ptr as *const [u8; W], n);
+        let one = |ptr: *const u8| Splat((ptr as *const [u8; W]).read_unaligned());
+        match kind {
+            RowKind::Select { t_bcast, e_bcast } => {
+                let c = std::slice::from_raw_parts(p.cond, n);
+                let o = std::slice::from_raw_parts_mut(p.out as *mut [u8; W], n);
+                match (ipt, ipe, t_bcast, e_bcast) {
+                    (true, _, _, false) => select_in_place(c, elems(p.else_), o, true),
+                    (true, _, _, true) => select_in_place(c, one(p.else_), o, true),
+                    (false, true, false, _) => select_in_place(c, elems(p.then), o, false),
+                    (false, true, true, _) => select_in_place(c, one(p.then), o, false),
+                    (false, false, false, false) => select(c, elems(p.then), elems(p.else_), o),
+                    (false, false, true, false) => select(c, one(p.then), elems(p.else_), o),
+                    (false, false, false, true) => select(c, elems(p.then), one(p.else_), o),
+                    (false, false, true, true) => select(c, one(p.then), one(p.else_), o),
+                }
+            }
+            RowKind::Copy { t_bcast, e_bcast } => {
+                let take_then = *p.cond != 0;
+                let (src, bcast) = if take_then {
+                    (p.then, t_bcast)
+                } else {
+                    (p.else_, e_bcast)
+                };
+                if std::ptr::eq(src, p.out) {
+                    return; // in place: the output already holds the chosen input
+                }
+                let o = std::slice::from_raw_parts_mut(p.out as *mut [u8; W], n);
+                if bcast {
+                    o.fill(one(src).0);
+                } else {
+                    o.copy_from_slice(elems(src));
+                }
+            }
+            RowKind::Strided => strided::<W>(sig, p, n),
+        }
+    }
+}
+
+/// Any strides along the row, one element at a time (branch-free select of the source).
+///
+/// # Safety
+/// As for [`row`].
+#[inline(always)]
+unsafe fn strided<const W: usize>(sig: &Signature, p: Ptrs, n: usize) {
+    let l = sig.rank() - 1;
+    let w = W as isize;
+    let (sc, st, se, so) = (
+        sig.strides[COND][l],
+        sig.strides[THEN][l] * w,
+        sig.strides[ELSE][l] * w,
+        sig.strides[OUT][l] * w,
+    );
+    for i in 0..n as isize {
+        // SAFETY: element `i` of the row is inside each buffer (caller); reads happen before
+        // the write, so the exact in-place case reads the old value.
+        unsafe {
+            let t = (p.then.offset(i * st) as *const [u8; W]).read_unaligned();
+            let e = (p.else_.offset(i * se) as *const [u8; W]).read_unaligned();
+            let v = if *p.cond.offset(i * sc) != 0 { t } else { e };
+            (p.out.offset(i * so) as *mut [u8; W]).write_unaligned(v);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::interp;
+    use crate::plan::plan;
+    use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
+
+    /// Runs a call with explicit strides per input through the plan and a kernel level, and
+    /// through the interpreter; compares the bytes.
+    fn check<const W: usize>(
+        level: Level,
+        c: &[usize],
+        t: &[usize],
+        e: &[usize],
+        t_strides: Option<Vec<isize>>,
+        split: bool,
+    ) {
+        let b = broadcast_shapes(Broadcast::Numpy, c, t, e).unwrap();
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        let tst = t_strides.unwrap_or_else(|| contiguous_strides(t).to_vec());
+        let t_len = t
+            .iter()
+            .zip(&tst)
+            .map(|(d, s)| (d.max(&1) - 1) * *s as usize)
+            .sum::<usize>()
+            + 1;
+        let cond: Vec<u8> = (0..n(c))
+            .map(|i| [0u8, 1, 0x80, 0, 0xff, 2, 0][i % 7])
+            .collect();
+        let tv: Vec<[u8; W]> = (0..t_len).map(|i| [(i * 7 + 1) as u8; W]).collect();
+        let ev: Vec<[u8; W]> = (0..n(e)).map(|i| [(i * 3 + 100) as u8; W]).collect();
+        let sc = strides_over(c, &contiguous_strides(c), b.cond, &b.out);
+        let st = strides_over(t, &tst, b.then, &b.out);
+        let se = strides_over(e, &contiguous_strides(e), b.else_, &b.out);
+        let so = contiguous_strides(&b.out);
+        let mut want = vec![[0u8; W]; n(&b.out)];
+        interp::run(
+            &b.out,
+            (&cond, &sc),
+            interp::Src::Buf(&tv, &st),
+            interp::Src::Buf(&ev, &se),
+            (&mut want, &so),
+        );
+        let Some(sig) = plan(W, &b.out, [&sc, &st, &se, &so]) else {
+            return;
+        };
+        let mut got = vec![[0x5au8; W]; n(&b.out)];
+        let p = Ptrs {
+            cond: cond.as_ptr(),
+            then: tv.as_ptr() as *const u8,
+            else_: ev.as_ptr() as *const u8,
+            out: got.as_mut_ptr() as *mut u8,
+        };
+        let outer = sig.outer();
+        // SAFETY: the buffers were sized from the same shapes and strides the plan came from.
+        unsafe {
+            if split && outer > 2 {
+                run_with(level, &sig, p, 0, outer / 3);
+                run_with(level, &sig, p, outer / 3, outer);
+            } else {
+                run_with(level, &sig, p, 0, outer);
+            }
+        }
+        assert!(got == want, "{level:?} w{W} {c:?} {t:?} {e:?} {sig}");
+    }
+
+    fn all_layouts<const W: usize>(level: Level) {
+        for n in [1usize, 15, 16, 17, 63, 64, 65, 1023, 4097] {
+            check::<W>(level, &[n], &[n], &[n], None, true);
+            check::<W>(level, &[n], &[], &[n], None, false);
+            check::<W>(level, &[n], &[n], &[1], None, true);
+            check::<W>(level, &[3, 1], &[3, n], &[n], None, true);
+            check::<W>(level, &[1, n], &[3, n], &[], None, true);
+        }
+        // Transposed then: a [5, 7] view of a column-major buffer.
+        check::<W>(level, &[5, 7], &[5, 7], &[7], Some(vec![1, 5]), true);
+        // Sliced then: every other element.
+        check::<W>(level, &[4, 9], &[4, 9], &[], Some(vec![18, 2]), false);
+        check::<W>(level, &[2, 1, 19], &[19], &[2, 3, 1], None, true);
+    }
+
+    #[test]
+    fn every_level_and_width_matches_the_interpreter() {
+        for level in [Level::Portable, Level::Avx2] {
+            if !level.supported() {
+                continue;
+            }
+            all_layouts::<1>(level);
+            all_layouts::<2>(level);
+            all_layouts::<4>(level);
+            all_layouts::<8>(level);
+            all_layouts::<16>(level);
+        }
+    }
+
+    #[test]
+    fn in_place_rows() {
+        for level in [Level::Portable, Level::Avx2] {
+            if !level.supported() {
+                continue;
+            }
+            let n = 37;
+            let c: Vec<u8> = (0..n).map(|i| (i % 3) as u8).collect();
+            let t: Vec<u32> = (0..n as u32).collect();
+            let e: Vec<u32> = (0..n as u32).map(|i| 1000 + i).collect();
+            let want: Vec<u32> = (0..n)
+                .map(|i| if c[i] != 0 { t[i] } else { e[i] })
+                .collect();
+            let sig = crate::plan::plan_contiguous(4, n).unwrap();
+            for then_is_out in [true, false] {
+                let mut io = if then_is_out { t.clone() } else { e.clone() };
+                let other = if then_is_out { &e } else { &t };
+                let o = io.as_mut_ptr() as *mut u8;
+                let p = Ptrs {
+                    cond: c.as_ptr(),
+                    then: if then_is_out {
+                        o
+                    } else {
+                        other.as_ptr() as *const u8
+                    },
+                    else_: if then_is_out {
+                        other.as_ptr() as *const u8
+                    } else {
+                        o
+                    },
+                    out: o,
+                };
+                // SAFETY: all buffers hold `n` elements; the output is exactly one input.
+                unsafe { run_with(level, &sig, p, 0, n) };
+                assert_eq!(io, want, "{level:?} then_is_out={then_is_out}");
             }
         }
     }
