@@ -1,0 +1,483 @@
+//! Differential property tests: every backend against an independent formulation written here
+//! from SPEC.md: infer the shape by its own rule, materialise each input broadcast to the output
+//! by explicit index arithmetic, then select element by element. Bytes are compared.
+
+use proptest::prelude::*;
+use selectjit::jit::Jit;
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
+
+/// A small deterministic generator driven by proptest's seed.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let x = self.0;
+        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
+    }
+    fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())]
+    }
+}
+
+/// Where input dim `j` lands in the output, or None when it is dropped (pdpd trailing 1s).
+type Map = Vec<Option<usize>>;
+
+/// The output shape and each input's dim map, by the rules of SPEC.md; None for an error.
+fn reference_shape(mode: Broadcast, s: [&[usize]; 3]) -> Option<(Vec<usize>, [Map; 3])> {
+    let right =
+        |x: &[usize], r: usize| -> Map { (0..x.len()).map(|j| Some(r - x.len() + j)).collect() };
+    // Merge `x` right-aligned into `out` by the numpy rule (both ways).
+    fn merge(out: &mut Vec<usize>, x: &[usize]) -> bool {
+        while out.len() < x.len() {
+            out.insert(0, 1);
+        }
+        let off = out.len() - x.len();
+        for (j, &d) in x.iter().enumerate() {
+            let o = &mut out[off + j];
+            if d == *o || d == 1 {
+                continue;
+            }
+            if *o == 1 {
+                *o = d;
+            } else {
+                return false;
+            }
+        }
+        true
+    }
+    match mode {
+        Broadcast::Numpy => {
+            let mut out = Vec::new();
+            for x in s {
+                if !merge(&mut out, x) {
+                    return None;
+                }
+            }
+            let r = out.len();
+            Some((out, [right(s[0], r), right(s[1], r), right(s[2], r)]))
+        }
+        Broadcast::TwoStep => {
+            let mut out = Vec::new();
+            if !merge(&mut out, s[1]) || !merge(&mut out, s[2]) {
+                return None;
+            }
+            if s[0].len() > out.len() || !merge(&mut out, s[0]) {
+                return None;
+            }
+            let r = out.len();
+            Some((out, [right(s[0], r), right(s[1], r), right(s[2], r)]))
+        }
+        Broadcast::None => {
+            if s[0] != s[1] || s[2] != s[1] {
+                return None;
+            }
+            let m: Map = (0..s[1].len()).map(Some).collect();
+            Some((s[1].to_vec(), [m.clone(), m.clone(), m]))
+        }
+        Broadcast::Pdpd { axis } => {
+            let out = s[1].to_vec();
+            let into = |x: &[usize]| -> Option<Map> {
+                if x.len() > out.len() || axis < -1 {
+                    return None;
+                }
+                if x.len() == out.len() {
+                    let ok = x.iter().zip(&out).all(|(a, b)| a == b || *a == 1);
+                    return ok.then(|| (0..x.len()).map(Some).collect());
+                }
+                let start = if axis == -1 {
+                    out.len() - x.len()
+                } else {
+                    axis as usize
+                };
+                let mut len = x.len();
+                while len > 0 && x[len - 1] == 1 {
+                    len -= 1;
+                }
+                if len > 0 && start + len > out.len() {
+                    return None;
+                }
+                let mut m = Map::new();
+                for (j, &d) in x.iter().enumerate() {
+                    if j < len {
+                        if d != 1 && d != out[start + j] {
+                            return None;
+                        }
+                        m.push(Some(start + j));
+                    } else {
+                        m.push(None);
+                    }
+                }
+                Some(m)
+            };
+            let mt: Map = (0..out.len()).map(Some).collect();
+            let me = into(s[2])?;
+            let mc = into(s[0])?;
+            Some((out, [mc, mt, me]))
+        }
+    }
+}
+
+/// An input laid out in memory: element bytes, shape, element strides.
+struct Laid {
+    data: Vec<u8>,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+}
+
+/// Lays out `n` logical row-major elements (given by `elem(i)`) of `shape` in one of three ways:
+/// contiguous, transposed (column-major), or sliced (every other element of a larger buffer).
+fn lay_out(rng: &mut Rng, shape: &[usize], w: usize, elem: &dyn Fn(usize) -> Vec<u8>) -> Laid {
+    let n: usize = shape.iter().product();
+    let r = shape.len();
+    let kind = rng.below(3);
+    let mut strides = vec![0isize; r];
+    let mut acc = 1isize;
+    let order: Vec<usize> = if kind == 1 {
+        (0..r).collect()
+    } else {
+        (0..r).rev().collect()
+    };
+    let step = if kind == 2 { 2 } else { 1 };
+    for &k in &order {
+        strides[k] = acc * step;
+        acc *= shape[k].max(1) as isize;
+    }
+    let len = if n == 0 { 0 } else { (acc * step) as usize };
+    let mut data = vec![0xeeu8; len * w];
+    // Write logical element i at its strided position.
+    for i in 0..n {
+        let mut rem = i;
+        let mut off = 0isize;
+        for k in (0..r).rev() {
+            off += (rem % shape[k]) as isize * strides[k];
+            rem /= shape[k];
+        }
+        data[off as usize * w..off as usize * w + w].copy_from_slice(&elem(i));
+    }
+    Laid {
+        data,
+        shape: shape.to_vec(),
+        strides,
+    }
+}
+
+/// The expected output, materialised from the logical inputs.
+fn expected(
+    out: &[usize],
+    maps: &[Map; 3],
+    s: [&[usize]; 3],
+    cond: &[u8],
+    t: &[Vec<u8>],
+    e: &[Vec<u8>],
+) -> Vec<u8> {
+    let n: usize = out.iter().product();
+    let mut res = Vec::new();
+    let mut coord = vec![0usize; out.len()];
+    for i in 0..n {
+        let mut rem = i;
+        for k in (0..out.len()).rev() {
+            coord[k] = rem % out[k];
+            rem /= out[k];
+        }
+        // Row-major index of input `x` at this output coordinate.
+        let at = |x: usize| -> usize {
+            let mut idx = 0;
+            for (j, &d) in s[x].iter().enumerate() {
+                let c = match maps[x][j] {
+                    Some(k) if d != 1 => coord[k],
+                    _ => 0,
+                };
+                idx = idx * d + c;
+            }
+            idx
+        };
+        let pick = if cond[at(0)] != 0 {
+            &t[at(1)]
+        } else {
+            &e[at(2)]
+        };
+        res.extend_from_slice(pick);
+    }
+    res
+}
+
+fn random_shapes(rng: &mut Rng) -> (Broadcast, [Vec<usize>; 3]) {
+    let dims = [1usize, 2, 3, 5, 7, 15, 16, 17, 33, 65, 100];
+    let r = rng.below(7);
+    let mut out: Vec<usize> = (0..r)
+        .map(|_| {
+            if rng.below(30) == 0 {
+                0
+            } else {
+                rng.pick(&dims)
+            }
+        })
+        .collect();
+    // At most ~100K output elements.
+    while out.iter().product::<usize>() > 100_000 {
+        let k = rng.below(r);
+        out[k] = (out[k] / 3).max(1);
+    }
+    let mode = match rng.below(4) {
+        0 => Broadcast::Numpy,
+        1 => Broadcast::TwoStep,
+        2 => Broadcast::None,
+        _ => Broadcast::Pdpd {
+            axis: rng.below(r + 2) as i64 - 1,
+        },
+    };
+    let derive = |rng: &mut Rng| -> Vec<usize> {
+        if rng.below(10) == 0 {
+            // Sometimes an arbitrary shape (often incompatible).
+            let rr = rng.below(4);
+            return (0..rr).map(|_| rng.pick(&[0usize, 1, 2, 3, 5])).collect();
+        }
+        let drop = rng.below(r + 1);
+        let mut s: Vec<usize> = out[drop..].to_vec();
+        for d in s.iter_mut() {
+            if rng.below(3) == 0 {
+                *d = 1;
+            }
+        }
+        if matches!(mode, Broadcast::Pdpd { .. }) && rng.below(2) == 0 {
+            s.push(1); // trailing 1s are dropped by pdpd
+        }
+        s
+    };
+    let mut s = [derive(rng), out.clone(), derive(rng)];
+    if rng.below(3) == 0 {
+        s[1] = derive(rng);
+    }
+    if matches!(mode, Broadcast::None) && rng.below(2) == 0 {
+        s = [out.clone(), out.clone(), out.clone()];
+    }
+    (mode, s)
+}
+
+fn engines() -> Vec<(String, Engine)> {
+    let cfg = |backend, exact_after| EngineConfig {
+        backend,
+        exact_after,
+        verify: true,
+        cache_capacity: 8,
+        ..EngineConfig::default()
+    };
+    let mut v: Vec<(String, Engine)> = Backend::ALL
+        .iter()
+        .map(|b| (b.name().to_string(), Engine::with_config(cfg(*b, 1))))
+        .collect();
+    v.push((
+        "jit-generic".into(),
+        Engine::with_config(cfg(Backend::Jit, u32::MAX)),
+    ));
+    let mut portable = Jit::host(true).unwrap();
+    portable.set_blendv(false);
+    v.push((
+        "jit-portable".into(),
+        Engine::with_jit(cfg(Backend::Jit, 1), portable),
+    ));
+    v
+}
+
+/// One random call, checked on every engine.
+fn check_call(seed: u64, engines: &[(String, Engine)]) -> Result<(), TestCaseError> {
+    let mut rng = Rng(seed);
+    let (mode, s) = random_shapes(&mut rng);
+    let dt = rng.pick(&[
+        DType::U8,
+        DType::BF16,
+        DType::F32,
+        DType::I32,
+        DType::F64,
+        DType::Complex64,
+        DType::Complex128,
+    ]);
+    let w = dt.width();
+    let n = |x: &[usize]| x.iter().product::<usize>();
+    let cond: Vec<u8> = (0..n(&s[0]))
+        .map(|_| {
+            if rng.below(2) == 0 {
+                0
+            } else {
+                rng.pick(&[1u8, 2, 0x80, 0xff, 7])
+            }
+        })
+        .collect();
+    // Float-looking data with NaN payloads, signalling NaNs and -0.0 among it.
+    let special: [[u8; 8]; 4] = [
+        0x7ff8_0000_dead_beefu64.to_le_bytes(),
+        0x7ff0_0000_0000_0001u64.to_le_bytes(),
+        0x8000_0000_0000_0000u64.to_le_bytes(),
+        0xffc0_0001_7fa0_0001u64.to_le_bytes(),
+    ];
+    let mut gen_vals = |len: usize, salt: u8| -> Vec<Vec<u8>> {
+        (0..len)
+            .map(|i| {
+                (0..w)
+                    .map(|b| {
+                        if rng.below(8) == 0 {
+                            special[i % 4][b % 8]
+                        } else {
+                            (i as u8).wrapping_mul(31) ^ salt ^ b as u8
+                        }
+                    })
+                    .collect()
+            })
+            .collect()
+    };
+    let tv = gen_vals(n(&s[1]), 0x11);
+    let ev = gen_vals(n(&s[2]), 0x77);
+    let want = reference_shape(mode, [&s[0], &s[1], &s[2]]);
+    let lc = lay_out(&mut rng, &s[0], 1, &|i| vec![cond[i]]);
+    let lt = lay_out(&mut rng, &s[1], w, &|i| tv[i].clone());
+    let le = lay_out(&mut rng, &s[2], w, &|i| ev[i].clone());
+    let fortran_out = rng.below(3) == 0;
+    let lib = selectjit::output_shape(mode, &s[0], &s[1], &s[2]);
+    prop_assert_eq!(
+        lib.is_ok(),
+        want.is_some(),
+        "error-ness differs for {:?} {:?}: {:?}",
+        mode,
+        s,
+        lib
+    );
+    let Some((out_shape, maps)) = want else {
+        return Ok(());
+    };
+    prop_assert_eq!(lib.unwrap().to_vec(), out_shape.clone());
+    let exp = expected(&out_shape, &maps, [&s[0], &s[1], &s[2]], &cond, &tv, &ev);
+    // Output layout: row-major or column-major.
+    let r = out_shape.len();
+    let mut ost = vec![0isize; r];
+    let mut acc = 1isize;
+    let order: Vec<usize> = if fortran_out {
+        (0..r).collect()
+    } else {
+        (0..r).rev().collect()
+    };
+    for &k in &order {
+        ost[k] = acc;
+        acc *= out_shape[k].max(1) as isize;
+    }
+    let total = n(&out_shape);
+    for (name, eng) in engines {
+        let mut out = vec![0x5au8; total * w];
+        eng.select_dyn(
+            dt,
+            TensorRef::with_strides(&lc.data, &lc.shape, &lc.strides),
+            TensorRef::with_strides(&lt.data, &lt.shape, &lt.strides),
+            TensorRef::with_strides(&le.data, &le.shape, &le.strides),
+            TensorMut::with_strides(&mut out, &out_shape, &ost),
+            mode,
+        )
+        .map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
+        // Read the output back in row-major order.
+        let mut got = Vec::with_capacity(total * w);
+        for i in 0..total {
+            let mut rem = i;
+            let mut off = 0isize;
+            for k in (0..r).rev() {
+                off += (rem % out_shape[k]) as isize * ost[k];
+                rem /= out_shape[k];
+            }
+            got.extend_from_slice(&out[off as usize * w..off as usize * w + w]);
+        }
+        prop_assert!(
+            got == exp,
+            "{} differs: {:?} {:?} {} fortran_out={}",
+            name,
+            mode,
+            s,
+            dt,
+            fortran_out
+        );
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(1000)
+    ))]
+
+    #[test]
+    fn every_backend_matches_the_reference(seed in any::<u64>()) {
+        thread_local! {
+            static ENGINES: Vec<(String, Engine)> = engines();
+        }
+        ENGINES.with(|e| check_call(seed, e))?;
+    }
+
+    /// In place (output = then or else) gives the out-of-place bytes, on every backend.
+    #[test]
+    fn in_place_matches(seed in any::<u64>(), n in 1usize..300, rows in 1usize..4, role_then in any::<bool>()) {
+        let mut rng = Rng(seed);
+        let shape = [rows, n];
+        let cond: Vec<u8> = (0..n).map(|_| rng.pick(&[0u8, 1, 0x80, 0])).collect();
+        let t: Vec<f64> = (0..rows * n).map(|i| f64::from_bits(rng.next() ^ i as u64)).collect();
+        let e: Vec<f64> = (0..rows * n).map(|_| f64::from_bits(rng.next())).collect();
+        let want: Vec<u64> = (0..rows * n).map(|i| if cond[i % n] != 0 { t[i] } else { e[i] }.to_bits()).collect();
+        for b in Backend::ALL {
+            let eng = Engine::with_config(EngineConfig { backend: *b, exact_after: 1, ..EngineConfig::default() });
+            let (mut io, other, role) = if role_then { (t.clone(), &e, InPlace::Then) } else { (e.clone(), &t, InPlace::Else) };
+            eng.select_in_place(
+                TensorRef::new(&cond, &[n]),
+                TensorMut::new(&mut io, &shape),
+                role,
+                TensorRef::new(other, &shape),
+                Broadcast::Numpy,
+            ).unwrap();
+            prop_assert_eq!(io.iter().map(|v| v.to_bits()).collect::<Vec<_>>(), want.clone(), "{:?}", b);
+        }
+    }
+}
+
+#[test]
+fn limits_are_errors_not_panics() {
+    let e = Engine::new();
+    let big = vec![1usize; 65];
+    let mut out = [0u8; 1];
+    assert!(selectjit::output_shape(Broadcast::Numpy, &big, &[], &[]).is_err());
+    assert!(selectjit::output_shape(Broadcast::Numpy, &[usize::MAX, 2], &[], &[]).is_err());
+    assert!(selectjit::output_shape(Broadcast::Numpy, &[1 << 40, 1 << 40], &[1], &[1]).is_err());
+    // Buffers too short: an error, and the output untouched.
+    let r = e.select(
+        TensorRef::new(&[1u8; 4], &[4]),
+        TensorRef::new(&[1u8; 3], &[4]),
+        TensorRef::new(&[1u8; 4], &[4]),
+        TensorMut::new(&mut [9u8; 4], &[4]),
+        Broadcast::Numpy,
+    );
+    assert!(r.is_err());
+    let r = e.select(
+        TensorRef::new(&[1u8], &[]),
+        TensorRef::new(&[1u8], &[]),
+        TensorRef::new(&[1u8], &[]),
+        TensorMut::new(&mut out, &[2]),
+        Broadcast::Numpy,
+    );
+    assert!(r.is_err());
+    assert_eq!(out, [0]);
+}
+
+#[test]
+fn generic_strings() {
+    let t: Vec<String> = (0..6).map(|i| format!("t{i}")).collect();
+    let e = vec!["else".to_string()];
+    let mut out = vec![String::new(); 6];
+    selectjit::select_generic(
+        TensorRef::new(&[1, 0, 9], &[3]),
+        TensorRef::new(&t, &[2, 3]),
+        TensorRef::new(&e, &[]),
+        TensorMut::new(&mut out, &[2, 3]),
+        Broadcast::Numpy,
+    )
+    .unwrap();
+    assert_eq!(out, ["t0", "else", "t2", "t3", "else", "t5"]);
+}
