@@ -572,6 +572,33 @@ impl Engine {
         self.run_bytes(T::DTYPE.width(), mode, cond, t, e, ob, shape, strides)
     }
 
+    /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
+    /// elements of `dtype`; shapes and strides count elements.
+    pub fn select_in_place_dyn(
+        &self,
+        dtype: DType,
+        cond: TensorRef<'_, u8>,
+        inout: TensorMut<'_, u8>,
+        role: InPlace,
+        other: TensorRef<'_, u8>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        let w = dtype.width();
+        let (o, shape, strides) = inout.into_parts();
+        let other = Operand::Buf(
+            other.data(),
+            Desc {
+                len: other.data().len() / w,
+                ..Desc::from(&other)
+            },
+        );
+        let (t, e) = match role {
+            InPlace::Then => (Operand::Out, other),
+            InPlace::Else => (other, Operand::Out),
+        };
+        self.run_bytes(w, mode, cond, t, e, o, shape, strides)
+    }
+
     /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
     /// `dtype`; shapes and strides count elements. Used by the CLI and by the C ABI.
     pub fn select_dyn(

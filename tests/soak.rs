@@ -1,0 +1,105 @@
+//! Churn soak: a small cache and many distinct signatures, every result checked against the
+//! interpreter; live kernels, code bytes and resident memory must stay bounded.
+//!
+//! `SELECTJIT_SOAK_N` sets the number of distinct signatures (default 20 000; the README's
+//! figures come from a run with 100 000). One test only: `live_kernels()` counts the process.
+
+use selectjit::jit::live_kernels;
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
+
+const CAPACITY: usize = 64;
+
+fn rss_kib() -> usize {
+    let s = std::fs::read_to_string("/proc/self/statm").unwrap_or_default();
+    let pages: usize = s
+        .split_whitespace()
+        .nth(1)
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(0);
+    pages * 4
+}
+
+/// The shapes of distinct signature number `i`: four patterns with sizes that vary with `i`.
+fn shapes(i: usize) -> (Vec<usize>, Vec<usize>, Vec<usize>) {
+    let a = 2 + i % 7;
+    let b = 17 + i / 4;
+    match i % 4 {
+        0 => (vec![b], vec![b], vec![b]),
+        1 => (vec![a, 1], vec![a, b], vec![]),
+        2 => (vec![1, b], vec![a, b], vec![a, 1]),
+        _ => (vec![a, 1, b], vec![b], vec![a, 3, 1]),
+    }
+}
+
+#[test]
+fn churn_keeps_memory_bounded() {
+    let n: usize = std::env::var("SELECTJIT_SOAK_N")
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .unwrap_or(20_000);
+    let jit = Engine::with_config(EngineConfig {
+        backend: Backend::Jit,
+        cache_capacity: CAPACITY,
+        exact_after: 1,
+        threads: 1,
+        ..EngineConfig::default()
+    });
+    let interp = Engine::with_backend(Backend::Interp);
+    let mut rss = Vec::new();
+    let (mut max_live, mut max_code) = (0usize, 0usize);
+    for i in 0..n {
+        let (c, t, e) = shapes(i);
+        let out_shape = selectjit::output_shape(Broadcast::Numpy, &c, &t, &e)
+            .unwrap()
+            .to_vec();
+        let len = |s: &[usize]| s.iter().product::<usize>();
+        let cond: Vec<u8> = (0..len(&c)).map(|k| ((k * 7 + i) % 3) as u8).collect();
+        let tv: Vec<u8> = (0..len(&t) * 2).map(|k| (k + i) as u8).collect();
+        let ev: Vec<u8> = (0..len(&e) * 2).map(|k| !(k as u8)).collect();
+        let mut got = vec![0u8; len(&out_shape) * 2];
+        let mut want = got.clone();
+        for (eng, out) in [(&jit, &mut got), (&interp, &mut want)] {
+            eng.select_dyn(
+                DType::F16,
+                TensorRef::new(&cond, &c),
+                TensorRef::new(&tv, &t),
+                TensorRef::new(&ev, &e),
+                TensorMut::new(out, &out_shape),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+        }
+        assert!(
+            got == want,
+            "signature {i}: jit differs from the interpreter"
+        );
+        let (live, code) = live_kernels();
+        max_live = max_live.max(live);
+        max_code = max_code.max(code);
+        if i % (n / 20).max(1) == 0 {
+            rss.push(rss_kib());
+        }
+    }
+    let s = jit.stats();
+    let (live, code) = live_kernels();
+    println!(
+        "soak: {n} signatures, {} compiles, {} evictions, live kernels now {live} (max {max_live}), \
+         code bytes now {code} (max {max_code}), RSS KiB at 5% steps {rss:?}",
+        s.compiles, s.evictions
+    );
+    assert_eq!(s.compiles as usize, n, "every signature is new");
+    assert!(s.evictions as usize >= n - CAPACITY);
+    // Kernels alive: the cache's, plus at most one held by a call in flight.
+    assert!(
+        max_live <= CAPACITY + 1,
+        "{max_live} kernels were alive at once"
+    );
+    assert!(
+        max_code <= (CAPACITY + 1) * 16 * 1024,
+        "{max_code} bytes of code held"
+    );
+    // Resident memory plateaus: the last sample is within 16 MiB of the one at a quarter.
+    let q = rss[rss.len() / 4];
+    let last = *rss.last().unwrap();
+    assert!(last <= q + 16 * 1024, "RSS grew from {q} KiB to {last} KiB");
+}
