@@ -33,6 +33,7 @@
 
 pub mod bench;
 pub mod cache;
+pub mod capi;
 pub mod dtype;
 pub mod engine;
 pub mod error;

@@ -1,0 +1,640 @@
+//! The C ABI (`include/selectjit.h`). Every function returns a status code (or NULL) and never
+//! lets a Rust panic cross the boundary; `selectjit_last_error` gives the calling thread's last
+//! error message.
+//!
+//! Buffers are described by [`SelectjitTensor`]: a data pointer, its length in bytes, a shape
+//! and optional element strides (NULL: row-major contiguous). Everything the caller hands over is
+//! checked before it is read: non-NULL pointers, rank at most 64, and buffer lengths against
+//! shapes and strides. Overlapping buffers are rejected, except an output that is exactly the
+//! `then` or the `else` tensor (same pointer, length, shape and strides): that runs in place.
+
+use std::cell::RefCell;
+use std::ffi::{CString, c_char, c_int};
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use crate::dtype::DType;
+use crate::engine::{Backend, Engine, EngineConfig, InPlace, Prepared};
+use crate::error::Error;
+use crate::shape::{Broadcast, MAX_RANK};
+use crate::tensor::{TensorMut, TensorRef};
+
+/// Status codes.
+pub const SELECTJIT_OK: c_int = 0;
+pub const SELECTJIT_ERR_BROADCAST: c_int = 1;
+pub const SELECTJIT_ERR_LAYOUT: c_int = 2;
+pub const SELECTJIT_ERR_DTYPE: c_int = 3;
+pub const SELECTJIT_ERR_OVERFLOW: c_int = 4;
+pub const SELECTJIT_ERR_INVALID: c_int = 5;
+pub const SELECTJIT_ERR_NULL_POINTER: c_int = 6;
+pub const SELECTJIT_ERR_OVERLAP: c_int = 7;
+pub const SELECTJIT_ERR_OUTPUT_SHAPE: c_int = 8;
+pub const SELECTJIT_ERR_PANIC: c_int = 9;
+
+/// Element type codes (the order of `DType::ALL`).
+pub const SELECTJIT_DTYPE_BOOL: c_int = 0;
+pub const SELECTJIT_DTYPE_I8: c_int = 1;
+pub const SELECTJIT_DTYPE_I16: c_int = 2;
+pub const SELECTJIT_DTYPE_I32: c_int = 3;
+pub const SELECTJIT_DTYPE_I64: c_int = 4;
+pub const SELECTJIT_DTYPE_U8: c_int = 5;
+pub const SELECTJIT_DTYPE_U16: c_int = 6;
+pub const SELECTJIT_DTYPE_U32: c_int = 7;
+pub const SELECTJIT_DTYPE_U64: c_int = 8;
+pub const SELECTJIT_DTYPE_F16: c_int = 9;
+pub const SELECTJIT_DTYPE_BF16: c_int = 10;
+pub const SELECTJIT_DTYPE_F32: c_int = 11;
+pub const SELECTJIT_DTYPE_F64: c_int = 12;
+pub const SELECTJIT_DTYPE_COMPLEX64: c_int = 13;
+pub const SELECTJIT_DTYPE_COMPLEX128: c_int = 14;
+
+/// Broadcast mode codes.
+pub const SELECTJIT_MODE_NUMPY: c_int = 0;
+pub const SELECTJIT_MODE_TWO_STEP: c_int = 1;
+pub const SELECTJIT_MODE_NONE: c_int = 2;
+pub const SELECTJIT_MODE_PDPD: c_int = 3;
+
+/// Backend codes.
+pub const SELECTJIT_BACKEND_JIT: c_int = 0;
+pub const SELECTJIT_BACKEND_STATIC: c_int = 1;
+pub const SELECTJIT_BACKEND_INTERP: c_int = 2;
+
+/// A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, and `rank`
+/// element strides at `strides` (NULL for row-major contiguous).
+#[repr(C)]
+pub struct SelectjitTensor {
+    pub data: *const u8,
+    pub len_bytes: usize,
+    pub shape: *const usize,
+    pub rank: usize,
+    pub strides: *const isize,
+}
+
+/// Cache counters of an engine.
+#[repr(C)]
+#[derive(Default)]
+pub struct SelectjitStats {
+    pub hits: u64,
+    pub misses: u64,
+    pub generic_runs: u64,
+    pub evictions: u64,
+    pub compiles: u64,
+    pub compile_us: u64,
+    pub len: u64,
+    pub capacity: u64,
+}
+
+/// An engine (opaque).
+pub struct SelectjitEngine(Engine);
+
+/// A prepared call (opaque).
+pub struct SelectjitPrepared(Prepared);
+
+thread_local! {
+    static LAST_ERROR: RefCell<CString> = RefCell::new(CString::default());
+}
+
+fn set_error(msg: &str) {
+    let c = CString::new(msg.replace('\0', " ")).unwrap_or_default();
+    LAST_ERROR.with(|e| *e.borrow_mut() = c);
+}
+
+/// A failure: its status code and message.
+struct Fail(c_int, String);
+
+impl From<Error> for Fail {
+    fn from(e: Error) -> Fail {
+        let code = match &e {
+            Error::Broadcast(_) => SELECTJIT_ERR_BROADCAST,
+            Error::RankTooLarge { .. } | Error::Invalid(_) | Error::Io(_) | Error::Codegen(_) => {
+                SELECTJIT_ERR_INVALID
+            }
+            Error::Overflow { .. } => SELECTJIT_ERR_OVERFLOW,
+            Error::Layout { .. } => SELECTJIT_ERR_LAYOUT,
+            Error::DType(_) => SELECTJIT_ERR_DTYPE,
+            Error::OutputShape { .. } => SELECTJIT_ERR_OUTPUT_SHAPE,
+        };
+        Fail(code, e.to_string())
+    }
+}
+
+fn fail(code: c_int, msg: impl Into<String>) -> Fail {
+    Fail(code, msg.into())
+}
+
+/// Runs `f`, turning errors and panics into a status code and the thread's last error.
+fn guard(f: impl FnOnce() -> Result<(), Fail>) -> c_int {
+    match catch_unwind(AssertUnwindSafe(f)) {
+        Ok(Ok(())) => {
+            set_error("");
+            SELECTJIT_OK
+        }
+        Ok(Err(Fail(code, msg))) => {
+            set_error(&msg);
+            code
+        }
+        Err(_) => {
+            set_error("internal error (panic)");
+            SELECTJIT_ERR_PANIC
+        }
+    }
+}
+
+fn dtype_of(code: c_int) -> Result<DType, Fail> {
+    usize::try_from(code)
+        .ok()
+        .and_then(|i| DType::ALL.get(i).copied())
+        .ok_or_else(|| fail(SELECTJIT_ERR_DTYPE, format!("unknown dtype code {code}")))
+}
+
+fn mode_of(code: c_int, axis: i64) -> Result<Broadcast, Fail> {
+    Ok(match code {
+        SELECTJIT_MODE_NUMPY => Broadcast::Numpy,
+        SELECTJIT_MODE_TWO_STEP => Broadcast::TwoStep,
+        SELECTJIT_MODE_NONE => Broadcast::None,
+        SELECTJIT_MODE_PDPD => Broadcast::Pdpd { axis },
+        _ => {
+            return Err(fail(
+                SELECTJIT_ERR_INVALID,
+                format!("unknown broadcast mode {code}"),
+            ));
+        }
+    })
+}
+
+/// A C tensor read but not yet turned into a slice: the data stays a raw pointer until we know
+/// how it is used, so that no shared slice of the output's memory exists next to its `&mut`.
+struct Raw<'a> {
+    ptr: *const u8,
+    len: usize,
+    shape: &'a [usize],
+    strides: Option<&'a [isize]>,
+}
+
+impl<'a> Raw<'a> {
+    fn range(&self) -> (usize, usize) {
+        (self.ptr as usize, self.ptr as usize + self.len)
+    }
+
+    fn overlaps(&self, o: &Raw) -> bool {
+        let ((a0, a1), (b0, b1)) = (self.range(), o.range());
+        self.len > 0 && o.len > 0 && a0 < b1 && b0 < a1
+    }
+
+    fn same(&self, o: &Raw) -> bool {
+        std::ptr::eq(self.ptr, o.ptr)
+            && self.len == o.len
+            && self.shape == o.shape
+            && self.strides == o.strides
+    }
+
+    /// A read-only view.
+    ///
+    /// # Safety
+    /// `ptr` covers `len` readable bytes (checked non-NULL when `len > 0`), and no `&mut` to
+    /// this memory is alive while the view is.
+    unsafe fn view(&self) -> TensorRef<'a, u8> {
+        let data: &'a [u8] = if self.len == 0 {
+            &[]
+        } else {
+            // SAFETY: see the function's contract.
+            unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
+        };
+        match self.strides {
+            Some(st) => TensorRef::with_strides(data, self.shape, st),
+            None => TensorRef::new(data, self.shape),
+        }
+    }
+
+    /// A writable view.
+    ///
+    /// # Safety
+    /// `ptr` covers `len` writable bytes handed over by the caller, and no other reference to
+    /// this memory is alive while the view is.
+    unsafe fn view_mut(&self) -> TensorMut<'a, u8> {
+        let data: &'a mut [u8] = if self.len == 0 {
+            &mut []
+        } else {
+            // SAFETY: see the function's contract.
+            unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
+        };
+        match self.strides {
+            Some(st) => TensorMut::with_strides(data, self.shape, st),
+            None => TensorMut::new(data, self.shape),
+        }
+    }
+}
+
+/// Reads a shape array of `rank` entries.
+///
+/// # Safety
+/// `shape` points at `rank` readable `usize`s (or is NULL with rank 0).
+unsafe fn shape_of<'a>(what: &str, shape: *const usize, rank: usize) -> Result<&'a [usize], Fail> {
+    if rank > MAX_RANK {
+        return Err(fail(
+            SELECTJIT_ERR_INVALID,
+            format!("{what}: rank {rank} is more than {MAX_RANK}"),
+        ));
+    }
+    if rank == 0 {
+        return Ok(&[]);
+    }
+    if shape.is_null() {
+        return Err(fail(
+            SELECTJIT_ERR_NULL_POINTER,
+            format!("{what}: shape is NULL"),
+        ));
+    }
+    // SAFETY: non-NULL, and the caller promises `rank` (checked <= 64) entries.
+    Ok(unsafe { std::slice::from_raw_parts(shape, rank) })
+}
+
+/// # Safety
+/// `t` points at a valid `SelectjitTensor` whose pointers honour its lengths (the documented
+/// contract of the C API).
+unsafe fn raw<'a>(what: &str, t: *const SelectjitTensor) -> Result<Raw<'a>, Fail> {
+    if t.is_null() {
+        return Err(fail(SELECTJIT_ERR_NULL_POINTER, format!("{what} is NULL")));
+    }
+    // SAFETY: non-NULL; the caller passes a valid descriptor.
+    let t = unsafe { &*t };
+    // SAFETY: the caller's contract for `shape`/`rank`.
+    let shape = unsafe { shape_of(what, t.shape, t.rank) }?;
+    let strides = if t.strides.is_null() {
+        None
+    } else {
+        // SAFETY: non-NULL; `rank` entries per the contract (rank checked above).
+        Some(unsafe { std::slice::from_raw_parts(t.strides, t.rank) })
+    };
+    if t.len_bytes > 0 && t.data.is_null() {
+        return Err(fail(
+            SELECTJIT_ERR_NULL_POINTER,
+            format!("{what}: data is NULL"),
+        ));
+    }
+    if t.len_bytes > isize::MAX as usize {
+        return Err(fail(
+            SELECTJIT_ERR_LAYOUT,
+            format!("{what}: length too large"),
+        ));
+    }
+    Ok(Raw {
+        ptr: t.data,
+        len: t.len_bytes,
+        shape,
+        strides,
+    })
+}
+
+fn overlaps(a: &[u8], b: &[u8]) -> bool {
+    let (a0, a1) = (a.as_ptr() as usize, a.as_ptr() as usize + a.len());
+    let (b0, b1) = (b.as_ptr() as usize, b.as_ptr() as usize + b.len());
+    !a.is_empty() && !b.is_empty() && a0 < b1 && b0 < a1
+}
+
+/// Creates an engine. `backend`: 0 JIT, 1 static kernels, 2 interpreter. `cache_capacity` and
+/// `threads`: 0 for the defaults. Returns NULL on error (see `selectjit_last_error`).
+#[unsafe(no_mangle)]
+pub extern "C" fn selectjit_engine_new(
+    backend: c_int,
+    cache_capacity: usize,
+    threads: usize,
+) -> *mut SelectjitEngine {
+    let mut out = std::ptr::null_mut();
+    guard(|| {
+        let backend = match backend {
+            SELECTJIT_BACKEND_JIT => Backend::Jit,
+            SELECTJIT_BACKEND_STATIC => Backend::Static,
+            SELECTJIT_BACKEND_INTERP => Backend::Interp,
+            b => return Err(fail(SELECTJIT_ERR_INVALID, format!("unknown backend {b}"))),
+        };
+        let d = EngineConfig::default();
+        let cfg = EngineConfig {
+            backend,
+            cache_capacity: if cache_capacity == 0 {
+                d.cache_capacity
+            } else {
+                cache_capacity
+            },
+            threads: if threads == 0 { d.threads } else { threads },
+            ..d
+        };
+        out = Box::into_raw(Box::new(SelectjitEngine(Engine::with_config(cfg))));
+        Ok(())
+    });
+    out
+}
+
+/// Destroys an engine made by `selectjit_engine_new` (NULL is ignored).
+///
+/// # Safety
+/// `e` is NULL or a pointer returned by `selectjit_engine_new`, not freed before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_engine_free(e: *mut SelectjitEngine) {
+    if !e.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: made by `Box::into_raw` in `selectjit_engine_new`, freed once (contract).
+            drop(unsafe { Box::from_raw(e) })
+        }));
+    }
+}
+
+/// `out = cond ? then : else`. `dtype` is a `SelectjitDType` code, `mode` 0 numpy, 1 two-step,
+/// 2 none, 3 pdpd (with `pdpd_axis`). Returns a status code.
+///
+/// # Safety
+/// `engine` comes from `selectjit_engine_new`; each tensor descriptor's pointers cover the
+/// lengths it states.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_select(
+    engine: *const SelectjitEngine,
+    dtype: c_int,
+    mode: c_int,
+    pdpd_axis: i64,
+    cond: *const SelectjitTensor,
+    then: *const SelectjitTensor,
+    else_: *const SelectjitTensor,
+    out: *const SelectjitTensor,
+) -> c_int {
+    guard(|| {
+        if engine.is_null() {
+            return Err(fail(SELECTJIT_ERR_NULL_POINTER, "engine is NULL"));
+        }
+        // SAFETY: non-NULL engine from `selectjit_engine_new` (contract).
+        let eng = unsafe { &(*engine).0 };
+        let dt = dtype_of(dtype)?;
+        let mode = mode_of(mode, pdpd_axis)?;
+        // SAFETY: descriptors are valid per the contract (each is checked for NULL).
+        let (c, t, e, o) = unsafe {
+            (
+                raw("cond", cond)?,
+                raw("then", then)?,
+                raw("else", else_)?,
+                raw("out", out)?,
+            )
+        };
+        let in_then = t.same(&o);
+        let in_else = e.same(&o);
+        if c.overlaps(&o) {
+            return Err(fail(SELECTJIT_ERR_OVERLAP, "out overlaps cond"));
+        }
+        if in_then && in_else {
+            return Err(fail(
+                SELECTJIT_ERR_OVERLAP,
+                "then and else are both the output buffer",
+            ));
+        }
+        if (!in_then && t.overlaps(&o)) || (!in_else && e.overlaps(&o)) {
+            return Err(fail(
+                SELECTJIT_ERR_OVERLAP,
+                "out overlaps an input without being exactly then or else (in place)",
+            ));
+        }
+        // SAFETY (views): the descriptors cover their lengths (contract); the output overlaps
+        // no input that gets a shared view (checked above): in place, the aliased input is
+        // reached only through the output's `&mut` view.
+        unsafe {
+            if in_then {
+                eng.select_in_place_dyn(dt, c.view(), o.view_mut(), InPlace::Then, e.view(), mode)?;
+            } else if in_else {
+                eng.select_in_place_dyn(dt, c.view(), o.view_mut(), InPlace::Else, t.view(), mode)?;
+            } else {
+                eng.select_dyn(dt, c.view(), t.view(), e.view(), o.view_mut(), mode)?;
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Writes the output shape of a call into `out_shape` (room for `cap` dims) and its rank into
+/// `out_rank`.
+///
+/// # Safety
+/// Shape pointers cover their ranks; `out_shape` has room for `cap` entries; `out_rank` is valid.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_output_shape(
+    mode: c_int,
+    pdpd_axis: i64,
+    cond_shape: *const usize,
+    cond_rank: usize,
+    then_shape: *const usize,
+    then_rank: usize,
+    else_shape: *const usize,
+    else_rank: usize,
+    out_shape: *mut usize,
+    cap: usize,
+    out_rank: *mut usize,
+) -> c_int {
+    guard(|| {
+        let mode = mode_of(mode, pdpd_axis)?;
+        // SAFETY: shape pointers cover their ranks (contract; ranks checked <= 64).
+        let (c, t, e) = unsafe {
+            (
+                shape_of("cond", cond_shape, cond_rank)?,
+                shape_of("then", then_shape, then_rank)?,
+                shape_of("else", else_shape, else_rank)?,
+            )
+        };
+        let s = crate::shape::output_shape(mode, c, t, e)?;
+        if out_rank.is_null() || (out_shape.is_null() && !s.is_empty()) {
+            return Err(fail(
+                SELECTJIT_ERR_NULL_POINTER,
+                "out_shape or out_rank is NULL",
+            ));
+        }
+        // SAFETY: non-NULL and valid per the contract.
+        unsafe { *out_rank = s.len() };
+        if s.len() > cap {
+            return Err(fail(
+                SELECTJIT_ERR_INVALID,
+                format!("output rank {} exceeds the room for {cap} dims", s.len()),
+            ));
+        }
+        // SAFETY: room for `cap` >= s.len() entries (contract, checked).
+        unsafe { std::ptr::copy_nonoverlapping(s.as_ptr(), out_shape, s.len()) };
+        Ok(())
+    })
+}
+
+/// Plans a call for contiguous buffers of these shapes once and binds its kernel. Returns NULL
+/// on error (see `selectjit_last_error`).
+///
+/// # Safety
+/// `engine` comes from `selectjit_engine_new`; shape pointers cover their ranks.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_prepare(
+    engine: *const SelectjitEngine,
+    dtype: c_int,
+    mode: c_int,
+    pdpd_axis: i64,
+    cond_shape: *const usize,
+    cond_rank: usize,
+    then_shape: *const usize,
+    then_rank: usize,
+    else_shape: *const usize,
+    else_rank: usize,
+) -> *mut SelectjitPrepared {
+    let mut out = std::ptr::null_mut();
+    guard(|| {
+        if engine.is_null() {
+            return Err(fail(SELECTJIT_ERR_NULL_POINTER, "engine is NULL"));
+        }
+        // SAFETY: non-NULL engine (contract).
+        let eng = unsafe { &(*engine).0 };
+        // SAFETY: shape pointers cover their ranks (contract; ranks checked <= 64).
+        let (c, t, e) = unsafe {
+            (
+                shape_of("cond", cond_shape, cond_rank)?,
+                shape_of("then", then_shape, then_rank)?,
+                shape_of("else", else_shape, else_rank)?,
+            )
+        };
+        let p = eng.prepare(dtype_of(dtype)?, c, t, e, mode_of(mode, pdpd_axis)?)?;
+        out = Box::into_raw(Box::new(SelectjitPrepared(p)));
+        Ok(())
+    });
+    out
+}
+
+/// Runs a prepared call on contiguous buffers of the prepared shapes (lengths in bytes).
+///
+/// # Safety
+/// `p` comes from `selectjit_prepare`; each pointer covers the length given with it; `out`
+/// overlaps no input.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_prepared_run(
+    p: *const SelectjitPrepared,
+    cond: *const u8,
+    cond_len: usize,
+    then: *const u8,
+    then_len: usize,
+    else_: *const u8,
+    else_len: usize,
+    out: *mut u8,
+    out_len: usize,
+) -> c_int {
+    guard(|| {
+        if p.is_null() {
+            return Err(fail(SELECTJIT_ERR_NULL_POINTER, "prepared call is NULL"));
+        }
+        let slice = |what: &str, ptr: *const u8, len: usize| -> Result<&[u8], Fail> {
+            if len == 0 {
+                Ok(&[])
+            } else if ptr.is_null() {
+                Err(fail(SELECTJIT_ERR_NULL_POINTER, format!("{what} is NULL")))
+            } else {
+                // SAFETY: non-NULL and `len` readable bytes (contract).
+                Ok(unsafe { std::slice::from_raw_parts(ptr, len) })
+            }
+        };
+        let (c, t, e) = (
+            slice("cond", cond, cond_len)?,
+            slice("then", then, then_len)?,
+            slice("else", else_, else_len)?,
+        );
+        let o = slice("out", out, out_len)?;
+        if [c, t, e].iter().any(|x| overlaps(x, o)) {
+            return Err(fail(SELECTJIT_ERR_OVERLAP, "out overlaps an input"));
+        }
+        let o: &mut [u8] = if o.is_empty() {
+            &mut []
+        } else {
+            // SAFETY: writable per the contract, and overlapping no input (checked).
+            unsafe { std::slice::from_raw_parts_mut(out, out_len) }
+        };
+        // SAFETY: non-NULL, from `selectjit_prepare` (contract).
+        let prepared = unsafe { &(*p).0 };
+        prepared.run_bytes(c, t, e, o)?;
+        Ok(())
+    })
+}
+
+/// Destroys a prepared call (NULL is ignored).
+///
+/// # Safety
+/// `p` is NULL or from `selectjit_prepare`, not freed before.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_prepared_free(p: *mut SelectjitPrepared) {
+    if !p.is_null() {
+        let _ = catch_unwind(AssertUnwindSafe(|| {
+            // SAFETY: made by `Box::into_raw` in `selectjit_prepare`, freed once (contract).
+            drop(unsafe { Box::from_raw(p) })
+        }));
+    }
+}
+
+/// Fills `out` with the engine's cache counters.
+///
+/// # Safety
+/// `engine` comes from `selectjit_engine_new`; `out` points at a writable `SelectjitStats`.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_engine_stats(
+    engine: *const SelectjitEngine,
+    out: *mut SelectjitStats,
+) -> c_int {
+    guard(|| {
+        if engine.is_null() || out.is_null() {
+            return Err(fail(SELECTJIT_ERR_NULL_POINTER, "engine or stats is NULL"));
+        }
+        // SAFETY: non-NULL engine (contract).
+        let s = unsafe { &(*engine).0 }.stats();
+        let v = SelectjitStats {
+            hits: s.hits,
+            misses: s.misses,
+            generic_runs: s.generic_runs,
+            evictions: s.evictions,
+            compiles: s.compiles,
+            compile_us: s.compile_us,
+            len: s.len as u64,
+            capacity: s.capacity as u64,
+        };
+        // SAFETY: non-NULL and writable (contract).
+        unsafe { out.write(v) };
+        Ok(())
+    })
+}
+
+/// The calling thread's last error message ("" after a success). Valid until the next call on
+/// this thread.
+#[unsafe(no_mangle)]
+pub extern "C" fn selectjit_last_error() -> *const c_char {
+    LAST_ERROR.with(|e| e.borrow().as_ptr())
+}
+
+/// The name of a status code.
+#[unsafe(no_mangle)]
+pub extern "C" fn selectjit_status_name(code: c_int) -> *const c_char {
+    let s: &'static [u8] = match code {
+        SELECTJIT_OK => b"ok\0",
+        SELECTJIT_ERR_BROADCAST => b"broadcast\0",
+        SELECTJIT_ERR_LAYOUT => b"layout\0",
+        SELECTJIT_ERR_DTYPE => b"dtype\0",
+        SELECTJIT_ERR_OVERFLOW => b"overflow\0",
+        SELECTJIT_ERR_INVALID => b"invalid\0",
+        SELECTJIT_ERR_NULL_POINTER => b"null pointer\0",
+        SELECTJIT_ERR_OVERLAP => b"overlap\0",
+        SELECTJIT_ERR_OUTPUT_SHAPE => b"output shape\0",
+        SELECTJIT_ERR_PANIC => b"panic\0",
+        _ => b"unknown\0",
+    };
+    s.as_ptr() as *const c_char
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dtype_codes_follow_dtype_all() {
+        let codes = [
+            (SELECTJIT_DTYPE_BOOL, DType::Bool),
+            (SELECTJIT_DTYPE_I64, DType::I64),
+            (SELECTJIT_DTYPE_BF16, DType::BF16),
+            (SELECTJIT_DTYPE_F32, DType::F32),
+            (SELECTJIT_DTYPE_COMPLEX128, DType::Complex128),
+        ];
+        for (c, d) in codes {
+            assert!(matches!(dtype_of(c), Ok(x) if x == d));
+        }
+        assert!(dtype_of(15).is_err() && dtype_of(-1).is_err());
+    }
+}

@@ -1,0 +1,154 @@
+/* Exercises the C ABI: values, broadcasting, every backend, strides, in place, prepared calls,
+ * statistics and the error paths. Counts its checks; exits 1 on any failure. */
+#include <stdint.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "selectjit.h"
+
+static int checks = 0, failures = 0;
+
+#define CHECK(cond, ...)                                                     \
+    do {                                                                     \
+        checks++;                                                            \
+        if (!(cond)) {                                                       \
+            failures++;                                                      \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);             \
+            fprintf(stderr, __VA_ARGS__);                                    \
+            fprintf(stderr, " (last error: %s)\n", selectjit_last_error());  \
+        }                                                                    \
+    } while (0)
+
+static SelectjitTensor tensor(const void *data, size_t len, const size_t *shape, size_t rank,
+                              const ptrdiff_t *strides) {
+    SelectjitTensor t = {(const uint8_t *)data, len, shape, rank, strides};
+    return t;
+}
+
+static void onnx_example(int backend) {
+    SelectjitEngine *e = selectjit_engine_new(backend, 0, 1);
+    CHECK(e != NULL, "engine %d", backend);
+    size_t s22[2] = {2, 2};
+    uint8_t cond[4] = {1, 0, 1, 1};
+    int64_t x[4] = {1, 2, 3, 4}, y[4] = {9, 8, 7, 6}, out[4] = {0};
+    SelectjitTensor c = tensor(cond, 4, s22, 2, NULL), t = tensor(x, 32, s22, 2, NULL),
+                    el = tensor(y, 32, s22, 2, NULL), o = tensor(out, 32, s22, 2, NULL);
+    int st = selectjit_select(e, SELECTJIT_DTYPE_I64, SELECTJIT_MODE_NUMPY, -1, &c, &t, &el, &o);
+    CHECK(st == SELECTJIT_OK, "onnx status %d", st);
+    int64_t want[4] = {1, 8, 3, 4};
+    CHECK(memcmp(out, want, sizeof want) == 0, "onnx values (backend %d)", backend);
+    selectjit_engine_free(e);
+}
+
+static void broadcast_strided_inplace(void) {
+    SelectjitEngine *e = selectjit_engine_new(SELECTJIT_BACKEND_JIT, 16, 1);
+    /* cond [3] (bytes other than 0/1), then [2,3] f32 transposed (column-major), else scalar. */
+    size_t s3[1] = {3}, s23[2] = {2, 3};
+    uint8_t cond[3] = {0x80, 0, 2};
+    float tcol[6] = {1, 4, 2, 5, 3, 6}; /* [[1,2,3],[4,5,6]] column-major */
+    ptrdiff_t tst[2] = {1, 2};
+    float minus = -0.0f, out[6];
+    SelectjitTensor c = tensor(cond, 3, s3, 1, NULL), t = tensor(tcol, sizeof tcol, s23, 2, tst),
+                    el = tensor(&minus, 4, NULL, 0, NULL), o = tensor(out, sizeof out, s23, 2, NULL);
+    CHECK(selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &t, &el, &o) == 0, "broadcast");
+    float want[6] = {1, -0.0f, 3, 4, -0.0f, 6};
+    CHECK(memcmp(out, want, sizeof want) == 0, "broadcast values (bit for bit, -0.0 kept)");
+
+    /* In place: the output is exactly the then tensor. */
+    float io[6] = {1, 2, 3, 4, 5, 6};
+    SelectjitTensor iot = tensor(io, sizeof io, s23, 2, NULL);
+    CHECK(selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &iot, &el, &iot) == 0, "in place");
+    float want2[6] = {1, -0.0f, 3, 4, -0.0f, 6};
+    CHECK(memcmp(io, want2, sizeof want2) == 0, "in-place values");
+
+    /* Output shape query, pdpd with axis 1. */
+    size_t sc[1] = {3}, stt[3] = {2, 3, 4}, se[2] = {3, 4}, os[8], orank = 0;
+    CHECK(selectjit_output_shape(SELECTJIT_MODE_PDPD, 1, sc, 1, stt, 3, se, 2, os, 8, &orank) == 0, "shape");
+    CHECK(orank == 3 && os[0] == 2 && os[1] == 3 && os[2] == 4, "pdpd shape");
+    CHECK(selectjit_output_shape(SELECTJIT_MODE_PDPD, -1, sc, 1, stt, 3, se, 2, os, 8, &orank) ==
+              SELECTJIT_ERR_BROADCAST, "pdpd axis -1 error");
+    selectjit_engine_free(e);
+}
+
+static void prepared_and_stats(void) {
+    SelectjitEngine *e = selectjit_engine_new(SELECTJIT_BACKEND_JIT, 8, 1);
+    size_t sc[4] = {1, 1, 4, 4}, st[4] = {2, 3, 4, 4};
+    SelectjitPrepared *p = selectjit_prepare(e, SELECTJIT_DTYPE_U16, SELECTJIT_MODE_NUMPY, -1, sc, 4, st, 4, NULL, 0);
+    CHECK(p != NULL, "prepare");
+    uint8_t cond[16];
+    uint16_t t[96], big = 0xffff, out[96];
+    for (int i = 0; i < 16; i++) cond[i] = (uint8_t)((i % 4) <= (i / 4)); /* causal */
+    for (int i = 0; i < 96; i++) t[i] = (uint16_t)i;
+    for (int round = 0; round < 3; round++) {
+        memset(out, 0, sizeof out);
+        int s = selectjit_prepared_run(p, cond, 16, (uint8_t *)t, sizeof t, (uint8_t *)&big, 2, (uint8_t *)out, sizeof out);
+        CHECK(s == 0, "prepared run %d", round);
+        int ok = 1;
+        for (int i = 0; i < 96; i++) ok &= out[i] == (cond[i % 16] ? t[i] : 0xffff);
+        CHECK(ok, "prepared values round %d", round);
+    }
+    CHECK(selectjit_prepared_run(p, cond, 15, (uint8_t *)t, sizeof t, (uint8_t *)&big, 2, (uint8_t *)out, sizeof out) ==
+              SELECTJIT_ERR_LAYOUT, "short cond");
+    SelectjitStats stats;
+    CHECK(selectjit_engine_stats(e, &stats) == 0, "stats");
+    CHECK(stats.compiles >= 1 && stats.capacity == 8, "stats values compiles=%llu capacity=%llu",
+          (unsigned long long)stats.compiles, (unsigned long long)stats.capacity);
+    selectjit_prepared_free(p);
+    selectjit_engine_free(e);
+}
+
+static void errors(void) {
+    SelectjitEngine *e = selectjit_engine_new(SELECTJIT_BACKEND_JIT, 0, 0);
+    size_t s2[1] = {2}, s3[1] = {3};
+    uint8_t cond[2] = {1, 0};
+    float a[3] = {1, 2, 3}, b[3] = {4, 5, 6}, out[3];
+    SelectjitTensor c = tensor(cond, 2, s2, 1, NULL), t3 = tensor(a, 12, s3, 1, NULL),
+                    e3 = tensor(b, 12, s3, 1, NULL), o2 = tensor(out, 8, s2, 1, NULL);
+    int s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &t3, &e3, &o2);
+    CHECK(s == SELECTJIT_ERR_BROADCAST, "bad shapes -> %s", selectjit_status_name(s));
+    CHECK(strstr(selectjit_last_error(), "[2]") && strstr(selectjit_last_error(), "[3]"), "message names shapes");
+
+    SelectjitTensor tshort = tensor(a, 4, s2, 1, NULL), e2 = tensor(b, 8, s2, 1, NULL);
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &tshort, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_LAYOUT, "short buffer -> %s", selectjit_status_name(s));
+    CHECK(strlen(selectjit_last_error()) > 0, "message");
+
+    SelectjitTensor t2 = tensor(a, 8, s2, 1, NULL), tnull = tensor(NULL, 8, s2, 1, NULL);
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &tnull, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_NULL_POINTER, "null data -> %s", selectjit_status_name(s));
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, NULL, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_NULL_POINTER, "null tensor -> %s", selectjit_status_name(s));
+    s = selectjit_select(NULL, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &t2, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_NULL_POINTER, "null engine -> %s", selectjit_status_name(s));
+
+    /* Output overlapping an input without being exactly it. */
+    SelectjitTensor oshift = tensor((uint8_t *)a + 4, 8, s2, 1, NULL);
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &t2, &e2, &oshift);
+    CHECK(s == SELECTJIT_ERR_OVERLAP, "overlap -> %s", selectjit_status_name(s));
+
+    s = selectjit_select(e, 99, SELECTJIT_MODE_NUMPY, -1, &c, &t2, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_DTYPE, "bad dtype -> %s", selectjit_status_name(s));
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, 7, -1, &c, &t2, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_INVALID, "bad mode -> %s", selectjit_status_name(s));
+    size_t big[65];
+    for (int i = 0; i < 65; i++) big[i] = 1;
+    SelectjitTensor trank = tensor(a, 4, big, 65, NULL);
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &trank, &e2, &o2);
+    CHECK(s == SELECTJIT_ERR_INVALID, "rank 65 -> %s", selectjit_status_name(s));
+    CHECK(selectjit_engine_new(7, 0, 0) == NULL, "bad backend");
+    s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &t2, &e2, &o2);
+    CHECK(s == SELECTJIT_OK && strlen(selectjit_last_error()) == 0, "success clears the error");
+    selectjit_engine_free(e);
+    selectjit_engine_free(NULL);
+}
+
+int main(void) {
+    onnx_example(SELECTJIT_BACKEND_JIT);
+    onnx_example(SELECTJIT_BACKEND_STATIC);
+    onnx_example(SELECTJIT_BACKEND_INTERP);
+    broadcast_strided_inplace();
+    prepared_and_stats();
+    errors();
+    printf("%d passed, %d failed\n", checks - failures, failures);
+    return failures ? 1 : 0;
+}

@@ -1,0 +1,72 @@
+//! The C ABI from C: `tests/c/test_capi.c` is compiled with the system C compiler against
+//! `include/selectjit.h` and the crate's shared library, then run.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+/// The folder holding this profile's `libselectjit.so` (`target/<profile>`).
+fn lib_dir() -> PathBuf {
+    let exe = std::env::current_exe().unwrap(); // target/<profile>/deps/c_api-<hash>
+    exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf()
+}
+
+#[test]
+fn c_program_exercises_the_abi() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let lib = lib_dir();
+    assert!(
+        lib.join("libselectjit.so").exists(),
+        "no libselectjit.so in {} (the [lib] crate-type includes cdylib)",
+        lib.display()
+    );
+    let dir = tempfile::tempdir().unwrap();
+    let exe = dir.path().join("test_capi");
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let out = Command::new(&cc)
+        .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1"])
+        .arg("-I")
+        .arg(root.join("include"))
+        .arg(root.join("tests/c/test_capi.c"))
+        .arg("-L")
+        .arg(&lib)
+        .arg("-lselectjit")
+        .arg(format!("-Wl,-rpath,{}", lib.display()))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .expect("a C compiler (cc) on PATH");
+    assert!(
+        out.status.success(),
+        "cc failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let run = Command::new(&exe).output().unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    let stderr = String::from_utf8_lossy(&run.stderr);
+    assert!(run.status.success(), "C test failed:\n{stdout}\n{stderr}");
+    let last = stdout.lines().last().unwrap_or("");
+    assert!(last.ends_with(" passed, 0 failed"), "{stdout}");
+    let passed: usize = last.split_whitespace().next().unwrap().parse().unwrap();
+    assert!(passed >= 39, "only {passed} checks ran");
+}
+
+/// Every exported function of `src/capi.rs` is declared in the header (they cannot drift).
+#[test]
+fn header_declares_every_exported_function() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let src = std::fs::read_to_string(root.join("src/capi.rs")).unwrap();
+    let header = std::fs::read_to_string(root.join("include/selectjit.h")).unwrap();
+    let names: Vec<&str> = src
+        .lines()
+        .filter(|l| l.contains("extern \"C\" fn "))
+        .filter_map(|l| l.split("fn ").nth(1))
+        .filter_map(|l| l.split('(').next())
+        .collect();
+    assert!(names.len() >= 10, "{names:?}");
+    for n in names {
+        assert!(
+            header.contains(&format!("{n}(")),
+            "{n} is missing from include/selectjit.h"
+        );
+    }
+}
