@@ -505,7 +505,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         let w = self.w as i64;
         for g in 0..groups as i64 {
             let first = 16 * g;
-            if self.w == 16 {
+            if self.w == 16 && !self.blendv {
                 self.emit_wide_group(ptrs, first, splat);
                 continue;
             }
@@ -513,11 +513,14 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 .b
                 .ins()
                 .load(I8X16, self.flags, ptrs[COND], first as i32);
-            let zero = self.b.ins().iconst(I8, 0);
-            let zeros = self.b.ins().splat(I8X16, zero);
+            let zeros = self.vector_const(&[0; 16]);
             // Lanes where cond == 0 take `else`: the mask selects else, its complement then.
             let is_zero = self.b.ins().icmp(IntCC::Equal, c, zeros);
-            let masks = self.widen_masks(is_zero);
+            let masks = if self.blendv {
+                self.shuffle_masks(is_zero)
+            } else {
+                self.widen_masks(is_zero)
+            };
             let ty = self.data_type();
             for (k, m) in masks.into_iter().enumerate() {
                 let off = (first * w + 16 * k as i64) as i32;
@@ -533,6 +536,29 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
                 self.b.ins().store(self.flags, r, ptrs[OUT], off);
             }
         }
+    }
+
+    /// A 128-bit constant.
+    fn vector_const(&mut self, bytes: &[u8; 16]) -> Value {
+        let c = self.b.func.dfg.constants.insert(bytes.to_vec().into());
+        self.b.ins().vconst(I8X16, c)
+    }
+
+    /// Expands a 16-byte mask (one byte per element) to `width` byte masks, one per data vector
+    /// in element order, with one x86 `pshufb` each: byte `j` of mask `k` is element
+    /// `k * 16 / width + j / width`.
+    fn shuffle_masks(&mut self, m: Value) -> Vec<Value> {
+        if self.w == 1 {
+            return vec![m];
+        }
+        let per = 16 / self.w;
+        (0..self.w)
+            .map(|k| {
+                let idx: [u8; 16] = std::array::from_fn(|j| (k * per + j / self.w) as u8);
+                let sel = self.vector_const(&idx);
+                self.b.ins().x86_pshufb(m, sel)
+            })
+            .collect()
     }
 
     /// Widens a 16-lane byte mask to `width` masks of `16 / width` lanes each, in element order.
