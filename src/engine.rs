@@ -305,7 +305,19 @@ pub struct Engine {
     last_codegen_error: Mutex<Option<String>>,
     /// Worker threads for large calls, built on first use.
     pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+    /// Identifies the engine in the per-thread memo.
+    id: u64,
+    /// Calls served by the per-thread memo (counted as cache hits).
+    memo_hits: std::sync::atomic::AtomicU64,
 }
+
+thread_local! {
+    /// The last exact kernel this thread got from an engine: (engine id, signature, kernel).
+    static MEMO: std::cell::RefCell<Option<(u64, Signature, Arc<Kernel>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
+static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 impl std::fmt::Debug for Engine {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -364,6 +376,8 @@ impl Engine {
             .filter(|_| config.backend == Backend::Jit)
             .cloned();
         Engine {
+            id: NEXT_ENGINE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
+            memo_hits: std::sync::atomic::AtomicU64::new(0),
             pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             jit,
@@ -406,12 +420,21 @@ impl Engine {
 
     /// Cache counters: hits, misses, evictions, compilations and their time.
     pub fn stats(&self) -> CacheStats {
-        self.cache.lock().unwrap_or_else(|p| p.into_inner()).stats()
+        let mut s = self.cache.lock().unwrap_or_else(|p| p.into_inner()).stats();
+        s.hits += self.memo_hits.load(std::sync::atomic::Ordering::Relaxed);
+        s
     }
 
-    /// Drops every cached kernel (each is freed once no caller holds it).
+    /// Drops every cached kernel (each is freed once no caller holds it; a thread's memo of its
+    /// last kernel keeps that one until the thread's next call on another signature).
     pub fn clear_cache(&self) {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
+        MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            if m.as_ref().is_some_and(|(id, _, _)| *id == self.id) {
+                *m = None;
+            }
+        });
     }
 
     /// Why code generation last failed (the call was then served by the static kernels).
@@ -432,6 +455,34 @@ impl Engine {
 
     fn kernel_with(&self, sig: &Signature, exact_after: u32) -> Option<Arc<Kernel>> {
         let jit = self.jit.as_ref().ok()?;
+        let k = self.kernel_locked(jit, sig, exact_after)?;
+        if !k.is_generic() {
+            MEMO.with(|m| *m.borrow_mut() = Some((self.id, sig.clone(), k.clone())));
+        }
+        Some(k)
+    }
+
+    /// Runs `sig` with this thread's last exact kernel of this engine, if it is `sig`'s:
+    /// repeated calls skip the shared cache (no lock, no hashing, no reference counting).
+    /// Returns false when there is no such kernel.
+    fn run_memo(&self, sig: &Signature, p: Ptrs, outer: usize) -> bool {
+        MEMO.with(|m| {
+            let m = m.borrow();
+            match &*m {
+                Some((id, s, k)) if *id == self.id && s == sig => {
+                    self.memo_hits
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: as in `run_planned`, whose contract the caller upholds: `k` is the
+                    // exact kernel of `sig` and the range is the whole outer dimension.
+                    unsafe { k.run(sig, p, 0, outer) };
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    fn kernel_locked(&self, jit: &Jit, sig: &Signature, exact_after: u32) -> Option<Arc<Kernel>> {
         let (what, evicted) = self.lock_cache().lookup(sig, exact_after);
         if let Some(old) = evicted {
             verbose(|| format!("evict,{old}"));
@@ -688,6 +739,11 @@ impl Engine {
             else_: src(else_),
             out: out_ptr,
         };
+        let outer = sig.outer();
+        let single = out.len() < PARALLEL_MIN_BYTES || outer < 2 || self.config.threads < 2;
+        if self.config.backend == Backend::Jit && single && self.run_memo(sig, p, outer) {
+            return;
+        }
         let kernel = match self.config.backend {
             Backend::Jit => self.kernel(sig),
             _ => None,
@@ -703,7 +759,6 @@ impl Engine {
             // SAFETY: see above.
             None => unsafe { kernels::run(sig, p, a, b) },
         };
-        let outer = sig.outer();
         let pool = (out.len() >= PARALLEL_MIN_BYTES && outer >= 2)
             .then(|| self.pool())
             .flatten();
