@@ -330,11 +330,39 @@ pub extern "C" fn selectjit_engine_new(
 /// `e` is NULL or a pointer returned by `selectjit_engine_new`, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn selectjit_engine_free(e: *mut SelectjitEngine) {
-    if !e.is_null() {
+    // SAFETY: the caller's contract.
+    unsafe { free_box(e) }
+}
+
+/// Drops a box handed out with `Box::into_raw` (NULL is ignored), without unwinding.
+///
+/// # Safety
+/// `p` is NULL or came from `Box::into_raw` and was not freed before.
+unsafe fn free_box<T>(p: *mut T) {
+    if !p.is_null() {
         let _ = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: made by `Box::into_raw` in `selectjit_engine_new`, freed once (contract).
-            drop(unsafe { Box::from_raw(e) })
+            // SAFETY: from `Box::into_raw`, freed once (the function's contract).
+            drop(unsafe { Box::from_raw(p) })
         }));
+    }
+}
+
+/// The three input shapes of a call.
+///
+/// # Safety
+/// Each pointer covers its rank (see `shape_of`).
+unsafe fn shapes3<'a>(
+    c: (*const usize, usize),
+    t: (*const usize, usize),
+    e: (*const usize, usize),
+) -> Result<[&'a [usize]; 3], Fail> {
+    // SAFETY: the function's contract.
+    unsafe {
+        Ok([
+            shape_of("cond", c.0, c.1)?,
+            shape_of("then", t.0, t.1)?,
+            shape_of("else", e.0, e.1)?,
+        ])
     }
 }
 
@@ -426,14 +454,14 @@ pub unsafe extern "C" fn selectjit_output_shape(
 ) -> c_int {
     guard(|| {
         let mode = mode_of(mode, pdpd_axis)?;
-        // SAFETY: shape pointers cover their ranks (contract; ranks checked <= 64).
-        let (c, t, e) = unsafe {
-            (
-                shape_of("cond", cond_shape, cond_rank)?,
-                shape_of("then", then_shape, then_rank)?,
-                shape_of("else", else_shape, else_rank)?,
+        // SAFETY: shape pointers cover their ranks (contract; ranks are checked <= 64).
+        let [c, t, e] = unsafe {
+            shapes3(
+                (cond_shape, cond_rank),
+                (then_shape, then_rank),
+                (else_shape, else_rank),
             )
-        };
+        }?;
         let s = crate::shape::output_shape(mode, c, t, e)?;
         if out_rank.is_null() || (out_shape.is_null() && !s.is_empty()) {
             return Err(fail(
@@ -480,14 +508,14 @@ pub unsafe extern "C" fn selectjit_prepare(
         }
         // SAFETY: non-NULL engine (contract).
         let eng = unsafe { &(*engine).0 };
-        // SAFETY: shape pointers cover their ranks (contract; ranks checked <= 64).
-        let (c, t, e) = unsafe {
-            (
-                shape_of("cond", cond_shape, cond_rank)?,
-                shape_of("then", then_shape, then_rank)?,
-                shape_of("else", else_shape, else_rank)?,
+        // SAFETY: shape pointers cover their ranks (contract; ranks are checked <= 64).
+        let [c, t, e] = unsafe {
+            shapes3(
+                (cond_shape, cond_rank),
+                (then_shape, then_rank),
+                (else_shape, else_rank),
             )
-        };
+        }?;
         let p = eng.prepare(dtype_of(dtype)?, c, t, e, mode_of(mode, pdpd_axis)?)?;
         out = Box::into_raw(Box::new(SelectjitPrepared(p)));
         Ok(())
@@ -554,12 +582,8 @@ pub unsafe extern "C" fn selectjit_prepared_run(
 /// `p` is NULL or from `selectjit_prepare`, not freed before.
 #[unsafe(no_mangle)]
 pub unsafe extern "C" fn selectjit_prepared_free(p: *mut SelectjitPrepared) {
-    if !p.is_null() {
-        let _ = catch_unwind(AssertUnwindSafe(|| {
-            // SAFETY: made by `Box::into_raw` in `selectjit_prepare`, freed once (contract).
-            drop(unsafe { Box::from_raw(p) })
-        }));
-    }
+    // SAFETY: the caller's contract.
+    unsafe { free_box(p) }
 }
 
 /// Fills `out` with the engine's cache counters.

@@ -58,34 +58,20 @@ fn split_in_place_matches() {
         .map(|i| if cond[i] != 0 { t[i] } else { e[i] })
         .collect();
     let eng = engine(Backend::Jit, 4);
-    let mut inout = t.clone();
-    eng.select_in_place(
-        TensorRef::new(&cond, &[n]),
-        TensorMut::new(&mut inout, &[n]),
-        InPlace::Then,
-        TensorRef::new(&e, &[n]),
-        Broadcast::Numpy,
-    )
-    .unwrap();
-    assert!(
-        inout
+    for (role, start, other) in [(InPlace::Then, &t, &e), (InPlace::Else, &e, &t)] {
+        let mut inout = start.clone();
+        eng.select_in_place(
+            TensorRef::new(&cond, &[n]),
+            TensorMut::new(&mut inout, &[n]),
+            role,
+            TensorRef::new(other, &[n]),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        let same = inout
             .iter()
             .zip(&want)
-            .all(|(a, b)| a.to_bits() == b.to_bits())
-    );
-    let mut inout = e.clone();
-    eng.select_in_place(
-        TensorRef::new(&cond, &[n]),
-        TensorMut::new(&mut inout, &[n]),
-        InPlace::Else,
-        TensorRef::new(&t, &[n]),
-        Broadcast::Numpy,
-    )
-    .unwrap();
-    assert!(
-        inout
-            .iter()
-            .zip(&want)
-            .all(|(a, b)| a.to_bits() == b.to_bits())
-    );
+            .all(|(a, b)| a.to_bits() == b.to_bits());
+        assert!(same, "{role:?}");
+    }
 }

@@ -390,26 +390,9 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         n: Value,
         start: Value,
         step: u64,
-        mut body: impl FnMut(&mut Self, Value),
+        body: impl FnOnce(&mut Self, Value),
     ) -> Value {
-        let header = self.b.create_block();
-        let i = self.b.append_block_param(header, I64);
-        let body_blk = self.b.create_block();
-        let exit = self.b.create_block();
-        self.b.ins().jump(header, &[start.into()]);
-        self.b.switch_to_block(header);
-        let left = self.b.ins().isub(n, i);
-        let more = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, left, step as i64);
-        self.b.ins().brif(more, body_blk, &[], exit, &[]);
-        self.b.switch_to_block(body_blk);
-        body(self, i);
-        let next = self.b.ins().iadd_imm_s(i, step as i64);
-        self.b.ins().jump(header, &[next.into()]);
-        self.b.switch_to_block(exit);
-        i
+        self.stepped_loop(n, start, step, false, body)
     }
 
     /// Like [`Self::index_loop`], but when fewer than `step` elements are left (and the row has
@@ -423,9 +406,21 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         step: u64,
         body: impl FnOnce(&mut Self, Value),
     ) {
+        self.stepped_loop(n, start, step, true, body);
+    }
+
+    /// The loop behind [`Self::index_loop`] and [`Self::overlap_loop`]; returns the header's
+    /// index (the index reached, when `overlap` is false).
+    fn stepped_loop(
+        &mut self,
+        n: Value,
+        start: Value,
+        step: u64,
+        overlap: bool,
+        body: impl FnOnce(&mut Self, Value),
+    ) -> Value {
         let header = self.b.create_block();
         let i = self.b.append_block_param(header, I64);
-        let tail = self.b.create_block();
         let body_blk = self.b.create_block();
         let j = self.b.append_block_param(body_blk, I64);
         let exit = self.b.create_block();
@@ -436,24 +431,30 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             .b
             .ins()
             .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, left, step as i64);
-        self.b.ins().brif(more, body_blk, &[i.into()], tail, &[]);
-        // Fewer than `step` left: if any, and the row is long enough, step back over the end.
-        self.b.switch_to_block(tail);
-        let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, left, 0);
-        let long = self
-            .b
-            .ins()
-            .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, n, step as i64);
-        let again = self.b.ins().band(some, long);
-        let last = self.b.ins().iadd_imm_s(n, -(step as i64));
-        self.b
-            .ins()
-            .brif(again, body_blk, &[last.into()], exit, &[]);
+        if overlap {
+            // Fewer than `step` left: if any, and the row is long enough, step back over the end.
+            let tail = self.b.create_block();
+            self.b.ins().brif(more, body_blk, &[i.into()], tail, &[]);
+            self.b.switch_to_block(tail);
+            let some = self.b.ins().icmp_imm_u(IntCC::NotEqual, left, 0);
+            let long = self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, n, step as i64);
+            let again = self.b.ins().band(some, long);
+            let last = self.b.ins().iadd_imm_s(n, -(step as i64));
+            self.b
+                .ins()
+                .brif(again, body_blk, &[last.into()], exit, &[]);
+        } else {
+            self.b.ins().brif(more, body_blk, &[i.into()], exit, &[]);
+        }
         self.b.switch_to_block(body_blk);
         body(self, j);
         let next = self.b.ins().iadd_imm_s(j, step as i64);
         self.b.ins().jump(header, &[next.into()]);
         self.b.switch_to_block(exit);
+        i
     }
 
     /// Runs `body(count)` for rows shorter than `min` elements (decided at run time when the

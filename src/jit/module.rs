@@ -82,42 +82,29 @@ impl Kernel {
     /// engine establishes it by validating every buffer against its shape and strides before
     /// planning, and `sig` is the plan of exactly those layouts.
     pub(crate) unsafe fn run(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
-        if !self.generic {
-            // SAFETY: `entry` points at finalized code owned by `self.module`, alive while
-            // `self` is; exact kernels ignore the last two arguments; the caller guarantees the
-            // memory contract for `sig`, which equals `self.sig`.
-            unsafe {
-                (self.entry)(
-                    p.cond,
-                    p.then,
-                    p.else_,
-                    p.out,
-                    begin,
-                    end,
-                    std::ptr::null(),
-                    std::ptr::null(),
-                )
-            };
-            return;
-        }
-        let rank = sig.rank();
+        // A shape-generic kernel reads its dims and byte strides from these arrays (exact
+        // kernels ignore them).
         let mut dims = [0u64; crate::shape::MAX_RANK];
         let mut strides = [0i64; 4 * crate::shape::MAX_RANK];
-        for k in 0..rank {
-            dims[k] = sig.dims[k] as u64;
-            for op in 0..4 {
-                let w = if op == crate::plan::COND {
-                    1
-                } else {
-                    sig.width as i64
-                };
-                strides[op * rank + k] = sig.strides[op][k] as i64 * w;
+        if self.generic {
+            let rank = sig.rank();
+            for k in 0..rank {
+                dims[k] = sig.dims[k] as u64;
+                for op in 0..4 {
+                    let w = if op == crate::plan::COND {
+                        1
+                    } else {
+                        sig.width as i64
+                    };
+                    strides[op * rank + k] = sig.strides[op][k] as i64 * w;
+                }
             }
         }
-        // SAFETY: as above; the kernel reads `rank` dims and `4 * rank` strides from the two
-        // arrays, which hold `MAX_RANK` and `4 * MAX_RANK` entries (collapsed ranks never exceed
-        // the input rank, itself at most `MAX_RANK`), and `sig` has this kernel's pattern
-        // (checked by the caller through `Pattern::of`).
+        // SAFETY: `entry` points at finalized code owned by `self.module`, alive while `self`
+        // is; the caller guarantees the memory contract for `sig`, which is this kernel's
+        // signature (exact) or has its pattern (generic, checked by the caller through
+        // `Pattern::of`); a generic kernel reads `rank` dims and `4 * rank` strides, within the
+        // arrays since collapsed ranks never exceed `MAX_RANK`.
         unsafe {
             (self.entry)(
                 p.cond,
