@@ -6,6 +6,7 @@ use cranelift_jit::JITModule;
 
 use crate::kernels::Ptrs;
 use crate::plan::Signature;
+use crate::shape::MAX_RANK;
 
 /// The machine-code entry point: `(cond, then, else, out, begin, end, dims, byte_strides)`;
 /// the last two are read only by shape-generic kernels.
@@ -82,42 +83,42 @@ impl Kernel {
     /// engine establishes it by validating every buffer against its shape and strides before
     /// planning, and `sig` is the plan of exactly those layouts.
     pub(crate) unsafe fn run(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
-        // A shape-generic kernel reads its dims and byte strides from these arrays (exact
-        // kernels ignore them).
-        let mut dims = [0u64; crate::shape::MAX_RANK];
-        let mut strides = [0i64; 4 * crate::shape::MAX_RANK];
-        if self.generic {
-            let rank = sig.rank();
-            for k in 0..rank {
-                dims[k] = sig.dims[k] as u64;
-                for op in 0..4 {
-                    let w = if op == crate::plan::COND {
-                        1
-                    } else {
-                        sig.width as i64
-                    };
-                    strides[op * rank + k] = sig.strides[op][k] as i64 * w;
-                }
-            }
-        }
+        // A shape-generic kernel reads its dims and byte strides from two arrays; exact kernels
+        // get null pointers (and no arrays to fill on their hot path).
+        let args;
+        let (dims, strides) = if self.generic {
+            args = generic_args(sig);
+            (args.0.as_ptr(), args.1.as_ptr())
+        } else {
+            (std::ptr::null(), std::ptr::null())
+        };
         // SAFETY: `entry` points at finalized code owned by `self.module`, alive while `self`
         // is; the caller guarantees the memory contract for `sig`, which is this kernel's
         // signature (exact) or has its pattern (generic, checked by the caller through
         // `Pattern::of`); a generic kernel reads `rank` dims and `4 * rank` strides, within the
         // arrays since collapsed ranks never exceed `MAX_RANK`.
-        unsafe {
-            (self.entry)(
-                p.cond,
-                p.then,
-                p.else_,
-                p.out,
-                begin,
-                end,
-                dims.as_ptr(),
-                strides.as_ptr(),
-            )
+        unsafe { (self.entry)(p.cond, p.then, p.else_, p.out, begin, end, dims, strides) }
+    }
+}
+
+/// The dims and byte strides a shape-generic kernel reads: `dims[k]` and
+/// `strides[op * rank + k]`.
+fn generic_args(sig: &Signature) -> ([u64; MAX_RANK], [i64; 4 * MAX_RANK]) {
+    let mut dims = [0u64; MAX_RANK];
+    let mut strides = [0i64; 4 * MAX_RANK];
+    let rank = sig.rank();
+    for k in 0..rank {
+        dims[k] = sig.dims[k] as u64;
+        for op in 0..4 {
+            let w = if op == crate::plan::COND {
+                1
+            } else {
+                sig.width as i64
+            };
+            strides[op * rank + k] = sig.strides[op][k] as i64 * w;
         }
     }
+    (dims, strides)
 }
 
 impl Drop for Kernel {
