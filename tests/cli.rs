@@ -382,3 +382,48 @@ fn bench_runs_a_filtered_quick_case_and_writes_json() {
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// `SELECTJIT_VERBOSE=1` prints one line per compile and per eviction.
+#[test]
+fn verbose_logs_compiles_and_evictions() {
+    let o = bin()
+        .args([
+            "bench",
+            "--quick",
+            "--filter",
+            "tiny_f32_1",
+            "--dynamic",
+            "3",
+        ])
+        .env("SELECTJIT_VERBOSE", "1")
+        .env("SELECTJIT_CACHE_CAPACITY", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("selectjit_verbose,compile,jit,w4")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("selectjit_verbose,compile,jit-generic,")),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("selectjit_verbose,evict,w4")),
+        "{err}"
+    );
+    // Without the variable: silent.
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "tiny_f32_1"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("selectjit_verbose"));
+}
