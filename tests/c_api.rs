@@ -10,10 +10,34 @@ fn lib_dir() -> PathBuf {
     exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf()
 }
 
+/// Builds the shared library of this profile if `cargo test` has not (it builds the library as
+/// an rlib only); cargo does not hold its build lock while tests run.
+fn ensure_shared_library(lib: &std::path::Path) {
+    if lib.join("libselectjit.so").exists() {
+        return;
+    }
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--lib"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if lib.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    if let Some(target) = lib.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    let out = cmd.output().expect("cargo");
+    assert!(
+        out.status.success(),
+        "building the shared library failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
 #[test]
 fn c_program_exercises_the_abi() {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let lib = lib_dir();
+    ensure_shared_library(&lib);
     assert!(
         lib.join("libselectjit.so").exists(),
         "no libselectjit.so in {} (the [lib] crate-type includes cdylib)",
