@@ -148,38 +148,6 @@ impl Ctx<'_> {
         })
     }
 
-    /// Step 2 of two-step: cond goes right-aligned into the then/else result without adding
-    /// dimensions; each cond dim equals the result's, or is 1, or the result's dim is 1 (cond
-    /// then sets it, as in the conformance case cond [2,1], then [1,3], else [3] -> [2,3]).
-    fn cond_into_right(&self, out: &mut Dims) -> Result<Placement> {
-        let s = self.shapes[0];
-        if s.len() > out.len() {
-            return self.one_way_right(0, out);
-        }
-        let start = out.len() - s.len();
-        let before = out.clone();
-        for (j, &d) in s.iter().enumerate() {
-            let k = start + j;
-            if d == 1 || d == out[k] {
-                continue;
-            }
-            if out[k] == 1 {
-                out[k] = d;
-                continue;
-            }
-            return Err(self.err(format!(
-                "cond {} cannot be broadcast into output {} (cond dim {j} is {d}, output dim {k} is {})",
-                ShapeFmt(s),
-                ShapeFmt(&before),
-                out[k]
-            )));
-        }
-        Ok(Placement {
-            start,
-            len: s.len(),
-        })
-    }
-
     /// Checks that `s[j]` equals `out[start + j]` or is 1, for every `j < s.len()`.
     fn check_into(&self, i: usize, s: &[usize], out: &[usize], start: usize) -> Result<()> {
         for (j, &d) in s.iter().enumerate() {
@@ -299,8 +267,9 @@ pub fn broadcast_shapes(
             }
         }
         Broadcast::TwoStep => {
-            let mut out = cx.numpy(&[1, 2])?;
-            let c = cx.cond_into_right(&mut out)?;
+            // Step 1 fixes the output; step 2 puts cond into it one way (it never grows it).
+            let out = cx.numpy(&[1, 2])?;
+            let c = cx.one_way_right(0, &out)?;
             BroadcastShape {
                 cond: c,
                 then: right(then, &out),
@@ -427,9 +396,27 @@ mod tests {
     }
 
     #[test]
-    fn two_step_cond_may_fill_size_one_dims_but_not_add_rank() {
+    fn two_step_cond_goes_in_one_way() {
         let t = Broadcast::TwoStep;
-        assert_eq!(out(t, &[2, 1], &[1, 3], &[3]).unwrap(), vec![2, 3]);
+        // cond may not grow a then/else dimension of 1, nor add one.
+        for (c, th, e) in [
+            (&[2usize, 1][..], &[1usize, 3][..], &[3usize][..]),
+            (&[17], &[1], &[]),
+            (&[17, 1, 3], &[1, 1, 1], &[]),
+            (&[0, 16, 1], &[1, 1, 1], &[1, 1, 1]),
+        ] {
+            let err = out(t, c, th, e).unwrap_err().to_string();
+            assert!(err.starts_with("two-step broadcast of cond"), "{err}");
+            assert!(err.contains("cannot be broadcast into output"), "{err}");
+            assert!(out(Broadcast::Numpy, c, th, e).is_ok(), "{c:?}");
+        }
+        assert_eq!(
+            out(t, &[2, 1], &[1, 3], &[3]).unwrap_err().to_string(),
+            "two-step broadcast of cond [2,1], then [1,3], else [3]: cond [2,1] cannot be \
+             broadcast into output [1,3] (cond dim 0 is 2, output dim 0 is 1)"
+        );
+        assert_eq!(out(t, &[1, 3], &[2, 3], &[3]).unwrap(), vec![2, 3]);
+        assert_eq!(out(t, &[0, 3], &[0, 3], &[3]).unwrap(), vec![0, 3]);
         assert!(out(t, &[2, 3], &[3], &[3]).is_err());
         assert!(out(t, &[3, 5], &[2, 3, 4, 5], &[2, 3, 4, 5]).is_err());
         assert_eq!(

@@ -197,6 +197,42 @@ fn modes_and_axis() {
     assert_eq!(code, 2);
 }
 
+/// two-step: cond goes into the then/else result one way. These four calls must fail on every
+/// backend with one `error:` line, exit 2 and no output file (numpy mode accepts them).
+#[test]
+fn two_step_cond_may_not_grow_the_output() {
+    let d = Dir::new();
+    let rows: [(&[usize], &[usize], &[usize]); 4] = [
+        (&[17], &[1], &[]),
+        (&[17, 1, 3], &[1, 1, 1], &[]),
+        (&[0, 16, 1], &[1, 1, 1], &[1, 1, 1]),
+        (&[2, 1], &[1, 3], &[3]),
+    ];
+    for (k, (cs, ts, es)) in rows.iter().enumerate() {
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        let c = d.write(&format!("c{k}.npy"), DType::Bool, cs, &vec![1; n(cs)]);
+        let t = d.write(&format!("t{k}.npy"), DType::F32, ts, &vec![0; 4 * n(ts)]);
+        let e = d.write(&format!("e{k}.npy"), DType::F32, es, &vec![0; 4 * n(es)]);
+        for backend in ["jit", "static", "interp"] {
+            let out = d.path(&format!("out{k}{backend}.npy"));
+            let (code, _, err) = run(
+                &[&c, &t, &e, &out],
+                &["--broadcast", "two-step", "--backend", backend],
+            );
+            assert_eq!(code, 2, "row {k} {backend}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.starts_with("error: two-step broadcast of cond"),
+                "{err}"
+            );
+            assert!(err.contains("cannot be broadcast into output"), "{err}");
+            assert!(!out.exists(), "row {k} {backend}: output written");
+            let (code, _, err) = run(&[&c, &t, &e, &out], &["--backend", backend]);
+            assert_eq!(code, 0, "numpy row {k} {backend}: {err}");
+        }
+    }
+}
+
 /// `--backend jit`, `static` and `interp` write the same bytes on every conformance case.
 #[test]
 fn backends_agree_on_conformance_cases() {

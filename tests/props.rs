@@ -67,7 +67,13 @@ fn reference_shape(mode: Broadcast, s: [&[usize]; 3]) -> Option<(Vec<usize>, [Ma
             if !merge(&mut out, s[1]) || !merge(&mut out, s[2]) {
                 return None;
             }
-            if s[0].len() > out.len() || !merge(&mut out, s[0]) {
+            // Step 2: cond goes in one way; it never changes the output shape.
+            let off = out.len().checked_sub(s[0].len())?;
+            if s[0]
+                .iter()
+                .enumerate()
+                .any(|(j, &d)| d != 1 && d != out[off + j])
+            {
                 return None;
             }
             let r = out.len();
@@ -254,6 +260,25 @@ fn random_shapes(rng: &mut Rng) -> (Broadcast, [Vec<usize>; 3]) {
     if rng.below(3) == 0 {
         s[1] = derive(rng);
     }
+    if matches!(mode, Broadcast::TwoStep) && r > 0 && rng.below(3) == 0 {
+        // cond keeps a full dimension where then and else have 1 (or lack it): two-step must
+        // refuse to let cond grow the output, numpy would accept it.
+        s[0] = out.clone();
+        let k = rng.below(r);
+        let drop = rng.below(2) == 0;
+        for x in [1, 2] {
+            let len = s[x].len();
+            if len > r || k < r - len {
+                continue;
+            }
+            let j = k - (r - len);
+            s[x][j] = 1;
+            if drop {
+                // Or lacks it altogether (with the dims before it).
+                s[x] = s[x][j + 1..].to_vec();
+            }
+        }
+    }
     if matches!(mode, Broadcast::None) && rng.below(2) == 0 {
         s = [out.clone(), out.clone(), out.clone()];
     }
@@ -348,6 +373,23 @@ fn check_call(seed: u64, engines: &[(String, Engine)]) -> Result<(), TestCaseErr
         lib
     );
     let Some((out_shape, maps)) = want else {
+        // Refused by the mode: every engine refuses it too and leaves the output untouched,
+        // also when the output has the shape numpy broadcasting would give.
+        if let Ok(np) = selectjit::output_shape(Broadcast::Numpy, &s[0], &s[1], &s[2]) {
+            for (name, eng) in engines {
+                let mut out = vec![0x5au8; n(&np) * w];
+                let r = eng.select_dyn(
+                    dt,
+                    TensorRef::with_strides(&lc.data, &lc.shape, &lc.strides),
+                    TensorRef::with_strides(&lt.data, &lt.shape, &lt.strides),
+                    TensorRef::with_strides(&le.data, &le.shape, &le.strides),
+                    TensorMut::new(&mut out, &np),
+                    mode,
+                );
+                prop_assert!(r.is_err(), "{} accepted {:?} {:?}", name, mode, s);
+                prop_assert!(out.iter().all(|&b| b == 0x5a), "{} wrote on error", name);
+            }
+        }
         return Ok(());
     };
     prop_assert_eq!(lib.unwrap().to_vec(), out_shape.clone());

@@ -76,7 +76,11 @@ fn reference(mode: Broadcast, c: &[usize], t: &[usize], e: &[usize]) -> Option<V
         }
         Broadcast::TwoStep => {
             let mut out = Vec::new();
-            let ok = merge(&mut out, t) && merge(&mut out, e) && c.len() <= out.len() && merge(&mut out, c);
+            // cond goes in one way: right-aligned, each dim equal to the output's or 1.
+            let ok = merge(&mut out, t)
+                && merge(&mut out, e)
+                && c.len() <= out.len()
+                && c.iter().zip(&out[out.len() - c.len()..]).all(|(a, b)| a == b || *a == 1);
             ok.then_some(out)?
         }
         Broadcast::None => (c == t && e == t).then(|| t.to_vec())?,

@@ -142,6 +142,45 @@ static void errors(void) {
     selectjit_engine_free(NULL);
 }
 
+/* two-step: cond goes into the then/else result one way; it may not grow a dim of 1 nor add
+ * one. Each of these is an error on every backend, and the output is left untouched. */
+static void two_step_one_way(int backend) {
+    SelectjitEngine *e = selectjit_engine_new(backend, 0, 1);
+    static const size_t c0[1] = {17}, t0[1] = {1};
+    static const size_t c1[3] = {17, 1, 3}, t1[3] = {1, 1, 1};
+    static const size_t c2[3] = {0, 16, 1}, t2[3] = {1, 1, 1};
+    static const size_t c3[2] = {2, 1}, t3[2] = {1, 3}, e3[1] = {3};
+    static const size_t o0[1] = {17}, o1[3] = {17, 1, 3}, o2[3] = {0, 16, 1}, o3[2] = {2, 3};
+    struct { const size_t *c, *t, *e, *o; size_t rc, rt, re, ro; } rows[4] = {
+        {c0, t0, NULL, o0, 1, 1, 0, 1},
+        {c1, t1, NULL, o1, 3, 3, 0, 3},
+        {c2, t2, t2, o2, 3, 3, 3, 3},
+        {c3, t3, e3, o3, 2, 2, 1, 2},
+    };
+    uint8_t cond[64];
+    float a[64], b[64], out[64];
+    memset(cond, 1, sizeof cond);
+    for (int i = 0; i < 64; i++) a[i] = (float)i, b[i] = -1.0f, out[i] = 42.0f;
+    for (int k = 0; k < 4; k++) {
+        SelectjitTensor c = tensor(cond, sizeof cond, rows[k].c, rows[k].rc, NULL),
+                        t = tensor(a, sizeof a, rows[k].t, rows[k].rt, NULL),
+                        el = tensor(b, sizeof b, rows[k].e, rows[k].re, NULL),
+                        o = tensor(out, sizeof out, rows[k].o, rows[k].ro, NULL);
+        int s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_TWO_STEP, -1, &c, &t, &el, &o);
+        CHECK(s == SELECTJIT_ERR_BROADCAST, "two-step row %d (backend %d) -> %s", k, backend,
+              selectjit_status_name(s));
+        CHECK(strstr(selectjit_last_error(), "two-step") != NULL, "two-step message row %d", k);
+        int untouched = 1;
+        for (int i = 0; i < 64; i++) untouched &= out[i] == 42.0f;
+        CHECK(untouched, "two-step row %d: output untouched", k);
+        /* The same shapes are fine under numpy broadcasting. */
+        s = selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, &t, &el, &o);
+        CHECK(s == SELECTJIT_OK, "numpy row %d (backend %d) -> %s", k, backend, selectjit_status_name(s));
+        for (int i = 0; i < 64; i++) out[i] = 42.0f;
+    }
+    selectjit_engine_free(e);
+}
+
 int main(void) {
     onnx_example(SELECTJIT_BACKEND_JIT);
     onnx_example(SELECTJIT_BACKEND_STATIC);
@@ -149,6 +188,9 @@ int main(void) {
     broadcast_strided_inplace();
     prepared_and_stats();
     errors();
+    two_step_one_way(SELECTJIT_BACKEND_JIT);
+    two_step_one_way(SELECTJIT_BACKEND_STATIC);
+    two_step_one_way(SELECTJIT_BACKEND_INTERP);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
