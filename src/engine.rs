@@ -6,7 +6,7 @@ use crate::cache::{CacheStats, KernelCache, Lookup, capacity_from_env};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
-use crate::jit::{Jit, Kernel, Pattern};
+use crate::jit::{CodeGen, CodeGenOptions, Jit, Kernel, Pattern, Tier};
 use crate::kernels::{self, Ptrs};
 use crate::plan::{Signature, plan, plan_contiguous};
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
@@ -17,8 +17,8 @@ use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 #[non_exhaustive]
 pub enum Backend {
-    /// Cranelift-compiled SIMD kernels, cached per signature (falls back to `Static` if code
-    /// generation fails).
+    /// Kernels compiled per signature by the engine's code-generation [`Tier`], cached (falls
+    /// back to `Static` if code generation fails).
     #[default]
     Jit,
     /// Ahead-of-time Rust kernels with run-time CPU dispatch.
@@ -128,7 +128,24 @@ pub struct EngineConfig {
     /// Threads a large call is split across (default: the available parallelism). Calls with
     /// fewer than [`PARALLEL_MIN_BYTES`] of output stay on the calling thread.
     pub threads: usize,
+    /// The code generator (default `Auto`: AVX-512, else AVX2 on x86-64, else Cranelift; or
+    /// `SELECTJIT_TIER`). Signatures the x86 tiers do not cover are compiled by Cranelift.
+    pub tier: Tier,
+    /// x86 tiers: exact kernels whose output has at least this many bytes store it with
+    /// non-temporal stores, bypassing the caches (default [`NT_MIN_BYTES`], or
+    /// `SELECTJIT_NT_MIN_BYTES`; `usize::MAX` never).
+    pub nt_min_bytes: usize,
+    /// x86 tiers on a host that lacks their instructions: run the kernels in the built-in
+    /// emulator (every memory access checked; slow) instead of refusing the tier. For verifying
+    /// the generator, e.g. AVX-512 kernels on an AVX2 machine.
+    pub emulate: bool,
 }
+
+/// Default of [`EngineConfig::nt_min_bytes`]: outputs larger than a typical last-level cache.
+pub const NT_MIN_BYTES: usize = 64 << 20;
+
+/// The environment variable that overrides [`NT_MIN_BYTES`].
+pub const NT_MIN_BYTES_ENV: &str = "SELECTJIT_NT_MIN_BYTES";
 
 /// Output size from which a call is split across the engine's threads.
 pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
@@ -154,6 +171,14 @@ impl Default for EngineConfig {
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(2),
+            // An unknown name in SELECTJIT_TIER is reported by `Engine::try_with_config` and
+            // recorded by `Engine::with_config` (see `Engine::last_codegen_error`).
+            tier: Tier::from_env().unwrap_or(Tier::Auto),
+            nt_min_bytes: std::env::var(NT_MIN_BYTES_ENV)
+                .ok()
+                .and_then(|v| v.trim().parse().ok())
+                .unwrap_or(NT_MIN_BYTES),
+            emulate: false,
         }
     }
 }
@@ -299,8 +324,8 @@ fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
 /// Selects with a chosen backend. `Send + Sync`: share one engine between threads.
 pub struct Engine {
     config: EngineConfig,
-    /// The code generator, or why there is none (the engine then runs the static kernels).
-    jit: std::result::Result<Jit, String>,
+    /// The code generators, or why there are none (the engine then runs the static kernels).
+    jit: std::result::Result<CodeGen, String>,
     cache: Mutex<KernelCache>,
     last_codegen_error: Mutex<Option<String>>,
     /// Worker threads for large calls, built on first use.
@@ -348,28 +373,56 @@ impl Engine {
         })
     }
 
-    /// An engine with the given settings.
+    /// An engine with the given settings. If the JIT backend cannot be set up as asked (e.g. a
+    /// tier this host cannot run), the engine serves every call with the static kernels and
+    /// [`Engine::last_codegen_error`] says why; [`Engine::try_with_config`] reports it instead.
     pub fn with_config(config: EngineConfig) -> Engine {
         let jit = match config.backend {
-            Backend::Jit => Jit::host(config.verify).map_err(|e| e.to_string()),
+            Backend::Jit => Engine::codegen_for(&config).map_err(|e| e.to_string()),
             _ => Err("the engine's backend is not jit".to_string()),
         };
         Engine::assemble(config, jit)
     }
 
-    /// An engine that runs kernels from the given code generator (e.g. one configured with
-    /// [`Jit::set_blendv`]); the backend is `Jit`.
+    /// An engine with the given settings, or the reason its JIT backend cannot be set up (an
+    /// unknown `SELECTJIT_TIER`, a tier the host cannot run, no code generator for the host).
+    pub fn try_with_config(config: EngineConfig) -> Result<Engine> {
+        let jit = match config.backend {
+            Backend::Jit => Ok(Engine::codegen_for(&config)?),
+            _ => Err("the engine's backend is not jit".to_string()),
+        };
+        Ok(Engine::assemble(config, jit))
+    }
+
+    fn codegen_for(config: &EngineConfig) -> Result<CodeGen> {
+        // The default configuration falls back to `Auto` on an unknown SELECTJIT_TIER: say so.
+        if config.tier == Tier::Auto {
+            Tier::from_env()?;
+        }
+        CodeGen::new(
+            config.tier,
+            CodeGenOptions {
+                verify: config.verify,
+                nt_min_bytes: config.nt_min_bytes,
+                emulate: config.emulate,
+            },
+        )
+    }
+
+    /// An engine that runs kernels from the given Cranelift code generator (e.g. one configured
+    /// with [`Jit::set_blendv`]); the backend is `Jit`, the tier Cranelift.
     pub fn with_jit(config: EngineConfig, jit: Jit) -> Engine {
         Engine::assemble(
             EngineConfig {
                 backend: Backend::Jit,
+                tier: Tier::Cranelift,
                 ..config
             },
-            Ok(jit),
+            Ok(CodeGen::from_cranelift(jit)),
         )
     }
 
-    fn assemble(config: EngineConfig, jit: std::result::Result<Jit, String>) -> Engine {
+    fn assemble(config: EngineConfig, jit: std::result::Result<CodeGen, String>) -> Engine {
         let last = jit
             .as_ref()
             .err()
@@ -413,9 +466,14 @@ impl Engine {
         &self.config
     }
 
-    /// The code generator, if this engine has one.
-    pub fn jit(&self) -> Option<&Jit> {
+    /// The code generators, if this engine has them.
+    pub fn codegen(&self) -> Option<&CodeGen> {
         self.jit.as_ref().ok()
+    }
+
+    /// The tier that compiles this engine's kernels (`None` without a code generator).
+    pub fn tier(&self) -> Option<Tier> {
+        self.codegen().map(CodeGen::tier)
     }
 
     /// Cache counters: hits, misses, evictions, compilations and their time.
@@ -482,7 +540,12 @@ impl Engine {
         })
     }
 
-    fn kernel_locked(&self, jit: &Jit, sig: &Signature, exact_after: u32) -> Option<Arc<Kernel>> {
+    fn kernel_locked(
+        &self,
+        jit: &CodeGen,
+        sig: &Signature,
+        exact_after: u32,
+    ) -> Option<Arc<Kernel>> {
         let (what, evicted) = self.lock_cache().lookup(sig, exact_after);
         if let Some(old) = evicted {
             verbose(|| format!("evict,{old}"));
@@ -493,10 +556,14 @@ impl Engine {
             Lookup::Generic => self.generic_kernel(jit, sig),
             Lookup::Compile => {
                 // Compile outside the cache lock, so that hits of other threads are not held up.
-                let (k, us) = jit.compile_timed(sig);
+                let t = std::time::Instant::now();
+                let k = jit.compile(sig).map(Arc::new);
+                let us = t.elapsed().as_micros() as u64;
                 let k = match k {
                     Ok(k) => {
-                        verbose(|| format!("compile,jit,{sig},{us}us,{}B", k.code_bytes()));
+                        verbose(|| {
+                            format!("compile,{},{sig},{us}us,{}B", k.tier(), k.code_bytes())
+                        });
                         Some(k)
                     }
                     Err(e) => {
@@ -515,7 +582,7 @@ impl Engine {
     }
 
     /// The shape-generic kernel for `sig`'s pattern, compiled on first use.
-    fn generic_kernel(&self, jit: &Jit, sig: &Signature) -> Option<Arc<Kernel>> {
+    fn generic_kernel(&self, jit: &CodeGen, sig: &Signature) -> Option<Arc<Kernel>> {
         let p = Pattern::of(sig);
         if let Some(k) = self.lock_cache().generic(&p) {
             return Some(k);
@@ -524,7 +591,13 @@ impl Engine {
         match jit.compile_generic(&p) {
             Ok(k) => {
                 let us = t.elapsed().as_micros() as u64;
-                verbose(|| format!("compile,jit-generic,{p},{us}us,{}B", k.code_bytes()));
+                verbose(|| {
+                    format!(
+                        "compile,{}-generic,{p},{us}us,{}B",
+                        k.tier(),
+                        k.code_bytes()
+                    )
+                });
                 Some(self.lock_cache().insert_generic(p, Arc::new(k), us))
             }
             Err(e) => {

@@ -4,14 +4,16 @@ use std::fmt::Write as _;
 
 use crate::dtype::DType;
 use crate::error::{Result, ShapeFmt};
-use crate::jit::{Jit, Pattern};
+use crate::jit::{CodeGen, Pattern, Tier};
 use crate::plan::plan;
 use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
 
 /// Describes a call on contiguous inputs of the given shapes: inferred shape, each input's
-/// strides over it, the collapsed plan and its signature, the Cranelift IR and the machine code
-/// of its exact kernel, and the pattern of its shape-generic kernel.
+/// strides over it, the collapsed plan and its signature, the pattern of its shape-generic
+/// kernel, the tier that compiles it under `codegen`, and the machine code of its exact kernel
+/// (with the Cranelift IR when Cranelift compiles it).
 pub fn explain(
+    codegen: &CodeGen,
     dtype: DType,
     cond: &[usize],
     then: &[usize],
@@ -53,18 +55,25 @@ pub fn explain(
     );
     let _ = writeln!(s, "signature  {sig}");
     let _ = writeln!(s, "generic    {}", Pattern::of(&sig));
-    let jit = Jit::host(true)?;
-    let _ = writeln!(s, "target     {}", jit.describe());
-    let _ = writeln!(
-        s,
-        "\n;; Cranelift IR of the exact kernel\n{}",
-        jit.ir_text(&sig)
-    );
-    let _ = writeln!(
-        s,
-        ";; machine code of the exact kernel\n{}",
-        jit.disassembly(&sig)?
-    );
+    let _ = writeln!(s, "codegen    {}", codegen.describe());
+    let (tier, asm) = codegen.disassembly(&sig)?;
+    let why = if tier == codegen.tier() {
+        String::new()
+    } else {
+        format!(
+            " (the {} tier does not cover this signature)",
+            codegen.tier()
+        )
+    };
+    let _ = writeln!(s, "tier       {tier}{why}");
+    if tier == Tier::Cranelift {
+        let _ = writeln!(
+            s,
+            "\n;; Cranelift IR of the exact kernel\n{}",
+            codegen.cranelift().ir_text(&sig)
+        );
+    }
+    let _ = writeln!(s, ";; {tier} machine code of the exact kernel\n{asm}");
     Ok(s)
 }
 
@@ -74,7 +83,9 @@ mod tests {
 
     #[test]
     fn explains_the_attention_mask() {
+        let cg = CodeGen::from_cranelift(crate::jit::Jit::host(true).unwrap());
         let t = explain(
+            &cg,
             DType::F32,
             &[1, 1, 128, 128],
             &[8, 12, 128, 128],
@@ -84,11 +95,12 @@ mod tests {
         .unwrap();
         assert!(t.contains("output [8,12,128,128]"), "{t}");
         assert!(t.contains("collapsed dims [96, 16384]"), "{t}");
+        assert!(t.contains("tier       cranelift"), "{t}");
         assert!(t.contains("function"), "{t}");
         assert!(t.contains("ret"), "{t}");
-        assert!(explain(DType::F32, &[3], &[4], &[], Broadcast::Numpy).is_err());
+        assert!(explain(&cg, DType::F32, &[3], &[4], &[], Broadcast::Numpy).is_err());
         assert!(
-            explain(DType::F32, &[0], &[0], &[], Broadcast::Numpy)
+            explain(&cg, DType::F32, &[0], &[0], &[], Broadcast::Numpy)
                 .unwrap()
                 .contains("empty output")
         );

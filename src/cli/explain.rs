@@ -2,7 +2,7 @@
 
 use selectjit::{DType, Error, Result};
 
-use super::Mode;
+use super::{CodegenArgs, Mode};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -22,6 +22,8 @@ pub struct Args {
     broadcast: Mode,
     #[arg(long, default_value_t = -1, allow_negative_numbers = true)]
     axis: i64,
+    #[command(flatten)]
+    codegen: CodegenArgs,
 }
 
 /// Parses `2,3,4` (or `''` for a scalar).
@@ -43,7 +45,17 @@ pub fn parse_shape(s: &str) -> Result<Vec<usize>> {
 
 pub fn run(a: Args) -> Result<()> {
     let dtype: DType = a.dtype.parse()?;
+    let cfg = a.codegen.config(selectjit::Backend::Jit)?;
+    let codegen = selectjit::jit::CodeGen::new(
+        cfg.tier,
+        selectjit::jit::CodeGenOptions {
+            verify: true,
+            nt_min_bytes: cfg.nt_min_bytes,
+            emulate: true,
+        },
+    )?;
     let text = selectjit::explain::explain(
+        &codegen,
         dtype,
         &parse_shape(&a.cond)?,
         &parse_shape(&a.then)?,

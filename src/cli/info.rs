@@ -4,7 +4,7 @@ use std::io::Write;
 
 use selectjit::Result;
 use selectjit::cache::{CAPACITY_ENV, capacity_from_env};
-use selectjit::jit::Jit;
+use selectjit::jit::{Jit, TIER_ENV, Tier};
 
 pub fn run(w: &mut dyn Write) -> Result<()> {
     let io = |e: std::io::Error| selectjit::Error::Io(e.to_string());
@@ -25,10 +25,10 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
     }
     match Jit::host(false) {
         Ok(j) => {
-            writeln!(w, "jit isa    {}", j.describe()).map_err(io)?;
+            writeln!(w, "cranelift  {}", j.describe()).map_err(io)?;
             writeln!(
                 w,
-                "jit select {}",
+                "cranelift select {}",
                 if j.uses_blendv() {
                     "blendv (pblendvb)"
                 } else {
@@ -39,10 +39,23 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
         }
         Err(e) => writeln!(
             w,
-            "jit        unavailable: {e} (static kernels serve every call)"
+            "cranelift  unavailable: {e} (static kernels serve every call)"
         )
         .map_err(io)?,
     }
+    for t in Tier::CONCRETE {
+        let state = match t.unavailable_reason() {
+            None => "available".to_string(),
+            Some(why) => format!("unavailable: {why}"),
+        };
+        writeln!(w, "tier       {:<10} {state}", t.name()).map_err(io)?;
+    }
+    let chosen = match Tier::from_env() {
+        Ok(Tier::Auto) => format!("auto -> {}", Tier::best()),
+        Ok(t) => format!("{t} ({TIER_ENV})"),
+        Err(e) => format!("{e} ({TIER_ENV}); auto -> {}", Tier::best()),
+    };
+    writeln!(w, "tier used  {chosen}").map_err(io)?;
     writeln!(
         w,
         "profile    {}",

@@ -6,7 +6,8 @@ mod info;
 mod run;
 
 use clap::{Parser, Subcommand, ValueEnum};
-use selectjit::{Backend, Broadcast, Error};
+use selectjit::jit::Tier;
+use selectjit::{Backend, Broadcast, Engine, EngineConfig, Error, Result};
 
 #[derive(Parser)]
 #[command(
@@ -66,6 +67,61 @@ impl From<BackendArg> for Backend {
             BackendArg::Static => Backend::Static,
             BackendArg::Interp => Backend::Interp,
         }
+    }
+}
+
+/// Code-generation tier names on the command line.
+#[derive(Clone, Copy, ValueEnum)]
+enum TierArg {
+    Auto,
+    Cranelift,
+    Avx2,
+    Avx512,
+}
+
+impl From<TierArg> for Tier {
+    fn from(t: TierArg) -> Tier {
+        match t {
+            TierArg::Auto => Tier::Auto,
+            TierArg::Cranelift => Tier::Cranelift,
+            TierArg::Avx2 => Tier::Avx2,
+            TierArg::Avx512 => Tier::Avx512,
+        }
+    }
+}
+
+/// The options that choose how kernels are made, shared by the commands that run them.
+#[derive(clap::Args, Clone, Copy)]
+struct CodegenArgs {
+    /// Code generator for the JIT backend (default: SELECTJIT_TIER, else auto: the best the
+    /// host runs). A tier the host cannot run is an error.
+    #[arg(long, value_enum)]
+    tier: Option<TierArg>,
+    /// Run x86-tier kernels the host cannot execute in the built-in emulator (slow; for
+    /// verifying AVX-512 code on a machine without it).
+    #[arg(long)]
+    emulate: bool,
+}
+
+impl CodegenArgs {
+    /// The engine configuration these options ask for.
+    fn config(self, backend: Backend) -> Result<EngineConfig> {
+        let d = EngineConfig::default();
+        let tier = match self.tier {
+            Some(t) => t.into(),
+            None => Tier::from_env()?,
+        };
+        Ok(EngineConfig {
+            backend,
+            tier,
+            emulate: self.emulate,
+            ..d
+        })
+    }
+
+    /// An engine for `backend` with these options, or why it cannot be built.
+    fn engine(self, backend: Backend) -> Result<Engine> {
+        Engine::try_with_config(self.config(backend)?)
     }
 }
 

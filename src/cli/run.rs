@@ -3,9 +3,9 @@
 use std::path::PathBuf;
 
 use selectjit::npy::{read_npy, write_npy};
-use selectjit::{DType, Engine, Error, Result, TensorMut, output_shape};
+use selectjit::{DType, Error, Result, TensorMut, output_shape};
 
-use super::{BackendArg, Mode};
+use super::{BackendArg, CodegenArgs, Mode};
 
 #[derive(clap::Args)]
 pub struct Args {
@@ -30,9 +30,12 @@ pub struct Args {
     /// Implementation.
     #[arg(long, value_enum, default_value = "jit")]
     backend: BackendArg,
+    #[command(flatten)]
+    codegen: CodegenArgs,
 }
 
 pub fn run(a: Args) -> Result<()> {
+    let engine = a.codegen.engine(a.backend.into())?;
     let cond = read_npy(&a.cond)?;
     let then = read_npy(&a.then)?;
     let else_ = read_npy(&a.else_)?;
@@ -56,7 +59,6 @@ pub fn run(a: Args) -> Result<()> {
         .checked_mul(then.dtype.width())
         .ok_or_else(|| Error::Invalid("output too large".into()))?;
     let mut out = vec![0u8; bytes];
-    let engine = Engine::with_backend(a.backend.into());
     engine.select_dyn(
         then.dtype,
         cond.view(),

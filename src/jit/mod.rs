@@ -1,27 +1,29 @@
-//! Cranelift code generation for [`Signature`]s.
+//! Code generation: turning a [`Signature`] into machine code.
 //!
-//! One [`Jit`] holds the host ISA (detected once with `cranelift-native`) and reusable compilation
-//! contexts; [`Jit::compile`] turns a signature into a [`Kernel`] with its own JIT module, so that
-//! dropping the kernel returns its code memory.
+//! The plan and the [`Signature`] are shared; what turns a signature into machine code is a
+//! **tier** ([`Tier`]), chosen once per engine:
+//!
+//! * [`cranelift`] — Cranelift IR compiled for the host by Cranelift (every architecture it
+//!   targets; 128-bit vectors on x86-64);
+//! * `x86` — on x86-64, AVX2 or AVX-512 machine code emitted directly, for every signature it
+//!   covers (the others go to Cranelift).
+//!
+//! [`CodeGen`] is the one entry point the engine uses; a [`Kernel`] records its tier, and the
+//! engine and the cache never learn how it was made.
 
-mod codegen;
-mod module;
-
-use std::sync::{Arc, Mutex};
-use std::time::Instant;
-
-use cranelift_codegen::Context;
-use cranelift_codegen::isa::OwnedTargetIsa;
-use cranelift_codegen::settings::{self, Configurable};
-use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
-use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module, default_libcall_names};
+pub mod cranelift;
+mod exec;
+mod kernel;
+mod tier;
+#[cfg(target_arch = "x86_64")]
+pub mod x86;
 
 use crate::error::{Error, Result};
 use crate::plan::Signature;
 
-use module::KernelFn;
-pub use module::{Kernel, live_kernels};
+pub use cranelift::Jit;
+pub use kernel::{Kernel, live_kernels};
+pub use tier::{TIER_ENV, Tier};
 
 /// What a shape-generic kernel depends on: the element width, the collapsed rank, the class of
 /// each operand's stride along the innermost dimension (0, 1, or any other value), which decides
@@ -60,7 +62,7 @@ impl Pattern {
 
     /// A signature with this pattern (dims of 2, outer strides of 0 or 2), from which the
     /// emitter reads only the width, the rank, the inner-stride classes and the zero strides.
-    fn representative(&self) -> Signature {
+    pub(crate) fn representative(&self) -> Signature {
         let r = self.rank;
         Signature {
             width: self.width,
@@ -92,200 +94,156 @@ impl std::fmt::Display for Pattern {
     }
 }
 
-/// Reusable per-compilation state.
-struct Scratch {
-    ctx: Context,
-    fbc: FunctionBuilderContext,
+/// Settings of a [`CodeGen`].
+#[derive(Debug, Clone, Copy)]
+pub struct CodeGenOptions {
+    /// Run the Cranelift verifier on every Cranelift function.
+    pub verify: bool,
+    /// x86 tier: exact kernels whose output is at least this many bytes write it with
+    /// non-temporal stores (`usize::MAX`: never).
+    pub nt_min_bytes: usize,
+    /// x86 tier: when the host lacks the tier's instructions, run its kernels in the built-in
+    /// emulator instead of refusing the tier (slow; for verifying the generator).
+    pub emulate: bool,
 }
 
-/// The code generator for the host machine.
-pub struct Jit {
-    isa: OwnedTargetIsa,
-    verify: bool,
-    /// x86-64 with SSE4.1: lane selects use `blendv`.
-    blendv: bool,
-    scratch: Mutex<Scratch>,
+/// The code generators of one engine: the chosen tier, and Cranelift for every signature the
+/// chosen tier does not cover.
+pub struct CodeGen {
+    tier: Tier,
+    cranelift: Jit,
+    #[cfg(target_arch = "x86_64")]
+    x86: Option<x86::X86Gen>,
+    /// x86 kernels run in the emulator.
+    emulate: bool,
 }
 
-impl std::fmt::Debug for Jit {
+impl std::fmt::Debug for CodeGen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "Jit({})", self.isa.triple())
+        write!(f, "CodeGen({}, {:?})", self.tier, self.cranelift)
     }
 }
 
-fn codegen_err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Codegen(format!("{what}: {e}"))
-}
-
-impl Jit {
-    /// A code generator for the host ISA. `verify` runs the Cranelift IR verifier on every
-    /// function (on in debug builds and in tests).
-    pub fn host(verify: bool) -> Result<Jit> {
-        let mut flags = settings::builder();
-        let set = |f: &mut settings::Builder, k: &str, v: &str| {
-            f.set(k, v).map_err(|e| codegen_err("setting", e))
+impl CodeGen {
+    /// The generators of `tier` (`Auto`: the best the host runs). A tier the host cannot run is
+    /// an error, unless `opts.emulate` asks for its kernels to run in the emulator.
+    pub fn new(tier: Tier, opts: CodeGenOptions) -> Result<CodeGen> {
+        let tier = tier.resolve();
+        let cranelift = Jit::host(opts.verify)?;
+        let emulate = tier.is_x86() && opts.emulate && !tier.available();
+        if !emulate && let Some(why) = tier.unavailable_reason() {
+            return Err(Error::Invalid(why));
+        }
+        #[cfg(target_arch = "x86_64")]
+        let x86 = match tier {
+            Tier::Avx2 => Some(x86::X86Gen::new(x86::Level::Avx2, opts.nt_min_bytes)),
+            Tier::Avx512 => Some(x86::X86Gen::new(x86::Level::Avx512, opts.nt_min_bytes)),
+            _ => None,
         };
-        // The emitted IR is already minimal (no redundant loads, loop-invariant splats hoisted
-        // by construction), so the e-graph optimiser adds compile time without speeding up the
-        // kernels: measured on the benchmark cases, `none` is as fast at run time and compiles
-        // ~40% fewer instructions than `speed`. The backtracking register allocator stays:
-        // `single_pass` compiles faster but made L2-resident cases up to 1.6x slower.
-        set(&mut flags, "opt_level", "none")?;
-        set(&mut flags, "regalloc_algorithm", "backtracking")?;
-        set(
-            &mut flags,
-            "enable_verifier",
-            if verify { "true" } else { "false" },
-        )?;
-        set(&mut flags, "is_pic", "false")?;
-        let isa = cranelift_native::builder()
-            .map_err(|e| codegen_err("host ISA", e))?
-            .finish(settings::Flags::new(flags))
-            .map_err(|e| codegen_err("host ISA", e))?;
-        let mut jit = Jit {
-            blendv: false,
-            isa,
-            verify,
-            scratch: Mutex::new(Scratch {
-                ctx: Context::new(),
-                fbc: FunctionBuilderContext::new(),
-            }),
-        };
-        jit.set_blendv(true);
-        Ok(jit)
+        Ok(CodeGen {
+            tier,
+            cranelift,
+            #[cfg(target_arch = "x86_64")]
+            x86,
+            emulate,
+        })
     }
 
-    /// The target triple and the ISA flags the generated code may use.
+    /// Cranelift alone, as configured by the caller (e.g. with [`Jit::set_blendv`]).
+    pub fn from_cranelift(jit: Jit) -> CodeGen {
+        CodeGen {
+            tier: Tier::Cranelift,
+            cranelift: jit,
+            #[cfg(target_arch = "x86_64")]
+            x86: None,
+            emulate: false,
+        }
+    }
+
+    /// The tier (never `Auto`).
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// Whether x86 kernels run in the emulator.
+    pub fn emulates(&self) -> bool {
+        self.emulate
+    }
+
+    /// The Cranelift generator (the tier itself, or the fallback of the x86 tiers).
+    pub fn cranelift(&self) -> &Jit {
+        &self.cranelift
+    }
+
+    /// The x86 generator, when the tier is an x86 one.
+    #[cfg(target_arch = "x86_64")]
+    pub fn x86(&self) -> Option<&x86::X86Gen> {
+        self.x86.as_ref()
+    }
+
+    /// The tier that compiles `sig`: the engine's, or Cranelift where the x86 generator does not
+    /// cover the signature.
+    pub fn tier_for(&self, sig: &Signature) -> Tier {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(x) = &self.x86
+            && x.covers(sig)
+        {
+            return self.tier;
+        }
+        let _ = sig;
+        Tier::Cranelift
+    }
+
+    /// The host as this generator sees it: the tier, and Cranelift's target and ISA flags.
     pub fn describe(&self) -> String {
-        let enabled: Vec<String> = self
-            .isa
-            .isa_flags()
-            .iter()
-            .filter(|v| v.as_bool() == Some(true))
-            .map(|v| v.name.to_string())
-            .collect();
-        format!("{} [{}]", self.isa.triple(), enabled.join(" "))
+        let emu = if self.emulate { " (emulated)" } else { "" };
+        format!(
+            "tier {}{emu}; cranelift {}",
+            self.tier,
+            self.cranelift.describe()
+        )
     }
 
-    /// Turns the x86 `blendv` lane select off (portable `bitselect` code) or back on where the
-    /// host has it. Kernels compiled either way give the same bytes; both are tested.
-    pub fn set_blendv(&mut self, on: bool) {
-        self.blendv = on && self.host_has_blendv();
-    }
-
-    fn host_has_blendv(&self) -> bool {
-        self.isa.triple().architecture == target_lexicon::Architecture::X86_64
-            && self
-                .isa
-                .isa_flags()
-                .iter()
-                .any(|f| f.name == "has_sse41" && f.as_bool() == Some(true))
-    }
-
-    /// Whether lane selects use x86 `blendv`.
-    pub fn uses_blendv(&self) -> bool {
-        self.blendv
-    }
-
-    /// Whether the verifier runs on every compiled function.
-    pub fn verifies(&self) -> bool {
-        self.verify
-    }
-
-    /// Builds the IR of `sig` (exact, or shape-generic for its pattern) into `ctx.func`.
-    fn build_ir(&self, sig: &Signature, generic: bool, s: &mut Scratch) {
-        s.ctx.clear();
-        s.ctx.func.signature.call_conv = self.isa.default_call_conv();
-        codegen::declare_params(&mut s.ctx.func);
-        let mut b = FunctionBuilder::new(&mut s.ctx.func, &mut s.fbc);
-        codegen::KernelEmitter::new(&mut b, sig, generic, self.blendv).emit();
-        b.finalize(self.isa.frontend_config());
-    }
-
-    /// Compiles `sig` to machine code with its dims and strides baked in.
+    /// Compiles `sig` with its dims and strides baked in.
     pub fn compile(&self, sig: &Signature) -> Result<Kernel> {
         self.compile_as(sig, false)
     }
 
-    /// Compiles the shape-generic kernel of `pattern`'s [`Pattern`]: it runs every signature of
-    /// that pattern, reading dims and strides at run time.
-    pub fn compile_generic(&self, pattern: &Pattern) -> Result<Kernel> {
-        self.compile_as(&pattern.representative(), true)
+    /// Compiles the shape-generic kernel of `p`.
+    pub fn compile_generic(&self, p: &Pattern) -> Result<Kernel> {
+        self.compile_as(&p.representative(), true)
     }
 
     fn compile_as(&self, sig: &Signature, generic: bool) -> Result<Kernel> {
-        if ![1, 2, 4, 8, 16].contains(&sig.width)
-            || sig.dims.is_empty()
-            || sig.rank() > crate::shape::MAX_RANK
+        #[cfg(target_arch = "x86_64")]
+        if let Some(x) = &self.x86
+            && x.covers(sig)
         {
-            return Err(Error::Codegen(format!("unsupported signature {sig}")));
+            let code = x.emit(sig, generic)?;
+            if self.emulate {
+                return Ok(Kernel::emulated(sig.clone(), generic, self.tier, code));
+            }
+            // SAFETY: `emit` returns a complete kernel function for `sig` (or its pattern) in
+            // the `KernelFn` convention, using the instructions of `self.tier`, which this
+            // host runs (checked in `new`: otherwise `emulate` is set).
+            return unsafe { Kernel::mapped(sig.clone(), generic, self.tier, &code) };
         }
-        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let s = &mut *guard;
-        self.build_ir(sig, generic, s);
-        let mut module = JITModule::new(JITBuilder::with_isa(
-            self.isa.clone(),
-            default_libcall_names(),
-        ));
-        let id = module
-            .declare_function("select_kernel", Linkage::Local, &s.ctx.func.signature)
-            .map_err(|e| codegen_err("declare", e))?;
-        module
-            .define_function(id, &mut s.ctx)
-            .map_err(|e| codegen_err("compile", format!("{e:?}")))?;
-        let code_bytes = s
-            .ctx
-            .compiled_code()
-            .map(|c| c.code_buffer().len())
-            .unwrap_or(0);
-        module.clear_context(&mut s.ctx);
-        module
-            .finalize_definitions()
-            .map_err(|e| codegen_err("finalize", e))?;
-        let ptr = module.get_finalized_function(id);
-        // SAFETY: `ptr` is the finalized entry of the function just defined with the signature
-        // built by `codegen::declare_params` (eight i64 parameters, no return) in the ISA's default
-        // calling convention, which on this host is the C calling convention of `KernelFn`.
-        let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-        Ok(Kernel::new(sig.clone(), generic, entry, code_bytes, module))
+        if generic {
+            self.cranelift.compile_generic(&Pattern::of(sig))
+        } else {
+            self.cranelift.compile(sig)
+        }
     }
 
-    /// Compiles `sig` and reports how long it took in microseconds.
-    pub fn compile_timed(&self, sig: &Signature) -> (Result<Arc<Kernel>>, u64) {
-        let t = Instant::now();
-        let k = self.compile(sig).map(Arc::new);
-        (k, t.elapsed().as_micros() as u64)
-    }
-
-    /// The Cranelift IR of `sig`, as text.
-    pub fn ir_text(&self, sig: &Signature) -> String {
-        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        self.build_ir(sig, false, &mut guard);
-        guard.ctx.func.display().to_string()
-    }
-
-    /// The machine code of `sig`, disassembled by Cranelift's own printer.
-    pub fn disassembly(&self, sig: &Signature) -> Result<String> {
-        self.disassemble(sig, false)
-    }
-
-    /// The machine code of the shape-generic kernel of `p`.
-    pub fn disassembly_generic(&self, p: &Pattern) -> Result<String> {
-        self.disassemble(&p.representative(), true)
-    }
-
-    fn disassemble(&self, sig: &Signature, generic: bool) -> Result<String> {
-        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let s = &mut *guard;
-        self.build_ir(sig, generic, s);
-        s.ctx.set_disasm(true);
-        let mut ctrl = cranelift_codegen::control::ControlPlane::default();
-        let r = s
-            .ctx
-            .compile(&*self.isa, &mut ctrl)
-            .map_err(|e| codegen_err("compile", format!("{:?}", e.inner)));
-        let text = r.map(|c| c.vcode.clone().unwrap_or_default());
-        s.ctx.set_disasm(false);
-        text
+    /// The machine code of `sig`'s exact kernel as text, and the tier that made it.
+    pub fn disassembly(&self, sig: &Signature) -> Result<(Tier, String)> {
+        #[cfg(target_arch = "x86_64")]
+        if let Some(x) = &self.x86
+            && x.covers(sig)
+        {
+            let code = x.emit(sig, false)?;
+            return Ok((self.tier, x86::disassemble(&code)));
+        }
+        Ok((Tier::Cranelift, self.cranelift.disassembly(sig)?))
     }
 }

@@ -1,0 +1,95 @@
+//! The x86-64 tier: AVX2 and AVX-512 machine code emitted directly for the signatures it covers.
+
+#[doc(hidden)]
+pub mod emu;
+
+use crate::error::{Error, Result};
+use crate::plan::Signature;
+
+/// Instruction-set level of the x86 tier.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Level {
+    /// 256-bit ymm vectors (AVX2, with BMI2).
+    Avx2,
+    /// 512-bit zmm vectors and opmask registers (AVX-512 F, BW, VL, DQ, with BMI2).
+    Avx512,
+}
+
+impl Level {
+    /// The CPU features kernels of this level use.
+    pub fn required_features(self) -> &'static [&'static str] {
+        match self {
+            Level::Avx2 => &["avx2", "bmi2"],
+            Level::Avx512 => &["avx512f", "avx512bw", "avx512vl", "avx512dq", "bmi2"],
+        }
+    }
+
+    /// Whether this CPU runs kernels of this level.
+    pub fn host_supports(self) -> bool {
+        use std::arch::is_x86_feature_detected as has;
+        match self {
+            Level::Avx2 => has!("avx2") && has!("bmi2"),
+            Level::Avx512 => {
+                has!("avx512f")
+                    && has!("avx512bw")
+                    && has!("avx512vl")
+                    && has!("avx512dq")
+                    && has!("bmi2")
+            }
+        }
+    }
+}
+
+/// The x86 code generator of one level.
+#[derive(Debug, Clone)]
+pub struct X86Gen {
+    level: Level,
+    nt_min_bytes: usize,
+}
+
+impl X86Gen {
+    /// A generator for `level`; exact kernels with at least `nt_min_bytes` of output use
+    /// non-temporal stores.
+    pub fn new(level: Level, nt_min_bytes: usize) -> X86Gen {
+        X86Gen {
+            level,
+            nt_min_bytes,
+        }
+    }
+
+    /// The instruction-set level.
+    pub fn level(&self) -> Level {
+        self.level
+    }
+
+    /// The output size from which exact kernels use non-temporal stores.
+    pub fn nt_min_bytes(&self) -> usize {
+        self.nt_min_bytes
+    }
+
+    /// Whether this generator emits code for `sig` (otherwise Cranelift compiles it).
+    pub fn covers(&self, _sig: &Signature) -> bool {
+        false
+    }
+
+    /// The machine code of `sig`'s kernel (exact, or shape-generic for its pattern), entered at
+    /// its first byte.
+    pub fn emit(&self, sig: &Signature, _generic: bool) -> Result<Vec<u8>> {
+        Err(Error::Codegen(format!("x86 tier does not cover {sig}")))
+    }
+}
+
+/// Intel-syntax listing of x86-64 machine code, one instruction per line with its offset.
+pub fn disassemble(code: &[u8]) -> String {
+    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
+    let mut d = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
+    let mut f = IntelFormatter::new();
+    let mut out = String::new();
+    let mut text = String::new();
+    for ins in &mut d {
+        text.clear();
+        f.format(&ins, &mut text);
+        out.push_str(&format!("{:6x}  {text}\n", ins.ip()));
+    }
+    out
+}
