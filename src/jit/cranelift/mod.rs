@@ -14,7 +14,7 @@ use cranelift_codegen::isa::OwnedTargetIsa;
 use cranelift_codegen::settings::{self, Configurable};
 use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
-use cranelift_module::{Linkage, Module, default_libcall_names};
+use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 
 use super::Pattern;
 use super::kernel::{Kernel, KernelFn};
@@ -46,31 +46,44 @@ fn codegen_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Codegen(format!("{what}: {e}"))
 }
 
+/// The Cranelift settings every kernel is compiled with. `pic`: position-independent code (for
+/// objects linked into executables or shared libraries).
+pub(crate) fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder> {
+    let mut flags = settings::builder();
+    let set = |f: &mut settings::Builder, k: &str, v: &str| {
+        f.set(k, v).map_err(|e| codegen_err("setting", e))
+    };
+    // The emitted IR is already minimal (no redundant loads, loop-invariant splats hoisted by
+    // construction), so the e-graph optimiser adds compile time without speeding up the
+    // kernels: measured on the benchmark cases, `none` is as fast at run time and compiles ~40%
+    // fewer instructions than `speed`. The backtracking register allocator stays: `single_pass`
+    // compiles faster but made L2-resident cases up to 1.6x slower.
+    set(&mut flags, "opt_level", "none")?;
+    set(&mut flags, "regalloc_algorithm", "backtracking")?;
+    set(
+        &mut flags,
+        "enable_verifier",
+        if verify { "true" } else { "false" },
+    )?;
+    set(&mut flags, "is_pic", if pic { "true" } else { "false" })?;
+    Ok(flags)
+}
+
 impl Jit {
     /// A code generator for the host ISA. `verify` runs the Cranelift IR verifier on every
     /// function (on in debug builds and in tests).
     pub fn host(verify: bool) -> Result<Jit> {
-        let mut flags = settings::builder();
-        let set = |f: &mut settings::Builder, k: &str, v: &str| {
-            f.set(k, v).map_err(|e| codegen_err("setting", e))
-        };
-        // The emitted IR is already minimal (no redundant loads, loop-invariant splats hoisted
-        // by construction), so the e-graph optimiser adds compile time without speeding up the
-        // kernels: measured on the benchmark cases, `none` is as fast at run time and compiles
-        // ~40% fewer instructions than `speed`. The backtracking register allocator stays:
-        // `single_pass` compiles faster but made L2-resident cases up to 1.6x slower.
-        set(&mut flags, "opt_level", "none")?;
-        set(&mut flags, "regalloc_algorithm", "backtracking")?;
-        set(
-            &mut flags,
-            "enable_verifier",
-            if verify { "true" } else { "false" },
-        )?;
-        set(&mut flags, "is_pic", "false")?;
         let isa = cranelift_native::builder()
             .map_err(|e| codegen_err("host ISA", e))?
-            .finish(settings::Flags::new(flags))
+            .finish(settings::Flags::new(shared_flags(verify, false)?))
             .map_err(|e| codegen_err("host ISA", e))?;
+        Ok(Jit::for_isa(isa, verify))
+    }
+
+    /// A code generator for `isa` (the host's, or another target's for ahead-of-time export).
+    /// Lane selects use x86 `blendv` where `isa` is x86-64 with SSE4.1, the portable
+    /// `bitselect` otherwise.
+    pub(crate) fn for_isa(isa: OwnedTargetIsa, verify: bool) -> Jit {
         let mut jit = Jit {
             blendv: false,
             isa,
@@ -81,7 +94,7 @@ impl Jit {
             }),
         };
         jit.set_blendv(true);
-        Ok(jit)
+        jit
     }
 
     /// The target triple and the ISA flags the generated code may use.
@@ -143,31 +156,12 @@ impl Jit {
     }
 
     fn compile_as(&self, sig: &Signature, generic: bool) -> Result<Kernel> {
-        if ![1, 2, 4, 8, 16].contains(&sig.width)
-            || sig.dims.is_empty()
-            || sig.rank() > crate::shape::MAX_RANK
-        {
-            return Err(Error::Codegen(format!("unsupported signature {sig}")));
-        }
-        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-        let s = &mut *guard;
-        self.build_ir(sig, generic, s);
         let mut module = JITModule::new(JITBuilder::with_isa(
             self.isa.clone(),
             default_libcall_names(),
         ));
-        let id = module
-            .declare_function("select_kernel", Linkage::Local, &s.ctx.func.signature)
-            .map_err(|e| codegen_err("declare", e))?;
-        module
-            .define_function(id, &mut s.ctx)
-            .map_err(|e| codegen_err("compile", format!("{e:?}")))?;
-        let code_bytes = s
-            .ctx
-            .compiled_code()
-            .map(|c| c.code_buffer().len())
-            .unwrap_or(0);
-        module.clear_context(&mut s.ctx);
+        let (id, code_bytes) =
+            self.define_in(&mut module, "select_kernel", Linkage::Local, sig, generic)?;
         module
             .finalize_definitions()
             .map_err(|e| codegen_err("finalize", e))?;
@@ -183,6 +177,41 @@ impl Jit {
             code_bytes,
             module,
         ))
+    }
+
+    /// Builds the kernel of `sig` (exact, or shape-generic for its pattern) and defines it in
+    /// `module` as function `name`; returns its id and its size in bytes of machine code.
+    pub(crate) fn define_in<M: Module>(
+        &self,
+        module: &mut M,
+        name: &str,
+        linkage: Linkage,
+        sig: &Signature,
+        generic: bool,
+    ) -> Result<(FuncId, usize)> {
+        if ![1, 2, 4, 8, 16].contains(&sig.width)
+            || sig.dims.is_empty()
+            || sig.rank() > crate::shape::MAX_RANK
+        {
+            return Err(Error::Codegen(format!("unsupported signature {sig}")));
+        }
+        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &mut *guard;
+        self.build_ir(sig, generic, s);
+        let id = module
+            .declare_function(name, linkage, &s.ctx.func.signature)
+            .map_err(|e| codegen_err("declare", e))?;
+        let r = module
+            .define_function(id, &mut s.ctx)
+            .map_err(|e| codegen_err("compile", format!("{e:?}")));
+        let code_bytes = s
+            .ctx
+            .compiled_code()
+            .map(|c| c.code_buffer().len())
+            .unwrap_or(0);
+        module.clear_context(&mut s.ctx);
+        r?;
+        Ok((id, code_bytes))
     }
 
     /// The Cranelift IR of `sig`, as text.
