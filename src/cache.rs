@@ -53,6 +53,18 @@ pub struct CacheStats {
     pub compile_failures: u64,
     /// Shape-generic kernels held now.
     pub generic_len: usize,
+    /// Calls run by an exact kernel of the engine's AOT table ([`crate::aot`]).
+    pub aot_exact_runs: u64,
+    /// Calls run by a shape-generic kernel of the engine's AOT table.
+    pub aot_generic_runs: u64,
+    /// Calls run by the static kernels (no kernel for them, or code generation failed).
+    pub static_runs: u64,
+    /// Exact and shape-generic kernels in the engine's AOT table (0 without one).
+    pub aot_exact_kernels: usize,
+    pub aot_generic_kernels: usize,
+    /// An AOT table was given to the engine and rejected ([`crate::Engine::aot_error`] says
+    /// why).
+    pub aot_rejected: bool,
 }
 
 /// What the cache holds for a signature.

@@ -105,9 +105,11 @@ impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         let code = match &e {
             Error::Broadcast(_) => SELECTJIT_ERR_BROADCAST,
-            Error::RankTooLarge { .. } | Error::Invalid(_) | Error::Io(_) | Error::Codegen(_) => {
-                SELECTJIT_ERR_INVALID
-            }
+            Error::RankTooLarge { .. }
+            | Error::Invalid(_)
+            | Error::Io(_)
+            | Error::Codegen(_)
+            | Error::Aot(_) => SELECTJIT_ERR_INVALID,
             Error::Overflow { .. } => SELECTJIT_ERR_OVERFLOW,
             Error::Layout { .. } => SELECTJIT_ERR_LAYOUT,
             Error::DType(_) => SELECTJIT_ERR_DTYPE,

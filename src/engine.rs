@@ -2,6 +2,7 @@
 
 use std::sync::{Arc, Mutex};
 
+use crate::aot::AotTable;
 use crate::cache::{CacheStats, KernelCache, Lookup, capacity_from_env};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
@@ -139,6 +140,13 @@ pub struct EngineConfig {
     /// emulator (every memory access checked; slow) instead of refusing the tier. For verifying
     /// the generator, e.g. AVX-512 kernels on an AVX2 machine.
     pub emulate: bool,
+    /// Kernels compiled ahead of time ([`crate::aot`]). A signature whose exact kernel the table
+    /// has runs it, with no code generation. Other signatures: with the `Jit` backend, the
+    /// engine's policy, taking the table's shape-generic kernel of the pattern instead of
+    /// compiling one; with the `Static` backend (no code generation at all, for hosts that
+    /// forbid it), the table's shape-generic kernel of the pattern, else the static kernels.
+    /// The `Interp` backend ignores it. Default: none.
+    pub aot: Option<AotTable>,
 }
 
 /// Default of [`EngineConfig::nt_min_bytes`]: outputs larger than a typical last-level cache.
@@ -179,6 +187,7 @@ impl Default for EngineConfig {
                 .and_then(|v| v.trim().parse().ok())
                 .unwrap_or(NT_MIN_BYTES),
             emulate: false,
+            aot: None,
         }
     }
 }
@@ -334,7 +343,17 @@ pub struct Engine {
     id: u64,
     /// Calls served by the per-thread memo (counted as cache hits).
     memo_hits: std::sync::atomic::AtomicU64,
+    /// Calls run by an exact kernel of the AOT table, by a shape-generic kernel of the table,
+    /// and by the static kernels.
+    runs: [std::sync::atomic::AtomicU64; 3],
+    /// Why the AOT table given to [`Engine::with_aot`] was rejected.
+    aot_error: Option<String>,
 }
+
+/// Indices of `Engine::runs`.
+const AOT_EXACT_RUNS: usize = 0;
+const AOT_GENERIC_RUNS: usize = 1;
+const STATIC_RUNS: usize = 2;
 
 thread_local! {
     /// The last exact kernel this thread got from an engine: (engine id, signature, kernel).
@@ -422,6 +441,32 @@ impl Engine {
         )
     }
 
+    /// An engine that serves calls from an AOT kernel table (see [`EngineConfig::aot`]), given
+    /// as the result of its checked registration ([`AotTable::from_raw`]). A rejected table is
+    /// not an error here: the engine serves every call without it (static kernels, or its code
+    /// generator), and [`Engine::aot_error`] and [`CacheStats::aot_rejected`] say why.
+    pub fn with_aot(config: EngineConfig, table: Result<AotTable>) -> Engine {
+        match table {
+            Ok(t) => Engine::with_config(EngineConfig {
+                aot: Some(t),
+                ..config
+            }),
+            Err(e) => {
+                let mut eng = Engine::with_config(EngineConfig {
+                    aot: None,
+                    ..config
+                });
+                eng.aot_error = Some(e.to_string());
+                eng
+            }
+        }
+    }
+
+    /// Why the AOT table given to [`Engine::with_aot`] was rejected.
+    pub fn aot_error(&self) -> Option<&str> {
+        self.aot_error.as_deref()
+    }
+
     fn assemble(config: EngineConfig, jit: std::result::Result<CodeGen, String>) -> Engine {
         let last = jit
             .as_ref()
@@ -431,6 +476,8 @@ impl Engine {
         Engine {
             id: NEXT_ENGINE_ID.fetch_add(1, std::sync::atomic::Ordering::Relaxed),
             memo_hits: std::sync::atomic::AtomicU64::new(0),
+            runs: Default::default(),
+            aot_error: None,
             pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             jit,
@@ -479,7 +526,15 @@ impl Engine {
     /// Cache counters: hits, misses, evictions, compilations and their time.
     pub fn stats(&self) -> CacheStats {
         let mut s = self.cache.lock().unwrap_or_else(|p| p.into_inner()).stats();
-        s.hits += self.memo_hits.load(std::sync::atomic::Ordering::Relaxed);
+        let load = |a: &std::sync::atomic::AtomicU64| a.load(std::sync::atomic::Ordering::Relaxed);
+        s.hits += load(&self.memo_hits);
+        s.aot_exact_runs = load(&self.runs[AOT_EXACT_RUNS]);
+        s.aot_generic_runs = load(&self.runs[AOT_GENERIC_RUNS]);
+        s.static_runs = load(&self.runs[STATIC_RUNS]);
+        if let Some(t) = &self.config.aot {
+            (s.aot_exact_kernels, s.aot_generic_kernels) = (t.exact_len(), t.generic_len());
+        }
+        s.aot_rejected = self.aot_error.is_some();
         s
     }
 
@@ -503,21 +558,43 @@ impl Engine {
             .clone()
     }
 
-    /// The kernel for `sig` under the engine's policy: its exact kernel when the signature is
-    /// hot (compiled on the call that makes it so), otherwise the shape-generic kernel of its
-    /// pattern. `None` when code generation failed (recorded), so the caller runs the static
-    /// kernels.
+    /// The kernel for `sig` under the engine's policy: the exact kernel of the AOT table when it
+    /// has one; else, with a code generator, its exact kernel when the signature is hot
+    /// (compiled on the call that makes it so), otherwise the shape-generic kernel of its
+    /// pattern (the AOT table's when it has one); without a code generator, the AOT table's
+    /// shape-generic kernel. `None` when there is none or code generation failed (recorded),
+    /// so the caller runs the static kernels.
     pub fn kernel(&self, sig: &Signature) -> Option<Arc<Kernel>> {
         self.kernel_with(sig, self.config.exact_after)
     }
 
     fn kernel_with(&self, sig: &Signature, exact_after: u32) -> Option<Arc<Kernel>> {
-        let jit = self.jit.as_ref().ok()?;
-        let k = self.kernel_locked(jit, sig, exact_after)?;
-        if !k.is_generic() {
+        if let Some(k) = self.aot_kernel(sig, false) {
+            return Some(k);
+        }
+        let Some(jit) = self.jit.as_ref().ok() else {
+            return self.aot_kernel(sig, true);
+        };
+        let k = self
+            .kernel_locked(jit, sig, exact_after)
+            .or_else(|| self.aot_kernel(sig, true))?;
+        if !k.is_generic() && !k.is_linked() {
             MEMO.with(|m| *m.borrow_mut() = Some((self.id, sig.clone(), k.clone())));
         }
         Some(k)
+    }
+
+    /// The AOT table's exact kernel of `sig`, or (`generic`) its shape-generic kernel of `sig`'s
+    /// pattern; counts the run.
+    fn aot_kernel(&self, sig: &Signature, generic: bool) -> Option<Arc<Kernel>> {
+        let t = self.config.aot.as_ref()?;
+        let (k, which) = if generic {
+            (t.generic(&Pattern::of(sig))?, AOT_GENERIC_RUNS)
+        } else {
+            (t.exact(sig)?, AOT_EXACT_RUNS)
+        };
+        self.runs[which].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        Some(k.clone())
     }
 
     /// Runs `sig` with this thread's last exact kernel of this engine, if it is `sig`'s:
@@ -583,6 +660,9 @@ impl Engine {
 
     /// The shape-generic kernel for `sig`'s pattern, compiled on first use.
     fn generic_kernel(&self, jit: &CodeGen, sig: &Signature) -> Option<Arc<Kernel>> {
+        if let Some(k) = self.aot_kernel(sig, true) {
+            return Some(k);
+        }
         let p = Pattern::of(sig);
         if let Some(k) = self.lock_cache().generic(&p) {
             return Some(k);
@@ -637,8 +717,8 @@ impl Engine {
         let sig = plan(dtype.width(), &b.out, [&sc, &sth, &se, &so]);
         // A prepared call is meant to be run many times: its exact kernel, at once.
         let kernel = match (&sig, self.config.backend) {
-            (Some(s), Backend::Jit) => self.kernel_with(s, 1),
-            _ => None,
+            (Some(_), Backend::Interp) | (None, _) => None,
+            (Some(s), _) => self.kernel_with(s, 1),
         };
         Ok(Prepared {
             dtype,
@@ -818,9 +898,12 @@ impl Engine {
             return;
         }
         let kernel = match self.config.backend {
-            Backend::Jit => self.kernel(sig),
-            _ => None,
+            Backend::Interp => None,
+            _ => self.kernel(sig),
         };
+        if kernel.is_none() {
+            self.runs[STATIC_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
         // SAFETY (for every call below): the caller validated every buffer against its shape
         // and strides (`check`, or `same_contiguous` for identical contiguous shapes): all
         // addressed elements are in bounds, strides are non-negative, the output's elements are

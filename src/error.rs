@@ -50,6 +50,10 @@ pub enum Error {
     /// Code generation failed. The engine records this and serves the call with the static kernels.
     #[error("code generation failed: {0}")]
     Codegen(String),
+    /// An ahead-of-time kernel table was rejected: for another machine, a format this library
+    /// does not read, or corrupted. An engine given it serves every call without it.
+    #[error("kernel table rejected: {0}")]
+    Aot(String),
     /// Reading or writing a file (CLI only).
     #[error("{0}")]
     Io(String),

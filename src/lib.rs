@@ -31,6 +31,7 @@
 //! # Ok::<(), selectjit::Error>(())
 //! ```
 
+pub mod aot;
 pub mod bench;
 pub mod cache;
 pub mod capi;

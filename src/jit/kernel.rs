@@ -34,6 +34,8 @@ enum Code {
     /// x86 code this host cannot run, executed by the built-in emulator (verification only).
     #[cfg(target_arch = "x86_64")]
     Emulated(Vec<u8>),
+    /// Code linked into the program ahead of time (an exported kernel table): nothing to free.
+    Linked,
 }
 
 /// A compiled kernel for one [`Signature`]. Shared as `Arc<Kernel>`; its code memory is returned
@@ -95,6 +97,33 @@ impl Kernel {
         Kernel::new(sig, generic, Tier::Cranelift, Some(entry), code_bytes, code)
     }
 
+    /// A kernel linked into the program ahead of time (from an exported table). It owns no
+    /// memory and is not counted by [`live_kernels`].
+    ///
+    /// # Safety
+    /// `entry` is a function with the [`KernelFn`] contract for `sig` (exact) or `sig`'s pattern
+    /// (generic), compiled for this host, that stays in the program for good.
+    pub(crate) unsafe fn linked(
+        sig: Signature,
+        generic: bool,
+        entry: KernelFn,
+        code_bytes: u32,
+    ) -> Self {
+        Kernel {
+            sig,
+            generic,
+            tier: Tier::Cranelift,
+            entry: Some(entry),
+            code_bytes: code_bytes as usize,
+            code: Code::Linked,
+        }
+    }
+
+    /// Whether the kernel's code was linked into the program ahead of time.
+    pub fn is_linked(&self) -> bool {
+        matches!(self.code, Code::Linked)
+    }
+
     /// A kernel of the x86 tier: `code` (entry at its first byte) mapped executable.
     ///
     /// # Safety
@@ -142,7 +171,7 @@ impl Kernel {
     /// The machine code of an x86-tier kernel (`None` for Cranelift kernels).
     pub fn x86_code(&self) -> Option<&[u8]> {
         match &self.code {
-            Code::Cranelift(_) => None,
+            Code::Cranelift(_) | Code::Linked => None,
             Code::Mapped(m) => Some(m.bytes()),
             #[cfg(target_arch = "x86_64")]
             Code::Emulated(v) => Some(v),
@@ -221,6 +250,9 @@ fn generic_args(sig: &Signature) -> ([u64; MAX_RANK], [i64; 4 * MAX_RANK]) {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
+        if let Code::Linked = self.code {
+            return; // part of the program, never counted
+        }
         LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
         LIVE_CODE.fetch_sub(self.code_bytes, std::sync::atomic::Ordering::Relaxed);
         let Code::Cranelift(module) = &mut self.code else {
