@@ -1,4 +1,4 @@
-//! The `selectjit` command: `run`, `bench`, `explain`, `info`.
+//! The `selectjit` command: `run`, `bench`, `explain`, `info`, `aot`.
 
 mod cli;
 

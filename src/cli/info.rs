@@ -72,6 +72,12 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
         capacity_from_env()
     )
     .map_err(io)?;
+    writeln!(
+        w,
+        "aot        export for x86_64, aarch64, s390x, riscv64 (selectjit aot); tables run on {}",
+        selectjit::aot::host_arch()
+    )
+    .map_err(io)?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     writeln!(w, "threads    {threads}").map_err(io)?;
     Ok(())

@@ -1,5 +1,6 @@
 //! Command-line interface. Every failure prints one `error: ...` line on stderr and exits 2.
 
+mod aot;
 mod bench;
 mod explain;
 mod info;
@@ -30,6 +31,9 @@ enum Cmd {
     Explain(explain::Args),
     /// Version, host ISA as the JIT sees it, build profile, settings.
     Info,
+    /// Export kernels ahead of time for a target: an object file with a kernel table, and a C
+    /// header (for hosts that forbid generating code at run time).
+    Aot(aot::Args),
 }
 
 /// Broadcast mode names on the command line.
@@ -152,6 +156,7 @@ pub fn main() -> i32 {
         Cmd::Bench(a) => bench::run(a),
         Cmd::Explain(a) => explain::run(a),
         Cmd::Info => info::run(&mut std::io::stdout()),
+        Cmd::Aot(a) => aot::run(a),
     };
     match r {
         Ok(()) => 0,
