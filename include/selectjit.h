@@ -6,6 +6,39 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#ifndef SELECTJIT_AOT_TYPES
+#define SELECTJIT_AOT_TYPES
+/* Ahead-of-time kernel tables (selectjit aot). A kernel runs outer indices [begin, end) of its
+ * signature; dims and byte_strides are read by shape-generic kernels only
+ * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out); exact kernels get NULL. */
+typedef void (*SelectjitKernelFn)(const uint8_t *cond, const uint8_t *then_, const uint8_t *else_,
+                                  uint8_t *out, size_t begin, size_t end, const uint64_t *dims,
+                                  const int64_t *byte_strides);
+#define SELECTJIT_AOT_VERSION 1
+#define SELECTJIT_AOT_EXACT 0
+#define SELECTJIT_AOT_GENERIC 1
+typedef struct SelectjitAotEntry {
+    uint32_t key_offset; /* the key is key_len bytes at keys + key_offset */
+    uint32_t key_len;
+    uint32_t kind;       /* SELECTJIT_AOT_EXACT or SELECTJIT_AOT_GENERIC */
+    uint32_t code_bytes;
+    SelectjitKernelFn func;
+} SelectjitAotEntry;
+typedef struct SelectjitAotTable {
+    uint8_t magic[8];    /* "SJITAOT\0" */
+    uint32_t version;    /* SELECTJIT_AOT_VERSION */
+    uint32_t entry_count;
+    uint32_t keys_len;
+    uint32_t reserved;
+    uint64_t checksum;   /* FNV-1a 64 over each entry's kind, key_len (u32 LE) and key bytes */
+    char triple[64];     /* target triple */
+    char features[256];  /* CPU features the code needs, space-separated */
+    const SelectjitAotEntry *entries;
+    const uint8_t *keys;
+} SelectjitAotTable;
+#endif /* SELECTJIT_AOT_TYPES */
+
+
 // Status codes.
 #define SELECTJIT_OK 0
 
@@ -26,6 +59,8 @@
 #define SELECTJIT_ERR_OUTPUT_SHAPE 8
 
 #define SELECTJIT_ERR_PANIC 9
+
+#define SELECTJIT_ERR_AOT 10
 
 // Element type codes (the order of `DType::ALL`).
 #define SELECTJIT_DTYPE_BOOL 0
@@ -100,13 +135,57 @@ typedef struct SelectjitStats {
   uint64_t compile_us;
   uint64_t len;
   uint64_t capacity;
+  // Calls run by an exact kernel of the engine's AOT table.
+  uint64_t aot_exact_runs;
+  // Calls run by a shape-generic kernel of the engine's AOT table.
+  uint64_t aot_generic_runs;
+  // Calls run by the static kernels.
+  uint64_t static_runs;
+  // Kernels (exact and shape-generic) in the engine's AOT table.
+  uint64_t aot_kernels;
+  // 1 when an AOT table was given to the engine and rejected.
+  uint64_t aot_rejected;
 } SelectjitStats;
+
+
+
+
 
 
 
 // Creates an engine. `backend`: 0 JIT, 1 static kernels, 2 interpreter. `cache_capacity` and
 // `threads`: 0 for the defaults. Returns NULL on error (see `selectjit_last_error`).
 struct SelectjitEngine *selectjit_engine_new(int backend, size_t cache_capacity, size_t threads);
+
+// Checks an ahead-of-time kernel table linked into the program (the table an object written by
+// `selectjit aot` defines): `SELECTJIT_OK`, or `SELECTJIT_ERR_AOT` with the reason in
+// `selectjit_last_error` (a table for another architecture, missing CPU features, another
+// format version, corrupted keys, ...).
+//
+// # Safety
+// `table` is NULL or points at a table from an object exported by selectjit and linked into
+// this program (or a library that stays loaded).
+int selectjit_aot_table_check(const SelectjitAotTable *table);
+
+// Creates an engine that serves calls from an ahead-of-time kernel table. `backend` 1 (static)
+// generates no code at all: the table's exact kernel of a call, else the table's
+// shape-generic kernel of its pattern, else the static kernels. Backend 0 (JIT) takes the
+// table's kernels first and generates the others; 2 (interpreter) ignores the table.
+// `cache_capacity` and `threads` as for `selectjit_engine_new`.
+//
+// A table that fails the checks of `selectjit_aot_table_check` does not stop the engine: it is
+// created and serves every call without the table; `*table_status` (when not NULL) is then
+// `SELECTJIT_ERR_AOT` and `selectjit_last_error` says why (else `SELECTJIT_OK`), and
+// `selectjit_engine_stats` reports `aot_rejected`. Returns NULL only for an unknown backend
+// (`*table_status` then holds that error's code).
+//
+// # Safety
+// `table` as for `selectjit_aot_table_check`; `table_status` is NULL or writable.
+struct SelectjitEngine *selectjit_engine_new_aot(const SelectjitAotTable *table,
+                                                 int backend,
+                                                 size_t cache_capacity,
+                                                 size_t threads,
+                                                 int *table_status);
 
 // Destroys an engine made by `selectjit_engine_new` (NULL is ignored).
 //

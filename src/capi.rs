@@ -12,6 +12,7 @@ use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int};
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use crate::aot::{AotTable, SelectjitAotTable};
 use crate::dtype::DType;
 use crate::engine::{Backend, Engine, EngineConfig, InPlace, Prepared};
 use crate::error::Error;
@@ -29,6 +30,7 @@ pub const SELECTJIT_ERR_NULL_POINTER: c_int = 6;
 pub const SELECTJIT_ERR_OVERLAP: c_int = 7;
 pub const SELECTJIT_ERR_OUTPUT_SHAPE: c_int = 8;
 pub const SELECTJIT_ERR_PANIC: c_int = 9;
+pub const SELECTJIT_ERR_AOT: c_int = 10;
 
 /// Element type codes (the order of `DType::ALL`).
 pub const SELECTJIT_DTYPE_BOOL: c_int = 0;
@@ -81,6 +83,16 @@ pub struct SelectjitStats {
     pub compile_us: u64,
     pub len: u64,
     pub capacity: u64,
+    /// Calls run by an exact kernel of the engine's AOT table.
+    pub aot_exact_runs: u64,
+    /// Calls run by a shape-generic kernel of the engine's AOT table.
+    pub aot_generic_runs: u64,
+    /// Calls run by the static kernels.
+    pub static_runs: u64,
+    /// Kernels (exact and shape-generic) in the engine's AOT table.
+    pub aot_kernels: u64,
+    /// 1 when an AOT table was given to the engine and rejected.
+    pub aot_rejected: u64,
 }
 
 /// An engine (opaque).
@@ -105,11 +117,10 @@ impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         let code = match &e {
             Error::Broadcast(_) => SELECTJIT_ERR_BROADCAST,
-            Error::RankTooLarge { .. }
-            | Error::Invalid(_)
-            | Error::Io(_)
-            | Error::Codegen(_)
-            | Error::Aot(_) => SELECTJIT_ERR_INVALID,
+            Error::RankTooLarge { .. } | Error::Invalid(_) | Error::Io(_) | Error::Codegen(_) => {
+                SELECTJIT_ERR_INVALID
+            }
+            Error::Aot(_) => SELECTJIT_ERR_AOT,
             Error::Overflow { .. } => SELECTJIT_ERR_OVERFLOW,
             Error::Layout { .. } => SELECTJIT_ERR_LAYOUT,
             Error::DType(_) => SELECTJIT_ERR_DTYPE,
@@ -303,26 +314,94 @@ pub extern "C" fn selectjit_engine_new(
 ) -> *mut SelectjitEngine {
     let mut out = std::ptr::null_mut();
     guard(|| {
-        let backend = match backend {
-            SELECTJIT_BACKEND_JIT => Backend::Jit,
-            SELECTJIT_BACKEND_STATIC => Backend::Static,
-            SELECTJIT_BACKEND_INTERP => Backend::Interp,
-            b => return Err(fail(SELECTJIT_ERR_INVALID, format!("unknown backend {b}"))),
-        };
-        let d = EngineConfig::default();
-        let cfg = EngineConfig {
-            backend,
-            cache_capacity: if cache_capacity == 0 {
-                d.cache_capacity
-            } else {
-                cache_capacity
-            },
-            threads: if threads == 0 { d.threads } else { threads },
-            ..d
-        };
+        let cfg = engine_config(backend, cache_capacity, threads)?;
         out = Box::into_raw(Box::new(SelectjitEngine(Engine::with_config(cfg))));
         Ok(())
     });
+    out
+}
+
+/// The configuration `selectjit_engine_new` describes.
+fn engine_config(
+    backend: c_int,
+    cache_capacity: usize,
+    threads: usize,
+) -> Result<EngineConfig, Fail> {
+    let backend = match backend {
+        SELECTJIT_BACKEND_JIT => Backend::Jit,
+        SELECTJIT_BACKEND_STATIC => Backend::Static,
+        SELECTJIT_BACKEND_INTERP => Backend::Interp,
+        b => return Err(fail(SELECTJIT_ERR_INVALID, format!("unknown backend {b}"))),
+    };
+    let d = EngineConfig::default();
+    Ok(EngineConfig {
+        backend,
+        cache_capacity: if cache_capacity == 0 {
+            d.cache_capacity
+        } else {
+            cache_capacity
+        },
+        threads: if threads == 0 { d.threads } else { threads },
+        ..d
+    })
+}
+
+/// Checks an ahead-of-time kernel table linked into the program (the table an object written by
+/// `selectjit aot` defines): `SELECTJIT_OK`, or `SELECTJIT_ERR_AOT` with the reason in
+/// `selectjit_last_error` (a table for another architecture, missing CPU features, another
+/// format version, corrupted keys, ...).
+///
+/// # Safety
+/// `table` is NULL or points at a table from an object exported by selectjit and linked into
+/// this program (or a library that stays loaded).
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_aot_table_check(table: *const SelectjitAotTable) -> c_int {
+    guard(|| {
+        // SAFETY: the caller's contract.
+        unsafe { AotTable::from_raw(table) }?;
+        Ok(())
+    })
+}
+
+/// Creates an engine that serves calls from an ahead-of-time kernel table. `backend` 1 (static)
+/// generates no code at all: the table's exact kernel of a call, else the table's
+/// shape-generic kernel of its pattern, else the static kernels. Backend 0 (JIT) takes the
+/// table's kernels first and generates the others; 2 (interpreter) ignores the table.
+/// `cache_capacity` and `threads` as for `selectjit_engine_new`.
+///
+/// A table that fails the checks of `selectjit_aot_table_check` does not stop the engine: it is
+/// created and serves every call without the table; `*table_status` (when not NULL) is then
+/// `SELECTJIT_ERR_AOT` and `selectjit_last_error` says why (else `SELECTJIT_OK`), and
+/// `selectjit_engine_stats` reports `aot_rejected`. Returns NULL only for an unknown backend
+/// (`*table_status` then holds that error's code).
+///
+/// # Safety
+/// `table` as for `selectjit_aot_table_check`; `table_status` is NULL or writable.
+#[unsafe(no_mangle)]
+pub unsafe extern "C" fn selectjit_engine_new_aot(
+    table: *const SelectjitAotTable,
+    backend: c_int,
+    cache_capacity: usize,
+    threads: usize,
+    table_status: *mut c_int,
+) -> *mut SelectjitEngine {
+    let mut out = std::ptr::null_mut();
+    let code = guard(|| {
+        let cfg = engine_config(backend, cache_capacity, threads)?;
+        // SAFETY: the caller's contract.
+        let t = unsafe { AotTable::from_raw(table) };
+        let eng = Engine::with_aot(cfg, t);
+        let why = eng.aot_error().map(str::to_string);
+        out = Box::into_raw(Box::new(SelectjitEngine(eng)));
+        match why {
+            Some(w) => Err(fail(SELECTJIT_ERR_AOT, w)),
+            None => Ok(()),
+        }
+    });
+    if !table_status.is_null() {
+        // SAFETY: non-NULL and writable (contract).
+        unsafe { table_status.write(code) };
+    }
     out
 }
 
@@ -612,6 +691,11 @@ pub unsafe extern "C" fn selectjit_engine_stats(
             compile_us: s.compile_us,
             len: s.len as u64,
             capacity: s.capacity as u64,
+            aot_exact_runs: s.aot_exact_runs,
+            aot_generic_runs: s.aot_generic_runs,
+            static_runs: s.static_runs,
+            aot_kernels: (s.aot_exact_kernels + s.aot_generic_kernels) as u64,
+            aot_rejected: s.aot_rejected as u64,
         };
         // SAFETY: non-NULL and writable (contract).
         unsafe { out.write(v) };
@@ -640,6 +724,7 @@ pub extern "C" fn selectjit_status_name(code: c_int) -> *const c_char {
         SELECTJIT_ERR_OVERLAP => b"overlap\0",
         SELECTJIT_ERR_OUTPUT_SHAPE => b"output shape\0",
         SELECTJIT_ERR_PANIC => b"panic\0",
+        SELECTJIT_ERR_AOT => b"kernel table rejected\0",
         _ => b"unknown\0",
     };
     s.as_ptr() as *const c_char

@@ -44,13 +44,30 @@ fn c_program_exercises_the_abi() {
         lib.display()
     );
     let dir = tempfile::tempdir().unwrap();
+    // The AOT kernel table the program registers: exported for this host, linked statically.
+    let mut set = selectjit::aot::KernelSet::new();
+    let i64 = selectjit::DType::I64;
+    let np = selectjit::Broadcast::Numpy;
+    let both = selectjit::aot::Kinds::Both;
+    set.add_call(i64, &[2, 2], &[2, 2], &[2, 2], np, both)
+        .unwrap();
+    let generic = selectjit::aot::Kinds::Generic;
+    set.add_call(selectjit::DType::F32, &[3], &[2, 3], &[], np, generic)
+        .unwrap();
+    let ex = selectjit::aot::export(&selectjit::aot::ExportOptions::new("host"), &set).unwrap();
+    assert_eq!((ex.exact, ex.generic), (1, 2));
+    std::fs::write(dir.path().join("kernels.o"), &ex.object).unwrap();
+    std::fs::write(dir.path().join("kernels.h"), &ex.header).unwrap();
     let exe = dir.path().join("test_capi");
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let out = Command::new(&cc)
         .args(["-std=c99", "-Wall", "-Wextra", "-Werror", "-O1"])
         .arg("-I")
         .arg(root.join("include"))
+        .arg("-I")
+        .arg(dir.path())
         .arg(root.join("tests/c/test_capi.c"))
+        .arg(dir.path().join("kernels.o"))
         .arg("-L")
         .arg(&lib)
         .arg("-lselectjit")
@@ -71,7 +88,19 @@ fn c_program_exercises_the_abi() {
     let last = stdout.lines().last().unwrap_or("");
     assert!(last.ends_with(" passed, 0 failed"), "{stdout}");
     let passed: usize = last.split_whitespace().next().unwrap().parse().unwrap();
-    assert!(passed >= 87, "only {passed} checks ran");
+    assert!(passed >= 118, "only {passed} checks ran");
+}
+
+/// The AOT table types in `include/selectjit.h` (from cbindgen.toml) are the text the library
+/// writes into every exported header, so that both headers can be included together.
+#[test]
+fn header_has_the_aot_types_verbatim() {
+    let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+    let header = std::fs::read_to_string(root.join("include/selectjit.h")).unwrap();
+    assert!(
+        header.contains(selectjit::aot::C_TYPES),
+        "include/selectjit.h lacks selectjit::aot::C_TYPES: regenerate it with cbindgen"
+    );
 }
 
 /// Every exported function of `src/capi.rs` is declared in the header (they cannot drift).

@@ -5,6 +5,10 @@
 #include <string.h>
 
 #include "selectjit.h"
+/* The kernel table of an object exported for this host by tests/c_api.rs (selectjit aot):
+ * i64 [2,2] calls (exact and generic kernels) and the generic kernel of f32 "row cond, matrix
+ * then, scalar else" calls. */
+#include "kernels.h"
 
 static int checks = 0, failures = 0;
 
@@ -142,6 +146,90 @@ static void errors(void) {
     selectjit_engine_free(NULL);
 }
 
+static SelectjitStats stats_of(SelectjitEngine *e) {
+    SelectjitStats s;
+    memset(&s, 0, sizeof s);
+    CHECK(selectjit_engine_stats(e, &s) == SELECTJIT_OK, "stats");
+    return s;
+}
+
+/* An engine with only the AOT table (static backend: no code generation): exact kernel, generic
+ * kernel with other dims, static kernels for a width the table lacks; then rejected tables. */
+static void aot_table(void) {
+    CHECK(selectjit_aot_table_check(&selectjit_aot_table) == SELECTJIT_OK, "host table accepted");
+    int st = -1;
+    SelectjitEngine *e = selectjit_engine_new_aot(&selectjit_aot_table, SELECTJIT_BACKEND_STATIC, 0, 1, &st);
+    CHECK(e != NULL && st == SELECTJIT_OK, "aot engine, status %d", st);
+    SelectjitStats s = stats_of(e);
+    CHECK(s.aot_kernels == 3 && s.aot_rejected == 0, "aot kernels %llu", (unsigned long long)s.aot_kernels);
+
+    /* Exact: the ONNX example. */
+    size_t s22[2] = {2, 2};
+    uint8_t cond[4] = {1, 0, 0x80, 1};
+    int64_t x[4] = {1, 2, 3, 4}, y[4] = {9, 8, 7, 6}, out[4] = {0};
+    SelectjitTensor c = tensor(cond, 4, s22, 2, NULL), t = tensor(x, 32, s22, 2, NULL),
+                    el = tensor(y, 32, s22, 2, NULL), o = tensor(out, 32, s22, 2, NULL);
+    CHECK(selectjit_select(e, SELECTJIT_DTYPE_I64, SELECTJIT_MODE_NUMPY, -1, &c, &t, &el, &o) == 0, "aot exact");
+    int64_t want[4] = {1, 8, 3, 4};
+    CHECK(memcmp(out, want, sizeof want) == 0, "aot exact values");
+    s = stats_of(e);
+    CHECK(s.aot_exact_runs == 1 && s.aot_generic_runs == 0 && s.static_runs == 0, "exact run counted");
+
+    /* Generic: cond [5], then [4,5], else scalar; the table's kernel came from [2,3]. */
+    size_t s5[1] = {5}, s45[2] = {4, 5};
+    uint8_t c5[5] = {0, 1, 0, 2, 0};
+    float m[20], minus = -1.0f, fo[20];
+    for (int i = 0; i < 20; i++) m[i] = (float)i;
+    SelectjitTensor gc = tensor(c5, 5, s5, 1, NULL), gt = tensor(m, sizeof m, s45, 2, NULL),
+                    ge = tensor(&minus, 4, NULL, 0, NULL), go = tensor(fo, sizeof fo, s45, 2, NULL);
+    CHECK(selectjit_select(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &gc, &gt, &ge, &go) == 0, "aot generic");
+    int ok = 1;
+    for (int i = 0; i < 20; i++) ok &= fo[i] == (c5[i % 5] ? m[i] : -1.0f);
+    CHECK(ok, "aot generic values");
+    s = stats_of(e);
+    CHECK(s.aot_generic_runs == 1 && s.static_runs == 0, "generic run counted");
+
+    /* A width the table lacks: the static kernels. */
+    uint16_t hx[4] = {1, 2, 3, 4}, hy[4] = {9, 8, 7, 6}, ho[4];
+    SelectjitTensor ht = tensor(hx, 8, s22, 2, NULL), he = tensor(hy, 8, s22, 2, NULL), hout = tensor(ho, 8, s22, 2, NULL);
+    CHECK(selectjit_select(e, SELECTJIT_DTYPE_U16, SELECTJIT_MODE_NUMPY, -1, &c, &ht, &he, &hout) == 0, "static");
+    CHECK(ho[0] == 1 && ho[1] == 8 && ho[2] == 3 && ho[3] == 4, "static values");
+    s = stats_of(e);
+    CHECK(s.static_runs == 1 && s.aot_exact_runs == 1, "static run counted");
+    selectjit_engine_free(e);
+
+    /* Rejected tables: a clear error, and an engine that serves without them. */
+    SelectjitAotTable bad = selectjit_aot_table;
+    bad.version = 99;
+    CHECK(selectjit_aot_table_check(&bad) == SELECTJIT_ERR_AOT, "wrong version rejected");
+    CHECK(strstr(selectjit_last_error(), "version 99") != NULL, "version message: %s", selectjit_last_error());
+    bad = selectjit_aot_table;
+    memset(bad.triple, 0, sizeof bad.triple);
+    strcpy(bad.triple, "s390x-unknown-linux-gnu");
+    CHECK(selectjit_aot_table_check(&bad) == SELECTJIT_ERR_AOT, "wrong architecture rejected");
+    CHECK(strstr(selectjit_last_error(), "s390x") != NULL, "architecture message");
+    bad = selectjit_aot_table;
+    bad.checksum ^= 1;
+    CHECK(selectjit_aot_table_check(&bad) == SELECTJIT_ERR_AOT, "corrupted table rejected");
+    CHECK(strstr(selectjit_last_error(), "checksum") != NULL, "checksum message");
+    CHECK(selectjit_aot_table_check(NULL) == SELECTJIT_ERR_AOT, "NULL table rejected");
+    CHECK(strcmp(selectjit_status_name(SELECTJIT_ERR_AOT), "kernel table rejected") == 0, "status name");
+
+    st = -1;
+    e = selectjit_engine_new_aot(&bad, SELECTJIT_BACKEND_STATIC, 0, 1, &st);
+    CHECK(e != NULL && st == SELECTJIT_ERR_AOT, "engine despite a rejected table, status %d", st);
+    CHECK(strstr(selectjit_last_error(), "checksum") != NULL, "engine reports why");
+    memset(out, 0, sizeof out);
+    CHECK(selectjit_select(e, SELECTJIT_DTYPE_I64, SELECTJIT_MODE_NUMPY, -1, &c, &t, &el, &o) == 0, "served anyway");
+    CHECK(memcmp(out, want, sizeof want) == 0, "served values");
+    s = stats_of(e);
+    CHECK(s.aot_rejected == 1 && s.aot_kernels == 0 && s.static_runs == 1 && s.aot_exact_runs == 0,
+          "rejection recorded");
+    selectjit_engine_free(e);
+    CHECK(selectjit_engine_new_aot(&selectjit_aot_table, 9, 0, 0, &st) == NULL && st == SELECTJIT_ERR_INVALID,
+          "bad backend");
+}
+
 /* two-step: cond goes into the then/else result one way; it may not grow a dim of 1 nor add
  * one. Each of these is an error on every backend, and the output is left untouched. */
 static void two_step_one_way(int backend) {
@@ -191,6 +279,7 @@ int main(void) {
     two_step_one_way(SELECTJIT_BACKEND_JIT);
     two_step_one_way(SELECTJIT_BACKEND_STATIC);
     two_step_one_way(SELECTJIT_BACKEND_INTERP);
+    aot_table();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
