@@ -2,6 +2,9 @@
 //! from SPEC.md: infer the shape by its own rule, materialise each input broadcast to the output
 //! by explicit index arithmetic, then select element by element. Bytes are compared.
 
+#[path = "common/aot_host.rs"]
+mod aot_host;
+
 use proptest::prelude::*;
 use selectjit::jit::Jit;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
@@ -306,6 +309,12 @@ fn engines() -> Vec<(String, Engine)> {
     v.push((
         "jit-portable".into(),
         Engine::with_jit(cfg(Backend::Jit, 1), portable),
+    ));
+    // No code generator: a table of every rank-1 and rank-2 shape-generic kernel exported ahead
+    // of time for this host, the static kernels for higher ranks.
+    v.push((
+        "aot".into(),
+        aot_host::aot_only_engine(cfg(Backend::Static, 1), aot_host::generic_rank2_table()),
     ));
     v
 }
