@@ -43,6 +43,8 @@ pub mod jit;
 pub mod kernels;
 pub mod npy;
 pub mod plan;
+mod pool;
+pub mod roofline;
 pub mod shape;
 pub mod tensor;
 
