@@ -12,6 +12,7 @@ use crate::plan::{Signature, plan, plan_contiguous};
 use crate::pool::Pool;
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::shape::{check_shape, contiguous_strides, numel};
+use crate::split::Way;
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 
 /// Which implementation runs the selects of an [`Engine`].
@@ -816,9 +817,9 @@ impl Engine {
             out: out_ptr,
         };
         let outer = sig.outer();
-        let split =
+        let eligible =
             out.len() >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2;
-        if self.config.backend == Backend::Jit && !split && self.run_memo(sig, p, outer) {
+        if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }
         let kernel = match self.config.backend {
@@ -836,7 +837,19 @@ impl Engine {
             // SAFETY: see above.
             None => unsafe { kernels::run(sig, p, a, b) },
         };
-        if split && let Some(pool) = self.pool() {
+        if !eligible {
+            return run(p, 0, outer);
+        }
+        // An exact kernel learns whether splitting pays; otherwise large calls split.
+        let (way, probe) = match &kernel {
+            Some(k) if !k.is_generic() => k.split_choice().next(),
+            _ => (Way::Split, false),
+        };
+        let t = probe.then(std::time::Instant::now);
+        let mut ran = Way::Single;
+        if way == Way::Split
+            && let Some(pool) = self.pool()
+        {
             let parts = pool.threads().min(outer);
             let shared = SharedPtrs(p);
             let part = |i: usize| {
@@ -844,10 +857,15 @@ impl Engine {
                 run(sp.0, outer * i / parts, outer * (i + 1) / parts)
             };
             if pool.run(parts, &part) {
-                return;
+                ran = Way::Split;
             }
         }
-        run(p, 0, outer)
+        if ran == Way::Single {
+            run(p, 0, outer);
+        }
+        if let (Some(t), Some(k)) = (t, &kernel) {
+            k.split_choice().record(ran, t.elapsed().as_nanos() as u64);
+        }
     }
 }
 

@@ -46,6 +46,7 @@ pub mod plan;
 mod pool;
 pub mod roofline;
 pub mod shape;
+mod split;
 pub mod tensor;
 
 pub use cache::CacheStats;
