@@ -6,6 +6,8 @@
 
 mod codegen;
 mod module;
+#[cfg(target_arch = "x86_64")]
+pub mod x86;
 
 use std::sync::{Arc, Mutex};
 use std::time::Instant;
