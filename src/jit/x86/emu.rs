@@ -134,10 +134,13 @@ impl Default for EmuConfig {
 pub struct EmuStats {
     /// Instructions executed, the final `ret` included.
     pub steps: u64,
-    /// Instructions that read memory (a masked load whose lanes are all disabled does not count).
+    /// Instructions that read memory, `pop` and `ret` included (a masked load whose lanes are
+    /// all disabled does not count).
     pub loads: u64,
-    /// Instructions that wrote memory (likewise).
+    /// Instructions that wrote memory, `push` included (likewise).
     pub stores: u64,
+    /// `rax` at the return: the function's integer result, if it has one.
+    pub rax: u64,
 }
 
 /// Why an emulation stopped before the function returned normally. Each variant carries the
@@ -326,5 +329,8 @@ pub unsafe fn call(
 ) -> Result<EmuStats, EmuError> {
     let mut m = exec::Machine::new(code, regions, cfg, args);
     m.run(entry)?;
-    Ok(m.stats)
+    Ok(EmuStats {
+        rax: m.gpr[0],
+        ..m.stats
+    })
 }
