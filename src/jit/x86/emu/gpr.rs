@@ -27,7 +27,7 @@ fn szp(r: u64, size: usize) -> u64 {
     if r & sign(size) != 0 {
         f |= SF;
     }
-    if (r as u8).count_ones() % 2 == 0 {
+    if (r as u8).count_ones().is_multiple_of(2) {
         f |= PF;
     }
     f

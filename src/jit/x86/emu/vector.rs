@@ -252,7 +252,7 @@ impl Machine<'_> {
 
     /// Fails unless `addr` is a multiple of `align`.
     fn aligned(addr: u64, align: usize) -> R<()> {
-        if addr % align as u64 == 0 {
+        if addr.is_multiple_of(align as u64) {
             Ok(())
         } else {
             Err(Trap::Misaligned {

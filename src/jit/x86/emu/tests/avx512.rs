@@ -821,7 +821,7 @@ fn masked_stores_leave_disabled_lanes_untouched() {
         a.vmovdqu32(zmmword_ptr(rdi).k1(), zmm0)?;
         a.ret()?;
     }));
-    let mut buf = vec![0u32; 16];
+    let mut buf = [0u32; 16];
     for k in [0x3ffu64, 0x2aa, 0x0, 0x200] {
         buf.iter_mut().for_each(|b| *b = 0xdead_beef);
         // Only the first 10 dwords are writable; the rest of `buf` is outside every region.

@@ -5,6 +5,9 @@
 //! vector, opmask) and the flags from a [`State`], runs the snippet and stores them back; the
 //! same bytes run natively and in the emulator, and the two states are compared.
 
+// The models index elements like the SDM's pseudo-code does.
+#![allow(clippy::needless_range_loop)]
+
 mod avx512;
 mod errors;
 mod hw;
