@@ -139,7 +139,11 @@ fn alu_matches_hardware() {
     g!("imul r64 m64", mul, rsi_mem, |a| a
         .imul_2(rcx, qword_ptr(rsi)));
     g!("imul r32 r32 imm8", mul, |a| a.imul_3(eax, ebx, -3));
-    g!("imul r64 r64 imm32", mul, |a| a.imul_3(rdx, r8, 0x0123_4567));
+    g!("imul r64 r64 imm32", mul, |a| a.imul_3(
+        rdx,
+        r8,
+        0x0123_4567
+    ));
     g!("imul r32 m32 imm32", mul, rsi_mem, |a| a.imul_3(
         r9d,
         dword_ptr(rsi + 4),
