@@ -58,6 +58,15 @@
 //! Opmask: `kmovb/w/d/q` (k←r, r←k, k←k, k←m, m←k), `kshiftl/kshiftr b/w/d/q`,
 //! `kand/kandn/kor/kxor/kxnor/knot b/w/d/q`, `kortest b/w/d/q`, `ktest b/w/d/q`,
 //! `kadd b/w/d/q`, `kunpckbw/wd/dq`. `k0` as a write mask means no mask.
+//!
+//! Beyond the core of the subset, these are emulated because masked tails, mask expansion and
+//! index arithmetic commonly need them: `andn`, `pushfq`/`popfq`, `endbr64`, `pause`,
+//! `vpaddb/w/d/q`, `vpsubb/w/d/q`, the vector shifts, the `pd`/`ps`/`f` twins of the integer
+//! moves, broadcasts, inserts, extracts and permutes, `vblendmps/pd`, `vmaskmovps/pd`,
+//! `vmovmskpd`, `vmovntdqa`, `vmovntpd`, `lfence`, `prefetchw`, and embedded broadcasts.
+//!
+//! Not emulated (an [`EmuError::Unsupported`]): `call`, string instructions, division, legacy
+//! SSE encodings, gathers and scatters, segment overrides, and anything else not listed.
 
 mod exec;
 mod gpr;
@@ -318,8 +327,9 @@ pub(crate) fn insn_text(ins: &Instruction) -> String {
 ///
 /// # Safety
 /// Each region must be valid for reads (and for writes if `writable`) for its whole length
-/// during the call, and must not be accessed otherwise meanwhile. Memory outside the regions,
-/// `code` and the emulator's own stack is never touched.
+/// during the call, and must not be accessed otherwise meanwhile; a writable region must not
+/// overlap `code`. Memory outside the regions, `code` and the emulator's own stack is never
+/// touched.
 pub unsafe fn call(
     code: &[u8],
     entry: usize,

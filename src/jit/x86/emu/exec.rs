@@ -135,7 +135,8 @@ struct Hit {
     writable: bool,
 }
 
-/// The emulated CPU and the memory it may touch.
+/// The emulated CPU and the memory it may touch. Only [`super::call`] makes one: its memory
+/// accesses rely on the safety contract of that function.
 pub(super) struct Machine<'a> {
     /// rax, rcx, rdx, rbx, rsp, rbp, rsi, rdi, r8–r15.
     pub gpr: [u64; 16],
@@ -305,6 +306,15 @@ impl<'a> Machine<'a> {
             _ => return unsupported("only legacy, VEX and EVEX encodings are emulated"),
         }
         let ops = 0..ins.op_count();
+        let odd_register = ops.clone().any(|i| {
+            ins.op_kind(i) == OpKind::Register && {
+                let r = ins.op_register(i);
+                !(r.is_gpr() || r.is_vector_register() || r.is_k())
+            }
+        });
+        if odd_register {
+            return unsupported("segment, control, debug, x87 or MMX register operand");
+        }
         let uses_memory = ops.clone().any(|i| ins.op_kind(i) == OpKind::Memory);
         if uses_memory {
             if matches!(ins.memory_segment(), Register::FS | Register::GS) {

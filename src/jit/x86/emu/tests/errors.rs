@@ -256,7 +256,24 @@ fn unsupported_and_undecodable_code() {
             r => panic!("{bytes:x?}: {r:?}"),
         }
     }
-    // Segment overrides and gathers are not in the subset.
+    // Segment registers, segment overrides and gathers are not in the subset.
+    let x = func!(|a| {
+        a.mov(ds, ax)?;
+        a.ret()?;
+    });
+    assert!(matches!(
+        run(&x, &[], &[]),
+        Err(EmuError::Unsupported { .. })
+    ));
+    let x = func!(|a| {
+        a.kxnorw(k1, k1, k1)?;
+        a.vpgatherdd(zmm0.k1(), ptr(rdi + zmm1 * 4))?;
+        a.ret()?;
+    });
+    assert!(matches!(
+        run(&x, &[], &[]),
+        Err(EmuError::Unsupported { .. })
+    ));
     let x = func!(|a| {
         a.mov(rax, qword_ptr(0).fs())?;
         a.ret()?;
