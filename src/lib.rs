@@ -44,7 +44,10 @@ pub mod jit;
 pub mod kernels;
 pub mod npy;
 pub mod plan;
+mod pool;
+pub mod roofline;
 pub mod shape;
+mod split;
 pub mod tensor;
 
 pub use cache::CacheStats;
