@@ -445,6 +445,15 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
         .emit()
         .map_err(|e| module_err("object", e))?;
     let (exact, generic) = (set.exact.len(), set.generic.len());
+    // Read the object back as whoever links it would: its table must check out.
+    let back = super::object::check_object(&object, &opts.symbol)
+        .map_err(|e| Error::Codegen(format!("the exported object fails its own check: {e}")))?;
+    if (back.exact, back.generic) != (exact, generic) {
+        return Err(Error::Codegen(format!(
+            "the exported object holds {} + {} kernels, not {exact} + {generic}",
+            back.exact, back.generic
+        )));
+    }
     Ok(Exported {
         header: c_header(&opts.symbol, &triple_text, &features, exact, generic),
         object,

@@ -17,11 +17,15 @@
 //!     // Defined by the object `selectjit aot` (or `aot::export` in a build script) wrote.
 //!     static selectjit_aot_table: SelectjitAotTable;
 //! }
-//! // SAFETY: the table comes from an object exported by this library and linked into the
-//! // program.
-//! let table = unsafe { AotTable::from_raw(&raw const selectjit_aot_table) };
-//! let config = EngineConfig { backend: Backend::Static, ..EngineConfig::default() };
-//! let engine = Engine::with_aot(config, table); // no code generation at run time
+//!
+//! fn engine() -> Engine {
+//!     // SAFETY: the table comes from an object exported by this library and linked into the
+//!     // program.
+//!     let table = unsafe { AotTable::from_raw(&raw const selectjit_aot_table) };
+//!     let config = EngineConfig { backend: Backend::Static, ..EngineConfig::default() };
+//!     Engine::with_aot(config, table) // no code generation at run time
+//! }
+//! # fn main() {} // (this example is not linked with a table)
 //! ```
 //!
 //! [`Signature`]: crate::plan::Signature
@@ -29,10 +33,12 @@
 
 mod export;
 pub mod key;
+mod object;
 mod shapes;
 mod table;
 
 pub use export::{DEFAULT_SYMBOL, ExportOptions, Exported, KernelSet, Kinds, export};
+pub use object::{ObjectSummary, check_object};
 pub use shapes::{ShapesFile, parse_shapes};
 pub use table::{
     AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_VERSION, AotTable,

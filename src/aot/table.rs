@@ -205,15 +205,15 @@ impl std::fmt::Debug for AotTable {
     }
 }
 
-/// What the header of a table says, checked against this host.
+/// What the header of a table says.
 pub(crate) struct Header<'a> {
     pub triple: &'a str,
     pub features: Vec<String>,
 }
 
-/// Checks the header fields that do not need the entries: magic, version, counts, triple (its
-/// architecture and calling convention against this host's when `host` is set), features.
-pub(crate) fn check_header<'a>(t: &'a SelectjitAotTable, host: bool) -> Result<Header<'a>> {
+/// Checks the header fields that need neither the entries nor the host: magic, version,
+/// counts, reserved field, the triple and the feature list.
+pub(crate) fn check_format(t: &SelectjitAotTable) -> Result<Header<'_>> {
     if t.magic != AOT_MAGIC {
         return Err(Error::Aot(format!(
             "bad magic {:02x?} (not a selectjit kernel table)",
@@ -242,45 +242,54 @@ pub(crate) fn check_header<'a>(t: &'a SelectjitAotTable, host: bool) -> Result<H
         return Err(Error::Aot(format!("reserved field is {}", t.reserved)));
     }
     let triple = c_string("target triple", &t.triple)?;
-    let parsed: Triple = triple
-        .parse()
+    triple
+        .parse::<Triple>()
         .map_err(|e| Error::Aot(format!("target triple '{triple}': {e}")))?;
     let features: Vec<String> = c_string("feature list", &t.features)?
         .split_whitespace()
         .map(str::to_string)
         .collect();
-    if host {
-        let h = Triple::host();
-        if arch_name(parsed.architecture) != arch_name(h.architecture)
-            || parsed.endianness().ok() != h.endianness().ok()
-        {
-            return Err(Error::Aot(format!(
-                "kernels for {triple} ({}) cannot run on this {} host",
-                arch_name(parsed.architecture),
-                arch_name(h.architecture)
-            )));
-        }
-        if CallConv::triple_default(&parsed) != CallConv::triple_default(&h) {
-            return Err(Error::Aot(format!(
-                "kernels for {triple} use the {} calling convention, this host {}",
-                CallConv::triple_default(&parsed),
-                CallConv::triple_default(&h)
-            )));
-        }
-        let have = host_features()?;
-        let missing: Vec<&str> = features
-            .iter()
-            .filter(|f| !have.contains(f))
-            .map(String::as_str)
-            .collect();
-        if !missing.is_empty() {
-            return Err(Error::Aot(format!(
-                "kernels for {triple} need CPU features this host lacks: {}",
-                missing.join(" ")
-            )));
-        }
-    }
     Ok(Header { triple, features })
+}
+
+/// Checks that this host runs the code of a table with this header: its architecture, byte
+/// order and calling convention, and every CPU feature the code needs.
+fn check_host(header: &Header<'_>) -> Result<()> {
+    let triple = header.triple;
+    let parsed: Triple = triple
+        .parse()
+        .map_err(|e| Error::Aot(format!("target triple '{triple}': {e}")))?;
+    let h = Triple::host();
+    if arch_name(parsed.architecture) != arch_name(h.architecture)
+        || parsed.endianness().ok() != h.endianness().ok()
+    {
+        return Err(Error::Aot(format!(
+            "kernels for {triple} ({}) cannot run on this {} host",
+            arch_name(parsed.architecture),
+            arch_name(h.architecture)
+        )));
+    }
+    if CallConv::triple_default(&parsed) != CallConv::triple_default(&h) {
+        return Err(Error::Aot(format!(
+            "kernels for {triple} use the {} calling convention, this host {}",
+            CallConv::triple_default(&parsed),
+            CallConv::triple_default(&h)
+        )));
+    }
+    let have = host_features()?;
+    let missing: Vec<&str> = header
+        .features
+        .iter()
+        .filter(|f| !have.contains(f))
+        .map(String::as_str)
+        .collect();
+    if !missing.is_empty() {
+        return Err(Error::Aot(format!(
+            "kernels for {triple} need CPU features this host lacks: {}",
+            missing.join(" ")
+        )));
+    }
+    Ok(())
 }
 
 /// One entry's key and kind, checked: the kernel it names.
@@ -369,7 +378,8 @@ impl AotTable {
         }
         // SAFETY: non-NULL and aligned; the caller guarantees a live table.
         let t = unsafe { &*table };
-        let h = check_header(t, true)?;
+        let h = check_format(t)?;
+        check_host(&h)?;
         let n = t.entry_count as usize;
         if (n > 0 && (t.entries.is_null() || !t.entries.is_aligned()))
             || (t.keys_len > 0 && t.keys.is_null())

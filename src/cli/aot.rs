@@ -2,21 +2,25 @@
 
 use std::path::{Path, PathBuf};
 
-use selectjit::aot::{DEFAULT_SYMBOL, ExportOptions, export, parse_shapes};
+use selectjit::aot::{DEFAULT_SYMBOL, ExportOptions, check_object, export, parse_shapes};
 use selectjit::{DType, Error, Result};
 
 #[derive(clap::Args)]
 pub struct Args {
     /// Target triple (x86_64-unknown-linux-gnu, aarch64-unknown-linux-gnu,
     /// s390x-unknown-linux-gnu, riscv64gc-unknown-linux-gnu, ...) or `host`.
-    #[arg(long)]
-    target: String,
+    #[arg(long, required_unless_present = "check")]
+    target: Option<String>,
     /// The calls to export kernels for (JSON; see the README).
-    #[arg(long)]
-    shapes: PathBuf,
+    #[arg(long, required_unless_present = "check")]
+    shapes: Option<PathBuf>,
     /// The object file to write.
-    #[arg(short = 'o', long = "out")]
-    out: PathBuf,
+    #[arg(short = 'o', long = "out", required_unless_present = "check")]
+    out: Option<PathBuf>,
+    /// Instead of exporting: read an exported object back and check its table (a truncated or
+    /// corrupted object is an error), and say what it holds.
+    #[arg(long, value_name = "OBJECT", conflicts_with_all = ["target", "shapes", "out", "header"])]
+    check: Option<PathBuf>,
     /// Also write a C header declaring the table.
     #[arg(long)]
     header: Option<PathBuf>,
@@ -36,13 +40,39 @@ pub struct Args {
     dtypes: Vec<String>,
 }
 
+fn features(f: &[String]) -> String {
+    if f.is_empty() {
+        "baseline".to_string()
+    } else {
+        f.join(" ")
+    }
+}
+
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
     std::fs::write(path, bytes).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
 }
 
 pub fn run(a: Args) -> Result<()> {
-    let text = std::fs::read_to_string(&a.shapes)
-        .map_err(|e| Error::Io(format!("{}: {e}", a.shapes.display())))?;
+    if let Some(obj) = &a.check {
+        let bytes = std::fs::read(obj).map_err(|e| Error::Io(format!("{}: {e}", obj.display())))?;
+        let s = check_object(&bytes, &a.symbol)?;
+        println!(
+            "{}: table `{}` for {} ({}): {} exact + {} shape-generic kernels, {} bytes of code; ok",
+            obj.display(),
+            a.symbol,
+            s.triple,
+            features(&s.features),
+            s.exact,
+            s.generic,
+            s.code_bytes
+        );
+        return Ok(());
+    }
+    let (Some(target), Some(shapes), Some(out)) = (&a.target, &a.shapes, &a.out) else {
+        return Err(Error::Invalid("aot needs --target, --shapes and -o".into()));
+    };
+    let text = std::fs::read_to_string(shapes)
+        .map_err(|e| Error::Io(format!("{}: {e}", shapes.display())))?;
     let mut defaults = Vec::new();
     for d in &a.dtypes {
         if d == "all" {
@@ -58,34 +88,30 @@ pub fn run(a: Args) -> Result<()> {
         file.set.add_patterns_up_to(r, &widths);
     }
     let opts = ExportOptions {
-        target: a.target.clone(),
+        target: target.clone(),
         isa_flags: a.isa_flags.clone(),
         symbol: a.symbol.clone(),
         verify: cfg!(debug_assertions),
     };
     let ex = export(&opts, &file.set)?;
-    write(&a.out, &ex.object)?;
+    write(out, &ex.object)?;
     if let Some(h) = &a.header {
         write(h, ex.header.as_bytes())?;
     }
     println!(
         "{}: {} exact + {} shape-generic kernels for {} ({}), {} bytes of code, table `{}`",
-        a.out.display(),
+        out.display(),
         ex.exact,
         ex.generic,
         ex.triple,
-        if ex.features.is_empty() {
-            "baseline".to_string()
-        } else {
-            ex.features.join(" ")
-        },
+        features(&ex.features),
         ex.code_bytes,
         a.symbol
     );
     println!(
         "from {} cases of {} ({} skipped as expected errors, {} with an empty output){}",
         file.cases,
-        a.shapes.display(),
+        shapes.display(),
         file.skipped,
         file.empty,
         a.header
