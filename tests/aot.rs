@@ -470,3 +470,133 @@ fn export_refuses_bad_options() {
             .contains("extern const SelectjitAotTable selectjit_aot_table;")
     );
 }
+
+#[test]
+fn cli_exports_objects_for_other_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_selectjit");
+    let shapes = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/shapes.json");
+    // (ELF machine, byte order) of each target.
+    for (target, machine, big) in [
+        ("aarch64-unknown-linux-gnu", 183u16, false),
+        ("s390x-unknown-linux-gnu", 22, true),
+        ("riscv64gc-unknown-linux-gnu", 243, false),
+        ("x86_64-unknown-linux-gnu", 62, false),
+    ] {
+        let o = dir.path().join(format!("{target}.o"));
+        let h = dir.path().join(format!("{target}.h"));
+        let out = std::process::Command::new(bin)
+            .args([
+                "aot", "--target", target, "--shapes", shapes, "--dtypes", "f32,u8",
+            ])
+            .arg("-o")
+            .arg(&o)
+            .arg("--header")
+            .arg(&h)
+            .args(["--symbol", "my_kernels"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{target}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(target) && stdout.contains("skipped as expected errors"),
+            "{stdout}"
+        );
+        let obj = std::fs::read(&o).unwrap();
+        assert_eq!(&obj[..4], b"\x7fELF");
+        assert_eq!(obj[5], if big { 2 } else { 1 }, "{target} byte order");
+        let m = if big {
+            u16::from_be_bytes([obj[18], obj[19]])
+        } else {
+            u16::from_le_bytes([obj[18], obj[19]])
+        };
+        assert_eq!(m, machine, "{target} e_machine");
+        let header = std::fs::read_to_string(&h).unwrap();
+        assert!(header.contains("extern const SelectjitAotTable my_kernels;"));
+        assert!(header.contains(selectjit::aot::C_TYPES));
+    }
+    // Errors: one line, exit status 2, no object written.
+    let o = dir.path().join("none.o");
+    for args in [
+        &["--target", "mips-unknown-linux-gnu"][..],
+        &[
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--isa-flags",
+            "has_nothing",
+        ],
+        &[
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--symbol",
+            "not valid",
+        ],
+        &["--target", "aarch64-unknown-linux-gnu", "--dtypes", "f128"],
+    ] {
+        let out = std::process::Command::new(bin)
+            .arg("aot")
+            .args(args)
+            .args(["--shapes", shapes, "-o"])
+            .arg(&o)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(!o.exists());
+    }
+}
+
+#[test]
+fn truncated_or_corrupted_objects_are_clear_errors() {
+    let mut set = KernelSet::new();
+    set.add_call(
+        DType::F32,
+        &[3, 1],
+        &[3, 40],
+        &[40],
+        Broadcast::Numpy,
+        Kinds::Both,
+    )
+    .unwrap();
+    set.add_call(DType::U8, &[17], &[17], &[], Broadcast::Numpy, Kinds::Both)
+        .unwrap();
+    for target in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "s390x-unknown-linux-gnu",
+        "riscv64gc-unknown-linux-gnu",
+    ] {
+        let ex = selectjit::aot::export(&ExportOptions::new(target), &set).unwrap();
+        let s = selectjit::aot::check_object(&ex.object, "selectjit_aot_table").unwrap();
+        assert_eq!((s.exact, s.generic, s.triple.as_str()), (2, 2, target));
+        assert_eq!(s.code_bytes, ex.code_bytes);
+        assert!(selectjit::aot::check_object(&ex.object, "other_name").is_err());
+        // Every truncation is an error, never a panic.
+        let n = ex.object.len();
+        for len in (0..n).step_by(7).chain([n - 1]) {
+            let r = selectjit::aot::check_object(&ex.object[..len], "selectjit_aot_table");
+            let e = r.expect_err("a truncated object was accepted").to_string();
+            assert!(e.starts_with("kernel table rejected: "), "{e}");
+        }
+        // Flipping any byte: an error or (bytes the table's kernels do not depend on, such as
+        // code, recorded sizes or a triple's vendor) the same kernels; never a panic.
+        let mut rejected = 0;
+        for at in 0..n {
+            let mut b = ex.object.clone();
+            b[at] ^= 0x41;
+            match selectjit::aot::check_object(&b, "selectjit_aot_table") {
+                Err(_) => rejected += 1,
+                Ok(t) => assert_eq!((t.exact, t.generic, t.triple.len()), (2, 2, target.len())),
+            }
+        }
+        assert!(rejected > 0, "{target}");
+    }
+}
