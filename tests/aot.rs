@@ -295,8 +295,8 @@ fn copy_of_host_table() -> TableCopy {
             Kinds::Both,
         )
         .unwrap();
-        let dir = tempfile::tempdir().unwrap().keep();
-        let lib = aot_host::build_library(&set, &dir, "selectjit_bad_input");
+        let dir = tempfile::tempdir().unwrap();
+        let lib = aot_host::build_library(&set, dir.path(), "selectjit_bad_input");
         aot_host::load_table(&lib, "selectjit_aot_table") as usize
     });
     // SAFETY: the table of a library that stays loaded.

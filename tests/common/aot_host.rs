@@ -62,9 +62,11 @@ pub fn load_table(lib: &Path, symbol: &str) -> *const SelectjitAotTable {
 
 /// A checked table of `set`'s kernels for this host.
 pub fn host_table(set: &KernelSet) -> AotTable {
-    let dir = tempfile::tempdir().unwrap().keep();
-    let lib = build_library(set, &dir, "selectjit_test_kernels");
+    let dir = tempfile::tempdir().unwrap();
+    let lib = build_library(set, dir.path(), "selectjit_test_kernels");
+    // The loaded library stays mapped after its file and folder are removed.
     let t = load_table(&lib, selectjit::aot::DEFAULT_SYMBOL);
+    drop(dir);
     // SAFETY: the table of an object just exported for this host, in a library that stays
     // loaded.
     unsafe { AotTable::from_raw(t) }.expect("the host's own table is accepted")
