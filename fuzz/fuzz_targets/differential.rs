@@ -1,14 +1,32 @@
 //! JIT (exact and shape-generic, every code-generation tier: x86 tiers the CPU lacks run in the
-//! emulator), static kernels and the interpreter must agree byte for byte, and on whether a call
-//! is an error, for arbitrary widths, modes, shapes, strides and data.
+//! emulator), static kernels, kernels exported ahead of time (an engine with only a table, and a
+//! JIT engine with one; build.rs links the table in) and the interpreter must agree byte for
+//! byte, and on whether a call is an error, for arbitrary widths, modes, shapes, strides and
+//! data. Some inputs instead corrupt a copy of the table, which the checked constructor must
+//! reject (or, when the edits touch nothing the table's meaning depends on, accept unchanged).
 #![no_main]
 
 use std::sync::OnceLock;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
 use selectjit::jit::Tier;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
+
+unsafe extern "C" {
+    /// Linked in by build.rs: kernels exported ahead of time for this machine.
+    static selectjit_aot_table: SelectjitAotTable;
+}
+
+fn table() -> AotTable {
+    static T: OnceLock<AotTable> = OnceLock::new();
+    T.get_or_init(|| {
+        // SAFETY: the table of the object build.rs exported for this target and linked in.
+        unsafe { AotTable::from_raw(&raw const selectjit_aot_table) }.expect("table accepted")
+    })
+    .clone()
+}
 
 /// The interpreter first, then every other engine.
 fn engines() -> &'static [Engine] {
@@ -39,8 +57,72 @@ fn engines() -> &'static [Engine] {
                 v.push(e);
             }
         }
+        // No code generator: the table's exact or shape-generic kernel, else static.
+        v.push(Engine::with_aot(cfg(Backend::Static, Tier::Auto, 1, false), Ok(table())));
+        // The table's exact kernels, and its generic kernels instead of compiled ones.
+        let jit = cfg(Backend::Jit, Tier::Cranelift, u32::MAX, false);
+        v.push(Engine::with_aot(jit, Ok(table())));
         v
     })
+}
+
+/// Corrupts a copy of the table with up to four (offset, xor) edits of the header (not its
+/// pointers), the entries (not the functions) and the keys, and checks it: rejected, or — when
+/// the edits missed everything the table's meaning depends on — the same kernels.
+fn corrupt_table(u: &mut Unstructured) -> Result<()> {
+    // SAFETY: the linked table, alive for the whole program.
+    let t: SelectjitAotTable = unsafe { *(&raw const selectjit_aot_table) };
+    // SAFETY: the linked table's entries and keys cover its counts.
+    let mut entries: Vec<SelectjitAotEntry> =
+        unsafe { std::slice::from_raw_parts(t.entries, t.entry_count as usize) }.to_vec();
+    // SAFETY: as above.
+    let mut keys: Vec<u8> =
+        unsafe { std::slice::from_raw_parts(t.keys, t.keys_len as usize) }.to_vec();
+    let mut h = t;
+    for _ in 0..u.int_in_range(1..=4)? {
+        let x: u8 = u.int_in_range(1..=255)?;
+        match u.int_in_range(0..=5)? {
+            0 => h.magic[u.int_in_range(0..=7)?] ^= x,
+            1 => h.version ^= x as u32,
+            2 => h.checksum ^= (x as u64) << (8 * u.int_in_range(0..=7)?),
+            3 => {
+                h.triple[u.int_in_range(0..=63)?] ^= x;
+                h.features[u.int_in_range(0..=255)?] ^= x;
+            }
+            4 => {
+                let e = &mut entries[u.choose_index(t.entry_count as usize)?];
+                match u.int_in_range(0..=3)? {
+                    0 => e.key_offset ^= x as u32,
+                    1 => e.key_len ^= x as u32,
+                    2 => e.kind ^= x as u32,
+                    _ => e.code_bytes ^= x as u32, // not checked: the table stays valid
+                }
+            }
+            _ => {
+                let i = u.choose_index(keys.len())?;
+                keys[i] ^= x;
+            }
+        }
+    }
+    // Counts may only shrink: the copy must cover what its header says.
+    if u.arbitrary::<bool>()? {
+        h.entry_count = u.int_in_range(0..=t.entry_count)?;
+    }
+    h.entries = entries.as_ptr();
+    h.keys = keys.as_ptr();
+    // SAFETY: the copy points at its own entries and keys, covering its (never grown) counts;
+    // the functions are the linked table's.
+    match unsafe { AotTable::from_raw(&h) } {
+        Err(e) => assert!(e.to_string().starts_with("kernel table rejected: ")),
+        Ok(c) => {
+            let orig = table();
+            assert_eq!(c.exact_len(), orig.exact_len(), "corrupted table accepted");
+            assert_eq!(c.generic_len(), orig.generic_len(), "corrupted table accepted");
+            assert!(orig.signatures().all(|s| c.exact(s).is_some()));
+            assert!(orig.patterns().all(|p| c.generic(p).is_some()));
+        }
+    }
+    Ok(())
 }
 
 struct Input {
@@ -79,6 +161,9 @@ fn input(u: &mut Unstructured, w: usize) -> Result<Input> {
 
 fn run(data: &[u8]) -> Result<()> {
     let mut u = Unstructured::new(data);
+    if u.ratio(1, 16)? {
+        return corrupt_table(&mut u);
+    }
     let dt = *u.choose(&[DType::U8, DType::F16, DType::F32, DType::F64, DType::Complex128])?;
     let w = dt.width();
     let mode = match u.int_in_range(0..=3)? {
