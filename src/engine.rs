@@ -8,7 +8,7 @@ use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
 use crate::jit::{CodeGen, CodeGenOptions, Jit, Kernel, Pattern, Tier};
 use crate::kernels::{self, Ptrs};
-use crate::plan::{Signature, plan, plan_contiguous};
+use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan, plan_contiguous, plan_layout};
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::shape::{check_shape, contiguous_strides, numel};
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
@@ -31,6 +31,7 @@ impl Backend {
     /// Every backend, for tests and benchmarks that compare them.
     pub const ALL: &'static [Backend] = &[Backend::Jit, Backend::Static, Backend::Interp];
 
+    /// The name used on the command line (`jit`, `static`, `interp`).
     pub fn name(self) -> &'static str {
         match self {
             Backend::Jit => "jit",
@@ -63,12 +64,14 @@ pub enum InPlace {
     Else,
 }
 
-/// One operand's description in elements: buffer length, shape, optional strides.
+/// One operand's description in elements: buffer length, shape, optional strides, and the
+/// index of its first element.
 #[derive(Clone, Copy)]
 struct Desc<'a> {
     len: usize,
     shape: &'a [usize],
     strides: Option<&'a [isize]>,
+    offset: usize,
 }
 
 impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
@@ -77,21 +80,23 @@ impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
             len: t.data().len(),
             shape: t.shape(),
             strides: t.strides(),
+            offset: t.offset(),
         }
     }
 }
 
-/// A validated call: the output shape and the strides of cond, then, else and out over it.
+/// A validated call: the output shape, the strides of cond, then, else and out over it, and the
+/// index of each operand's element at output coordinate `[0, 0, ...]`.
 pub(crate) struct Checked {
     pub out: Dims,
     pub st: [Strides; 4],
+    pub off: [usize; 4],
 }
 
 /// Validates all four operands and infers the broadcast. Nothing is read before this passes.
 fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Result<Checked> {
-    let sc = validate("cond", cond.len, cond.shape, cond.strides)?;
-    let st = validate("then", then.len, then.shape, then.strides)?;
-    let se = validate("else", else_.len, else_.shape, else_.strides)?;
+    let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
+    let (lc, lt, le) = (v("cond", cond)?, v("then", then)?, v("else", else_)?);
     let b = broadcast_shapes(mode, cond.shape, then.shape, else_.shape)?;
     if out.shape != b.out.as_slice() {
         return Err(Error::OutputShape {
@@ -99,15 +104,16 @@ fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Res
             expected: ShapeFmt(&b.out).to_string(),
         });
     }
-    let so = validate("output", out.len, out.shape, out.strides)?;
-    check_output_distinct(out.shape, &so)?;
+    let lo = v("output", out)?;
+    check_output_distinct(out.shape, &lo.strides)?;
     Ok(Checked {
         st: [
-            strides_over(cond.shape, &sc, b.cond, &b.out),
-            strides_over(then.shape, &st, b.then, &b.out),
-            strides_over(else_.shape, &se, b.else_, &b.out),
-            so,
+            strides_over(cond.shape, &lc.strides, b.cond, &b.out),
+            strides_over(then.shape, &lt.strides, b.then, &b.out),
+            strides_over(else_.shape, &le.strides, b.else_, &b.out),
+            lo.strides,
         ],
+        off: [lc.offset, lt.offset, le.offset, lo.offset],
         out: b.out,
     })
 }
@@ -272,11 +278,13 @@ impl Prepared {
             let c = Checked {
                 out: self.out_shape.iter().copied().collect(),
                 st: std::array::from_fn(|k| st[k].iter().copied().collect()),
+                off: [0; 4],
             };
             let d = |len| Desc {
                 len,
                 shape: &[],
                 strides: None,
+                offset: 0,
             };
             interp_bytes(
                 w,
@@ -306,13 +314,15 @@ impl Prepared {
     }
 }
 
-/// The common case checked cheaply: no explicit strides and one shape for all four operands (a
-/// valid call in every broadcast mode). Returns the element count when every buffer holds it and
+/// The common case checked cheaply: no explicit strides (so no offset either) and one shape for
+/// all four operands (a valid call in every broadcast mode). Returns the element count when every buffer holds it and
 /// the shape is within the limits; `None` sends the call down the general path, which reports
 /// any error.
 fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
     let shape = ops[3].shape;
-    if ops.iter().any(|d| d.strides.is_some() || d.shape != shape)
+    if ops
+        .iter()
+        .any(|d| d.strides.is_some() || d.offset != 0 || d.shape != shape)
         || check_shape("output", shape).is_err()
     {
         return None;
@@ -652,8 +662,10 @@ impl Engine {
     }
 
     /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte
-    /// is true. `out` must have the broadcast output shape. Every buffer is checked against its
-    /// shape and strides before anything is read or written; on error `out` is untouched.
+    /// is true. `out` must have the broadcast output shape. Views may have any strides,
+    /// negative ones included (with the offset of their first element, see
+    /// [`TensorRef::with_layout`]). Every buffer is checked against its shape, strides and
+    /// offset before anything is read or written; on error `out` is untouched.
     pub fn select<T: Element>(
         &self,
         cond: TensorRef<'_, u8>,
@@ -662,7 +674,7 @@ impl Engine {
         out: TensorMut<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
-        let (o, shape, strides) = out.into_parts();
+        let (o, shape, strides, offset) = out.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         self.run_bytes(
             T::DTYPE.width(),
@@ -671,13 +683,13 @@ impl Engine {
             Operand::Buf(bytemuck::cast_slice(then.data()), (&then).into()),
             Operand::Buf(bytemuck::cast_slice(else_.data()), (&else_).into()),
             ob,
-            shape,
-            strides,
+            (shape, strides, offset),
         )
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.
-    /// Its shape must be the broadcast output shape.
+    /// Its shape must be the broadcast output shape; it may have any non-overlapping layout,
+    /// reversed included.
     pub fn select_in_place<T: Element>(
         &self,
         cond: TensorRef<'_, u8>,
@@ -686,18 +698,19 @@ impl Engine {
         other: TensorRef<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
-        let (o, shape, strides) = inout.into_parts();
+        let (o, shape, strides, offset) = inout.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         let other = Operand::Buf(bytemuck::cast_slice(other.data()), (&other).into());
         let (t, e) = match role {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(T::DTYPE.width(), mode, cond, t, e, ob, shape, strides)
+        let w = T::DTYPE.width();
+        self.run_bytes(w, mode, cond, t, e, ob, (shape, strides, offset))
     }
 
     /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
-    /// elements of `dtype`; shapes and strides count elements.
+    /// elements of `dtype`; shapes, strides and offsets count elements.
     pub fn select_in_place_dyn(
         &self,
         dtype: DType,
@@ -708,7 +721,7 @@ impl Engine {
         mode: Broadcast,
     ) -> Result<()> {
         let w = dtype.width();
-        let (o, shape, strides) = inout.into_parts();
+        let (o, shape, strides, offset) = inout.into_parts();
         let other = Operand::Buf(
             other.data(),
             Desc {
@@ -720,11 +733,11 @@ impl Engine {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(w, mode, cond, t, e, o, shape, strides)
+        self.run_bytes(w, mode, cond, t, e, o, (shape, strides, offset))
     }
 
     /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
-    /// `dtype`; shapes and strides count elements. Used by the CLI and by the C ABI.
+    /// `dtype`; shapes, strides and offsets count elements. Used by the CLI and by the C ABI.
     pub fn select_dyn(
         &self,
         dtype: DType,
@@ -741,7 +754,7 @@ impl Engine {
                 ..Desc::from(t)
             }
         }
-        let (o, shape, strides) = out.into_parts();
+        let (o, shape, strides, offset) = out.into_parts();
         self.run_bytes(
             w,
             mode,
@@ -749,11 +762,11 @@ impl Engine {
             Operand::Buf(then.data(), elems(&then, w)),
             Operand::Buf(else_.data(), elems(&else_, w)),
             o,
-            shape,
-            strides,
+            (shape, strides, offset),
         )
     }
 
+    /// `out_layout`: the output's shape, strides and offset (elements).
     #[allow(clippy::too_many_arguments)]
     fn run_bytes(
         &self,
@@ -763,19 +776,19 @@ impl Engine {
         then: Operand<'_>,
         else_: Operand<'_>,
         out: &mut [u8],
-        out_shape: &[usize],
-        out_strides: Option<&[isize]>,
+        out_layout: (&[usize], Option<&[isize]>, usize),
     ) -> Result<()> {
         let od = Desc {
             len: out.len() / width,
-            shape: out_shape,
-            strides: out_strides,
+            shape: out_layout.0,
+            strides: out_layout.1,
+            offset: out_layout.2,
         };
         if self.config.backend != Backend::Interp
             && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
         {
             let sig = plan_contiguous(width, n);
-            self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+            self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
             return Ok(());
         }
         let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
@@ -783,16 +796,23 @@ impl Engine {
             interp_bytes(width, &c, cond.data(), &then, &else_, out);
             return Ok(());
         }
-        let sig = plan(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]);
-        self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+        let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
+            return Ok(()); // empty output
+        };
+        // Each kernel base: the view's first element moved by the planner's flips, which is an
+        // element the validated view addresses (so the sum is in 0..len).
+        let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
+        self.run_planned(Some(&p.sig), base, cond.data(), &then, &else_, out);
         Ok(())
     }
 
     /// Runs a validated, planned call (`None`: empty output, nothing to do) on the JIT or the
-    /// static kernels.
+    /// static kernels. `base`: per operand, the index (in elements) of the kernel's base
+    /// element in its buffer.
     fn run_planned(
         &self,
         sig: Option<&Signature>,
+        base: [usize; 4],
         cond: &[u8],
         then: &Operand<'_>,
         else_: &Operand<'_>,
@@ -801,15 +821,18 @@ impl Engine {
         let Some(sig) = sig else {
             return;
         };
-        let out_ptr = out.as_mut_ptr();
-        let src = |o: &Operand<'_>| match o {
-            Operand::Buf(b, _) => b.as_ptr(),
+        let w = sig.width;
+        // Safe indexing: each base is an element of a validated view, inside its buffer.
+        let out_ptr = out[base[OUT] * w..].as_mut_ptr();
+        let src = |o: &Operand<'_>, op: usize| match o {
+            Operand::Buf(b, _) => b[base[op] * w..].as_ptr(),
+            // In place: the source is the output, with the output's layout and base.
             Operand::Out => out_ptr as *const u8,
         };
         let p = Ptrs {
-            cond: cond.as_ptr(),
-            then: src(then),
-            else_: src(else_),
+            cond: cond[base[COND]..].as_ptr(),
+            then: src(then, THEN),
+            else_: src(else_, ELSE),
             out: out_ptr,
         };
         let outer = sig.outer();
@@ -821,11 +844,13 @@ impl Engine {
             Backend::Jit => self.kernel(sig),
             _ => None,
         };
-        // SAFETY (for every call below): the caller validated every buffer against its shape
-        // and strides (`check`, or `same_contiguous` for identical contiguous shapes): all
-        // addressed elements are in bounds, strides are non-negative, the output's elements are
-        // distinct, and the only aliasing is the exact in-place case; `sig` is the plan of
-        // exactly these layouts, and each range lies within the outer dimension.
+        // SAFETY (for every call below): the caller validated every buffer against its shape,
+        // strides and offset (`check`, or `same_contiguous` for identical contiguous shapes):
+        // all addressed elements are in bounds, the output's elements are distinct, and the
+        // only aliasing is the exact in-place case (the same layout and base as the output);
+        // `sig` is the plan of exactly these layouts and the pointers are at the plan's base
+        // elements, so every element `sig` addresses from them (strides of either sign) is one
+        // the views address; each range lies within the outer dimension.
         let run = |p: Ptrs, a: usize, b: usize| match &kernel {
             // SAFETY: see above.
             Some(k) => unsafe { k.run(sig, p, a, b) },
@@ -879,11 +904,11 @@ fn interp_bytes(
     else_: &Operand,
     out: &mut [u8],
 ) {
-    fn src<'a, const W: usize>(o: &Operand<'a>, st: &'a [isize]) -> Src<'a, [u8; W]> {
+    fn src<'a, const W: usize>(o: &Operand<'a>, st: &'a [isize], off: usize) -> Src<'a, [u8; W]> {
         match *o {
             Operand::Buf(b, _) => {
                 let n = b.len() / W * W;
-                Src::Buf(bytemuck::cast_slice(&b[..n]), st)
+                Src::Buf((bytemuck::cast_slice(&b[..n]), st, off))
             }
             Operand::Out => Src::Out,
         }
@@ -899,10 +924,10 @@ fn interp_bytes(
         let o: &mut [[u8; W]] = bytemuck::cast_slice_mut(&mut out[..n]);
         interp::run(
             &c.out,
-            (cond, &c.st[0]),
-            src::<W>(then, &c.st[1]),
-            src::<W>(else_, &c.st[2]),
-            (o, &c.st[3]),
+            (cond, &c.st[0], c.off[0]),
+            src::<W>(then, &c.st[1], c.off[1]),
+            src::<W>(else_, &c.st[2], c.off[2]),
+            (o, &c.st[3], c.off[3]),
         );
     }
     match width {
@@ -915,7 +940,8 @@ fn interp_bytes(
     }
 }
 
-/// Select over any `Clone` element type (strings, ...) through the reference interpreter.
+/// Select over any `Clone` element type (strings, ...) through the reference interpreter. Views
+/// may have any strides and offsets, as in [`Engine::select`].
 pub fn select_generic<T: Clone>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,
@@ -923,19 +949,20 @@ pub fn select_generic<T: Clone>(
     out: TensorMut<'_, T>,
     mode: Broadcast,
 ) -> Result<()> {
-    let (o, shape, strides) = out.into_parts();
+    let (o, shape, strides, offset) = out.into_parts();
     let od = Desc {
         len: o.len(),
         shape,
         strides,
+        offset,
     };
     let c = check(mode, (&cond).into(), (&then).into(), (&else_).into(), od)?;
     interp::run(
         &c.out,
-        (cond.data(), &c.st[0]),
-        Src::Buf(then.data(), &c.st[1]),
-        Src::Buf(else_.data(), &c.st[2]),
-        (o, &c.st[3]),
+        (cond.data(), &c.st[0], c.off[0]),
+        Src::Buf((then.data(), &c.st[1], c.off[1])),
+        Src::Buf((else_.data(), &c.st[2], c.off[2])),
+        (o, &c.st[3], c.off[3]),
     );
     Ok(())
 }
