@@ -153,6 +153,9 @@ pub struct Measurement {
     pub interp_ns: Option<f64>,
     /// The JIT on all available threads (same kernel, outer range split).
     pub jit_mt_ns: f64,
+    /// The hand-written ndarray peer ([`ndarray_zip`]); measured with the `ndarray` feature only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ndarray_ns: Option<f64>,
     /// First call on a fresh engine: validation, planning, compilation and the run.
     pub compile_us: f64,
     /// jit_ns / static_ns and jit_ns / memcpy_ns (time ratios; below 1 means the JIT is faster).
@@ -285,6 +288,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         )));
     }
     let mut out_mt = out.clone();
+    let mut nd = NdarrayTimer::new(&inp, &reference, opts)?;
     let mut copy = MemCopy::new(inp.traffic_bytes() / 2);
     let mut f_jit = || inp.run(&jit, &mut out).expect("validated above");
     let r_jit = calibrate(opts.min_batch_ns, &mut f_jit);
@@ -300,6 +304,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         ts.push(time_batch(r_static, &mut f_static));
         tc.push(time_batch(r_copy, &mut f_copy));
         tm.push(time_batch(r_mt, &mut f_mt));
+        nd.round();
     }
     let interp_ns = if small {
         let mut buf = vec![0u8; out_bytes];
@@ -320,6 +325,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         memcpy_ns,
         interp_ns,
         jit_mt_ns: median(&mut tm),
+        ndarray_ns: nd.median(),
         compile_us,
         jit_over_static: jit_ns / static_ns,
         jit_over_memcpy: jit_ns / memcpy_ns,
@@ -343,12 +349,16 @@ pub fn run_suite(
 }
 
 /// Column headers of [`table_row`].
+#[cfg(not(feature = "ndarray"))]
 pub const TABLE_HEADER: &str = "case                       elements   traffic  jit GB/s  static GB/s  copy GB/s  jit/static  jit/copy  jit-mt GB/s  first call";
+/// Column headers of [`table_row`] (with the ndarray peer's column).
+#[cfg(feature = "ndarray")]
+pub const TABLE_HEADER: &str = "case                       elements   traffic  jit GB/s  static GB/s  copy GB/s  jit/static  jit/copy  jit-mt GB/s  first call  ndarray GB/s  jit/ndarray";
 
 /// One line of the `selectjit bench` table.
 pub fn table_row(m: &Measurement) -> String {
     let gbs = |ns: f64| m.traffic_bytes as f64 / ns;
-    format!(
+    let mut row = format!(
         "{:<25} {:>10} {:>9} {:>9.2} {:>12.2} {:>10.2} {:>11.3} {:>9.3} {:>12.2} {:>8.0} us",
         m.case,
         m.elements,
@@ -360,7 +370,11 @@ pub fn table_row(m: &Measurement) -> String {
         m.jit_over_memcpy,
         gbs(m.jit_mt_ns),
         m.compile_us
-    )
+    );
+    if let Some(nd) = m.ndarray_ns {
+        row += &format!(" {:>13.2} {:>12.3}", gbs(nd), m.jit_ns / nd);
+    }
+    row
 }
 
 fn human_bytes(n: usize) -> String {
@@ -469,6 +483,140 @@ pub fn measure_overheads(opts: Options) -> Result<Overheads> {
         compile_p90_us: us[us.len() * 9 / 10],
         compiled: us.len(),
     })
+}
+
+/// The ndarray peer of a case: the loop a careful Rust user writes by hand instead of calling
+/// this crate,
+/// `Zip::from(&mut out).and_broadcast(&cond).and_broadcast(&then).and_broadcast(&else)` with a
+/// branch-free closure, on owned row-major arrays of the case's shapes (elements as unsigned
+/// integers of the dtype's width: the loop moves them, as the kernels do). Feature `ndarray`.
+#[cfg(feature = "ndarray")]
+pub trait ZipLoop {
+    /// Runs the loop once.
+    fn run(&mut self);
+    /// The output's bytes, row-major.
+    fn out_bytes(&self) -> Vec<u8>;
+}
+
+#[cfg(feature = "ndarray")]
+struct Zipped<E> {
+    cond: ::ndarray::ArrayD<u8>,
+    then: ::ndarray::ArrayD<E>,
+    else_: ::ndarray::ArrayD<E>,
+    out: ::ndarray::ArrayD<E>,
+}
+
+#[cfg(feature = "ndarray")]
+impl<E: bytemuck::Pod> ZipLoop for Zipped<E> {
+    fn run(&mut self) {
+        ::ndarray::Zip::from(&mut self.out)
+            .and_broadcast(&self.cond)
+            .and_broadcast(&self.then)
+            .and_broadcast(&self.else_)
+            .for_each(|o, &c, &t, &e| *o = if c != 0 { t } else { e });
+        std::hint::black_box(&mut self.out);
+    }
+    fn out_bytes(&self) -> Vec<u8> {
+        self.out
+            .iter()
+            .flat_map(|x| bytemuck::bytes_of(x).to_vec())
+            .collect()
+    }
+}
+
+/// Builds the ndarray peer of a case (see [`ZipLoop`]). Shapes that ndarray cannot broadcast
+/// (none of the numpy-mode cases) are an error rather than a panic in `and_broadcast`.
+#[cfg(feature = "ndarray")]
+pub fn ndarray_zip(inp: &Inputs) -> Result<Box<dyn ZipLoop>> {
+    use ::ndarray::{ArrayD, IxDyn};
+    fn build<E: bytemuck::Pod>(inp: &Inputs) -> Result<Box<dyn ZipLoop>> {
+        let arr = |shape: &[usize], bytes: &[u8]| -> Result<ArrayD<E>> {
+            let elems = bytes.chunks_exact(size_of::<E>());
+            ArrayD::from_shape_vec(
+                IxDyn(shape),
+                elems.map(bytemuck::pod_read_unaligned).collect(),
+            )
+            .map_err(|e| Error::Invalid(e.to_string()))
+        };
+        let z = Zipped {
+            cond: arr_u8(&inp.cond_shape, &inp.cond)?,
+            then: arr(&inp.then_shape, &inp.then)?,
+            else_: arr(&inp.else_shape, &inp.else_)?,
+            out: ArrayD::from_elem(IxDyn(&inp.out_shape), E::zeroed()),
+        };
+        // ndarray's rule: right-aligned, each dim equal to the output's or 1.
+        let out = &inp.out_shape;
+        for (what, s) in [
+            ("cond", z.cond.shape()),
+            ("then", z.then.shape()),
+            ("else", z.else_.shape()),
+        ] {
+            let ok = s.len() <= out.len()
+                && s.iter()
+                    .zip(&out[out.len() - s.len()..])
+                    .all(|(a, b)| a == b || *a == 1);
+            if !ok {
+                return Err(Error::Invalid(format!(
+                    "ndarray cannot broadcast {what} {s:?} to {out:?}"
+                )));
+            }
+        }
+        Ok(Box::new(z))
+    }
+    fn arr_u8(shape: &[usize], bytes: &[u8]) -> Result<ArrayD<u8>> {
+        ArrayD::from_shape_vec(IxDyn(shape), bytes.to_vec())
+            .map_err(|e| Error::Invalid(e.to_string()))
+    }
+    match inp.dtype.width() {
+        1 => build::<u8>(inp),
+        2 => build::<u16>(inp),
+        4 => build::<u32>(inp),
+        8 => build::<u64>(inp),
+        _ => build::<[u64; 2]>(inp),
+    }
+}
+
+/// Times the ndarray peer of a case in the rounds of [`measure`] (nothing without the feature).
+struct NdarrayTimer {
+    #[cfg(feature = "ndarray")]
+    zip: Box<dyn ZipLoop>,
+    #[cfg(feature = "ndarray")]
+    reps: usize,
+    #[cfg(feature = "ndarray")]
+    times: Vec<f64>,
+}
+
+impl NdarrayTimer {
+    /// Builds the peer and checks its bytes against `reference` (the interpreter's).
+    #[cfg(feature = "ndarray")]
+    fn new(inp: &Inputs, reference: &[u8], opts: Options) -> Result<NdarrayTimer> {
+        let mut zip = ndarray_zip(inp)?;
+        zip.run();
+        if zip.out_bytes() != reference {
+            return Err(Error::Invalid("ndarray Zip output differs".into()));
+        }
+        let reps = calibrate(opts.min_batch_ns, &mut || zip.run());
+        Ok(NdarrayTimer {
+            zip,
+            reps,
+            times: Vec::new(),
+        })
+    }
+    #[cfg(not(feature = "ndarray"))]
+    fn new(_: &Inputs, _: &[u8], _: Options) -> Result<NdarrayTimer> {
+        Ok(NdarrayTimer {})
+    }
+    fn round(&mut self) {
+        #[cfg(feature = "ndarray")]
+        self.times
+            .push(time_batch(self.reps, &mut || self.zip.run()));
+    }
+    fn median(&mut self) -> Option<f64> {
+        #[cfg(feature = "ndarray")]
+        return Some(median(&mut self.times));
+        #[cfg(not(feature = "ndarray"))]
+        None
+    }
 }
 
 #[cfg(test)]
