@@ -1,7 +1,8 @@
 //! Criterion benches over every case of `benches/cases.json` (a copy of the shared case list):
 //! JIT (cache warm), static kernels, the interpreter (small cases only) and a memory copy of
-//! half the case's traffic (so that copy reads + writes move as many bytes as the select).
-//! Throughput is reported in bytes of traffic. All single-threaded.
+//! half the case's traffic (so that copy reads + writes move as many bytes as the select), and
+//! with the `ndarray` feature the hand-written ndarray `Zip` loop of the case. Throughput is
+//! reported in bytes of traffic. All single-threaded.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use selectjit::bench::{BUILTIN_CASES, Inputs, MemCopy, parse_cases};
@@ -36,6 +37,11 @@ fn cases(c: &mut Criterion) {
         }
         let mut copy = MemCopy::new(inp.traffic_bytes() / 2);
         g.bench_function("memcpy", |b| b.iter(|| copy.run()));
+        #[cfg(feature = "ndarray")]
+        {
+            let mut zip = selectjit::bench::ndarray_zip(&inp).expect("numpy-mode case");
+            g.bench_function("ndarray", |b| b.iter(|| zip.run()));
+        }
         g.finish();
     }
 }
