@@ -9,8 +9,10 @@ use crate::interp::{self, Src};
 use crate::jit::{CodeGen, CodeGenOptions, Jit, Kernel, Pattern, Tier};
 use crate::kernels::{self, Ptrs};
 use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan, plan_contiguous, plan_layout};
+use crate::pool::Pool;
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::shape::{check_shape, contiguous_strides, numel};
+use crate::split::Way;
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 
 /// Which implementation runs the selects of an [`Engine`].
@@ -132,8 +134,11 @@ pub struct EngineConfig {
     /// exact kernel on first sight. Default 2, or `SELECTJIT_EXACT_AFTER`.
     pub exact_after: u32,
     /// Threads a large call is split across (default: the available parallelism). Calls with
-    /// fewer than [`PARALLEL_MIN_BYTES`] of output stay on the calling thread.
+    /// fewer than `parallel_min_bytes` of output stay on the calling thread.
     pub threads: usize,
+    /// Output size from which a call is split across `threads` (default
+    /// [`PARALLEL_MIN_BYTES`], or `SELECTJIT_PARALLEL_MIN_BYTES`).
+    pub parallel_min_bytes: usize,
     /// The code generator (default `Auto`: AVX-512, else AVX2 on x86-64, else Cranelift; or
     /// `SELECTJIT_TIER`). Signatures the x86 tiers do not cover are compiled by Cranelift.
     pub tier: Tier,
@@ -153,8 +158,11 @@ pub const NT_MIN_BYTES: usize = 64 << 20;
 /// The environment variable that overrides [`NT_MIN_BYTES`].
 pub const NT_MIN_BYTES_ENV: &str = "SELECTJIT_NT_MIN_BYTES";
 
-/// Output size from which a call is split across the engine's threads.
+/// Default output size from which a call is split across the engine's threads.
 pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// The environment variable that overrides [`PARALLEL_MIN_BYTES`].
+pub const PARALLEL_MIN_BYTES_ENV: &str = "SELECTJIT_PARALLEL_MIN_BYTES";
 
 /// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
 #[derive(Clone, Copy)]
@@ -166,6 +174,14 @@ unsafe impl Send for SharedPtrs {}
 // SAFETY: as for `Send`; the wrapper is only copied, never mutated.
 unsafe impl Sync for SharedPtrs {}
 
+/// A positive integer from the environment variable `name`, or `default`.
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
@@ -173,6 +189,7 @@ impl Default for EngineConfig {
             cache_capacity: capacity_from_env(),
             verify: cfg!(debug_assertions),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            parallel_min_bytes: env_usize(PARALLEL_MIN_BYTES_ENV, PARALLEL_MIN_BYTES),
             exact_after: std::env::var("SELECTJIT_EXACT_AFTER")
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
@@ -180,10 +197,7 @@ impl Default for EngineConfig {
             // An unknown name in SELECTJIT_TIER is reported by `Engine::try_with_config` and
             // recorded by `Engine::with_config` (see `Engine::last_codegen_error`).
             tier: Tier::from_env().unwrap_or(Tier::Auto),
-            nt_min_bytes: std::env::var(NT_MIN_BYTES_ENV)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(NT_MIN_BYTES),
+            nt_min_bytes: env_usize(NT_MIN_BYTES_ENV, NT_MIN_BYTES),
             emulate: false,
         }
     }
@@ -339,7 +353,7 @@ pub struct Engine {
     cache: Mutex<KernelCache>,
     last_codegen_error: Mutex<Option<String>>,
     /// Worker threads for large calls, built on first use.
-    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+    pool: std::sync::OnceLock<Option<Pool>>,
     /// Identifies the engine in the per-thread memo.
     id: u64,
     /// Calls served by the per-thread memo (counted as cache hits).
@@ -450,19 +464,9 @@ impl Engine {
     }
 
     /// The worker pool, when the engine has more than one thread.
-    fn pool(&self) -> Option<&rayon::ThreadPool> {
+    fn pool(&self) -> Option<&Pool> {
         self.pool
-            .get_or_init(|| {
-                (self.config.threads > 1)
-                    .then(|| {
-                        rayon::ThreadPoolBuilder::new()
-                            .num_threads(self.config.threads)
-                            .thread_name(|i| format!("selectjit-{i}"))
-                            .build()
-                            .ok()
-                    })
-                    .flatten()
-            })
+            .get_or_init(|| Pool::new(self.config.threads))
             .as_ref()
     }
 
@@ -836,8 +840,9 @@ impl Engine {
             out: out_ptr,
         };
         let outer = sig.outer();
-        let single = out.len() < PARALLEL_MIN_BYTES || outer < 2 || self.config.threads < 2;
-        if self.config.backend == Backend::Jit && single && self.run_memo(sig, p, outer) {
+        let eligible =
+            out.len() >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2;
+        if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }
         let kernel = match self.config.backend {
@@ -857,25 +862,34 @@ impl Engine {
             // SAFETY: see above.
             None => unsafe { kernels::run(sig, p, a, b) },
         };
-        let pool = (out.len() >= PARALLEL_MIN_BYTES && outer >= 2)
-            .then(|| self.pool())
-            .flatten();
-        match pool {
-            Some(pool) => {
-                let parts = pool.current_num_threads().min(outer);
-                let shared = SharedPtrs(p);
-                pool.scope(|s| {
-                    for i in 1..parts {
-                        let run = &run;
-                        s.spawn(move |_| {
-                            let sp = shared;
-                            run(sp.0, outer * i / parts, outer * (i + 1) / parts)
-                        });
-                    }
-                    run(shared.0, 0, outer / parts);
-                });
+        if !eligible {
+            return run(p, 0, outer);
+        }
+        // An exact kernel learns whether splitting pays; otherwise large calls split.
+        let (way, probe) = match &kernel {
+            Some(k) if !k.is_generic() => k.split_choice().next(),
+            _ => (Way::Split, false),
+        };
+        let t = probe.then(std::time::Instant::now);
+        let mut ran = Way::Single;
+        if way == Way::Split
+            && let Some(pool) = self.pool()
+        {
+            let parts = pool.threads().min(outer);
+            let shared = SharedPtrs(p);
+            let part = |i: usize| {
+                let sp = shared;
+                run(sp.0, outer * i / parts, outer * (i + 1) / parts)
+            };
+            if pool.run(parts, &part) {
+                ran = Way::Split;
             }
-            None => run(p, 0, outer),
+        }
+        if ran == Way::Single {
+            run(p, 0, outer);
+        }
+        if let (Some(t), Some(k)) = (t, &kernel) {
+            k.split_choice().record(ran, t.elapsed().as_nanos() as u64);
         }
     }
 }

@@ -132,7 +132,10 @@ pub mod kernels;
 pub mod ndarray;
 pub mod npy;
 pub mod plan;
+mod pool;
+pub mod roofline;
 pub mod shape;
+mod split;
 pub mod tensor;
 
 pub use cache::CacheStats;

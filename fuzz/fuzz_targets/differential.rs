@@ -1,30 +1,45 @@
-//! JIT (exact and shape-generic), static kernels and the interpreter must agree byte for byte,
-//! and on whether a call is an error, for arbitrary widths, modes, shapes, strides and data.
+//! JIT (exact and shape-generic, every code-generation tier: x86 tiers the CPU lacks run in the
+//! emulator), static kernels and the interpreter must agree byte for byte, and on whether a call
+//! is an error, for arbitrary widths, modes, shapes, strides and data.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use selectjit::jit::Tier;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
-fn engines() -> &'static [Engine; 4] {
-    static E: OnceLock<[Engine; 4]> = OnceLock::new();
+/// The interpreter first, then every other engine.
+fn engines() -> &'static [Engine] {
+    static E: OnceLock<Vec<Engine>> = OnceLock::new();
     E.get_or_init(|| {
-        let cfg = |backend, exact_after| EngineConfig {
+        let cfg = |backend, tier, exact_after, emulate| EngineConfig {
             backend,
+            tier,
             exact_after,
+            emulate,
             cache_capacity: 4, // constant eviction
             verify: true,
             threads: 1,
             ..EngineConfig::default()
         };
-        [
-            Engine::with_config(cfg(Backend::Interp, 1)),
-            Engine::with_config(cfg(Backend::Jit, 1)),
-            Engine::with_config(cfg(Backend::Jit, u32::MAX)),
-            Engine::with_config(cfg(Backend::Static, 1)),
-        ]
+        let mut v = vec![
+            Engine::with_config(cfg(Backend::Interp, Tier::Auto, 1, false)),
+            Engine::with_config(cfg(Backend::Static, Tier::Auto, 1, false)),
+        ];
+        for tier in [Tier::Cranelift, Tier::Avx2, Tier::Avx512] {
+            let emulate = !tier.available();
+            if emulate && !cfg!(target_arch = "x86_64") {
+                continue;
+            }
+            for exact_after in [1, u32::MAX] {
+                let e = Engine::try_with_config(cfg(Backend::Jit, tier, exact_after, emulate))
+                    .expect("every tier runs here, natively or emulated");
+                v.push(e);
+            }
+        }
+        v
     })
 }
 

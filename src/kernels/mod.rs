@@ -6,7 +6,7 @@
 //! (contiguous select with either input broadcast, in place, cond constant along the row, which
 //! becomes a `memcpy` or a fill, and a strided fallback), with branch-free loops over
 //! non-aliasing slices that LLVM vectorises, and a run-time choice (made once per process) of an
-//! AVX2 build of the same code where the CPU has it.
+//! AVX2 or AVX-512 build of the same code where the CPU has it.
 
 use crate::plan::{COND, ELSE, OUT, Signature, THEN};
 use crate::shape::MAX_RANK;
@@ -31,23 +31,35 @@ pub enum Level {
     Portable,
     /// Compiled with AVX2 enabled (256-bit vectors).
     Avx2,
+    /// Compiled with AVX-512 F/BW/VL enabled (512-bit vectors, opmask registers).
+    Avx512,
 }
 
 impl Level {
     /// The best level this CPU runs.
     pub fn detect() -> Level {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return Level::Avx2;
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512bw") && has!("avx512vl") {
+                return Level::Avx512;
+            }
+            if has!("avx2") {
+                return Level::Avx2;
+            }
         }
         Level::Portable
     }
+
+    /// Every level, from the most portable.
+    pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
 
     /// Whether this CPU can run kernels of this level.
     pub fn supported(self) -> bool {
         match self {
             Level::Portable => true,
-            Level::Avx2 => Level::detect() == Level::Avx2,
+            Level::Avx2 => Level::detect() != Level::Portable,
+            Level::Avx512 => Level::detect() == Level::Avx512,
         }
     }
 
@@ -56,6 +68,7 @@ impl Level {
         match self {
             Level::Portable => "portable",
             Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
         }
     }
 }
@@ -88,9 +101,12 @@ pub unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller checked `Level::Avx2.supported()`, i.e. the CPU has AVX2.
         Level::Avx2 => unsafe { run_avx2(sig, p, begin, end) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked `Level::Avx512.supported()`.
+        Level::Avx512 => unsafe { run_avx512(sig, p, begin, end) },
         #[cfg(not(target_arch = "x86_64"))]
         // SAFETY: the caller's contract.
-        Level::Avx2 => unsafe { run_portable(sig, p, begin, end) },
+        Level::Avx2 | Level::Avx512 => unsafe { run_portable(sig, p, begin, end) },
     }
 }
 
@@ -107,6 +123,15 @@ unsafe fn run_portable(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX2 here.
+    unsafe { walk(sig, p, begin, end) }
+}
+
+/// # Safety
+/// See [`run`]; the CPU has AVX-512 F, BW and VL.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn run_avx512(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX-512 here.
     unsafe { walk(sig, p, begin, end) }
 }
 
@@ -437,8 +462,12 @@ mod tests {
 
     #[test]
     fn every_level_and_width_matches_the_interpreter() {
-        for level in [Level::Portable, Level::Avx2] {
+        for level in Level::ALL {
             if !level.supported() {
+                println!(
+                    "static kernels: level {} skipped, this CPU lacks it",
+                    level.name()
+                );
                 continue;
             }
             all_layouts::<1>(level);
@@ -451,8 +480,12 @@ mod tests {
 
     #[test]
     fn in_place_rows() {
-        for level in [Level::Portable, Level::Avx2] {
+        for level in Level::ALL {
             if !level.supported() {
+                println!(
+                    "static kernels: level {} skipped, this CPU lacks it",
+                    level.name()
+                );
                 continue;
             }
             let n = 37;
