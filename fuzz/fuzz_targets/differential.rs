@@ -185,7 +185,7 @@ fn run(data: &[u8]) -> Result<()> {
     // interpreter's in-place result is the reference.
     if results[0].is_ok() && t.shape == out_shape.as_slice() && t.strides.iter().all(|&s| s < 0) {
         let mut want = t.data.clone();
-        let mut run_in_place = |eng: &Engine, io: &mut Vec<u8>| {
+        let run_in_place = |eng: &Engine, io: &mut Vec<u8>| {
             eng.select_in_place_dyn(
                 dt,
                 c.view(),
