@@ -360,10 +360,19 @@ pub struct Engine {
     memo_hits: std::sync::atomic::AtomicU64,
 }
 
+/// The last exact kernel a thread got from an engine.
+struct Memo {
+    engine: u64,
+    sig: Signature,
+    kernel: Arc<Kernel>,
+    /// `(width, n)` when `sig` is the plan of `n` contiguous elements of one shape for all four
+    /// operands, so that such calls find the kernel without planning.
+    contiguous: Option<(usize, usize)>,
+}
+
 thread_local! {
-    /// The last exact kernel this thread got from an engine: (engine id, signature, kernel).
-    static MEMO: std::cell::RefCell<Option<(u64, Signature, Arc<Kernel>)>> =
-        const { std::cell::RefCell::new(None) };
+    /// The last exact kernel this thread got from an engine.
+    static MEMO: std::cell::RefCell<Option<Memo>> = const { std::cell::RefCell::new(None) };
 }
 
 static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -503,7 +512,7 @@ impl Engine {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
-            if m.as_ref().is_some_and(|(id, _, _)| *id == self.id) {
+            if m.as_ref().is_some_and(|memo| memo.engine == self.id) {
                 *m = None;
             }
         });
@@ -529,7 +538,17 @@ impl Engine {
         let jit = self.jit.as_ref().ok()?;
         let k = self.kernel_locked(jit, sig, exact_after)?;
         if !k.is_generic() {
-            MEMO.with(|m| *m.borrow_mut() = Some((self.id, sig.clone(), k.clone())));
+            let n = sig.numel();
+            let contiguous =
+                (plan_contiguous(sig.width, n).as_ref() == Some(sig)).then_some((sig.width, n));
+            MEMO.with(|m| {
+                *m.borrow_mut() = Some(Memo {
+                    engine: self.id,
+                    sig: sig.clone(),
+                    kernel: k.clone(),
+                    contiguous,
+                })
+            });
         }
         Some(k)
     }
@@ -541,17 +560,47 @@ impl Engine {
         MEMO.with(|m| {
             let m = m.borrow();
             match &*m {
-                Some((id, s, k)) if *id == self.id && s == sig => {
+                Some(memo) if memo.engine == self.id && memo.sig == *sig => {
                     self.memo_hits
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    // SAFETY: as in `run_planned`, whose contract the caller upholds: `k` is the
-                    // exact kernel of `sig` and the range is the whole outer dimension.
-                    unsafe { k.run(sig, p, 0, outer) };
+                    // SAFETY: as in `run_planned`, whose contract the caller upholds: the
+                    // kernel is the exact kernel of `sig` and the range is the whole outer
+                    // dimension.
+                    unsafe { memo.kernel.run(sig, p, 0, outer) };
                     true
                 }
                 _ => false,
             }
         })
+    }
+
+    /// [`Engine::run_memo`] for `n` contiguous elements of one shape for all four operands,
+    /// without planning: the memo knows whether its signature is that call's plan.
+    fn run_memo_contiguous(&self, width: usize, n: usize, p: Ptrs, out_bytes: usize) -> bool {
+        if self.splits(out_bytes, n) {
+            return false;
+        }
+        MEMO.with(|m| {
+            let m = m.borrow();
+            match &*m {
+                Some(memo) if memo.engine == self.id && memo.contiguous == Some((width, n)) => {
+                    self.memo_hits
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: the caller validated the four buffers for `n` contiguous
+                    // elements, which is exactly the layout `memo.sig` was planned from
+                    // (`plan_contiguous(width, n)`); the range is its whole outer dimension.
+                    unsafe { memo.kernel.run(&memo.sig, p, 0, memo.sig.outer()) };
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether a call with `out_bytes` of output and `outer` outer indices may be split across
+    /// threads.
+    fn splits(&self, out_bytes: usize, outer: usize) -> bool {
+        out_bytes >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2
     }
 
     fn kernel_locked(
@@ -791,6 +840,22 @@ impl Engine {
         if self.config.backend != Backend::Interp
             && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
         {
+            if self.config.backend == Backend::Jit {
+                let o = out.as_mut_ptr();
+                let src = |x: &Operand<'_>| match x {
+                    Operand::Buf(b, _) => b.as_ptr(),
+                    Operand::Out => o as *const u8,
+                };
+                let p = Ptrs {
+                    cond: cond.data().as_ptr(),
+                    then: src(&then),
+                    else_: src(&else_),
+                    out: o,
+                };
+                if self.run_memo_contiguous(width, n, p, out.len()) {
+                    return Ok(());
+                }
+            }
             let sig = plan_contiguous(width, n);
             self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
             return Ok(());
@@ -840,8 +905,7 @@ impl Engine {
             out: out_ptr,
         };
         let outer = sig.outer();
-        let eligible =
-            out.len() >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2;
+        let eligible = self.splits(out.len(), outer);
         if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }

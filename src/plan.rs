@@ -87,11 +87,12 @@ pub fn plan_contiguous(width: usize, n: usize) -> Option<Signature> {
         return None;
     }
     let s: isize = if n == 1 { 0 } else { 1 };
-    let st: Strides = smallvec::smallvec![s];
+    // Built in place: cloning inline small vectors costs more than the rest of a tiny call.
+    let one = |v: isize| -> Strides { Strides::from_buf_and_len([v; 8], 1) };
     Some(Signature {
         width,
-        dims: smallvec::smallvec![n],
-        strides: [st.clone(), st.clone(), st.clone(), st],
+        dims: crate::shape::Dims::from_buf_and_len([n; 8], 1),
+        strides: [one(s), one(s), one(s), one(s)],
     })
 }
 
