@@ -25,12 +25,18 @@ pub const BUILTIN_CASES: &str = include_str!("../benches/cases.json");
 /// One benchmark case.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Case {
+    /// Name of the case (`same_f32_1m`, ...).
     pub name: String,
+    /// Element type name (`f32`, `bf16`, ...).
     pub dtype: String,
+    /// Shape of cond.
     pub cond: Vec<usize>,
+    /// Shape of then.
     pub then: Vec<usize>,
     #[serde(rename = "else")]
+    /// Shape of else.
     pub else_: Vec<usize>,
+    /// How cond is filled: `random` (seeded, p = 0.5), `causal` (lower-triangular over the last two dims) or `true`.
     pub cond_fill: String,
 }
 
@@ -58,13 +64,21 @@ pub fn parse_cases(json: &str) -> Result<Vec<Case>> {
 
 /// The buffers of one case, filled deterministically.
 pub struct Inputs {
+    /// Element type of then, else and the output.
     pub dtype: DType,
+    /// Shape of cond.
     pub cond_shape: Vec<usize>,
+    /// Shape of then.
     pub then_shape: Vec<usize>,
+    /// Shape of else.
     pub else_shape: Vec<usize>,
+    /// Shape of the output (numpy broadcast of the three).
     pub out_shape: Vec<usize>,
+    /// Cond bytes.
     pub cond: Vec<u8>,
+    /// Then elements, as little-endian bytes.
     pub then: Vec<u8>,
+    /// Else elements, as little-endian bytes.
     pub else_: Vec<u8>,
 }
 
@@ -158,23 +172,31 @@ pub struct TierTime {
 /// What `selectjit bench` reports for one case. Times are medians of interleaved rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
+    /// Name of the case.
     pub case: String,
+    /// Element type name.
     pub dtype: String,
+    /// Output elements.
     pub elements: usize,
+    /// Bytes moved: each input's own bytes plus the output's.
     pub traffic_bytes: usize,
     /// The tier `auto` picks on this host; `jit_ns` is its time.
     pub jit_tier: String,
+    /// Median time of the `auto` tier, single-threaded.
     pub jit_ns: f64,
     /// Every tier this host runs, single-threaded.
     pub tiers: Vec<TierTime>,
+    /// Median time of the static kernels, single-threaded.
     pub static_ns: f64,
     /// The C library's memcpy of half the traffic.
     pub memcpy_ns: f64,
-    /// Vector copies of the same bytes with ordinary and with non-temporal stores (x86-64 AVX2).
+    /// Vector copy of the same bytes with ordinary stores (x86-64 AVX2).
     pub copy_vector_ns: Option<f64>,
+    /// Vector copy with non-temporal stores (x86-64 AVX2).
     pub copy_nt_ns: Option<f64>,
     /// The copy roofline: the fastest of the copies above, and which one it was.
     pub roofline_ns: f64,
+    /// Which copy was the fastest.
     pub roofline_kind: CopyKind,
     /// Reference interpreter, measured on small cases only.
     pub interp_ns: Option<f64>,
@@ -184,15 +206,20 @@ pub struct Measurement {
     /// The hand-written ndarray peer ([`ndarray_zip`]); measured with the `ndarray` feature only.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ndarray_ns: Option<f64>,
+    /// Threads of the multi-threaded engine.
     pub threads: usize,
+    /// The roofline copy split over `threads` threads.
     pub copy_mt_ns: Option<f64>,
     /// First call of the `auto` tier (see [`TierTime::first_call_us`]).
     pub compile_us: f64,
     /// Time ratios, below 1 when the JIT is faster: over the static kernels, over glibc's
     /// memcpy, over the copy roofline; and multi-threaded over single-threaded.
     pub jit_over_static: f64,
+    /// jit_ns / memcpy_ns.
     pub jit_over_memcpy: f64,
+    /// jit_ns / roofline_ns.
     pub jit_over_roofline: f64,
+    /// jit_mt_ns / jit_ns.
     pub mt_over_jit: f64,
 }
 
@@ -206,12 +233,14 @@ pub struct Options {
 }
 
 impl Options {
+    /// 15 rounds of batches of at least 4 ms (the README's figures).
     pub fn full() -> Self {
         Options {
             rounds: 15,
             min_batch_ns: 4_000_000,
         }
     }
+    /// 5 rounds of batches of at least 1 ms.
     pub fn quick() -> Self {
         Options {
             rounds: 5,
@@ -557,11 +586,14 @@ pub fn geomean_speedup(ms: &[Measurement]) -> f64 {
 /// Compile latency of one tier.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompileLatency {
+    /// The tier.
     pub tier: String,
     /// Median / 90th percentile time to get the kernel of one new signature (code generation,
     /// making it executable, cache insertion), over many distinct signatures.
     pub median_us: f64,
+    /// 90th percentile.
     pub p90_us: f64,
+    /// Signatures compiled.
     pub compiled: usize,
     /// How many of them the tier compiled itself (the rest fell back to Cranelift).
     pub by_tier: usize,
@@ -579,7 +611,9 @@ pub struct Overheads {
     pub prepared_call_ns: f64,
     /// Compile latency of the `auto` tier (as in `compile`).
     pub compile_median_us: f64,
+    /// 90th percentile of the `auto` tier's compile latency.
     pub compile_p90_us: f64,
+    /// Signatures compiled per tier.
     pub compiled: usize,
     /// Compile latency of every tier this host runs.
     pub compile: Vec<CompileLatency>,
@@ -830,8 +864,9 @@ mod tests {
 pub struct DynamicReport {
     /// Distinct sequence lengths called (each once).
     pub lengths: usize,
-    /// Kernels compiled for them with the default policy (exact kernel on the second sighting).
+    /// Exact kernels compiled for them with the default policy (on the second sighting).
     pub exact_compiles: u64,
+    /// Shape-generic kernels compiled for them.
     pub generic_compiles: u64,
     /// Total time of the select calls (compiles included; input generation excluded).
     pub total_ms: f64,

@@ -117,7 +117,6 @@
 //! `examples/c/select.c` (the C ABI).
 #![warn(missing_docs)]
 
-#[allow(missing_docs)]
 pub mod bench;
 pub mod cache;
 pub mod capi;
