@@ -1,8 +1,9 @@
 //! Criterion benches over every case of `benches/cases.json` (a copy of the shared case list):
 //! every code-generation tier this host runs (cache warm), the static kernels, the interpreter
-//! (small cases only) and the copies of half the case's traffic that make up the copy roofline
-//! (memcpy, vector copies with ordinary and with non-temporal stores). Throughput is reported in
-//! bytes of traffic. All single-threaded.
+//! (small cases only), the copies of half the case's traffic that make up the copy roofline
+//! (memcpy, vector copies with ordinary and with non-temporal stores), and with the `ndarray`
+//! feature the hand-written ndarray `Zip` loop of the case. Throughput is reported in bytes of
+//! traffic. All single-threaded.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
 use selectjit::bench::{BUILTIN_CASES, Inputs, host_tiers, parse_cases};
@@ -48,6 +49,11 @@ fn cases(c: &mut Criterion) {
             g.bench_function(format!("copy-{}", k.name()), |b| {
                 b.iter(|| copy.copy(k).unwrap())
             });
+        }
+        #[cfg(feature = "ndarray")]
+        {
+            let mut zip = selectjit::bench::ndarray_zip(&inp).expect("numpy-mode case");
+            g.bench_function("ndarray", |b| b.iter(|| zip.run()));
         }
         g.finish();
     }

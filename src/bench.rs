@@ -25,12 +25,18 @@ pub const BUILTIN_CASES: &str = include_str!("../benches/cases.json");
 /// One benchmark case.
 #[derive(Debug, Clone, Deserialize)]
 pub struct Case {
+    /// Name of the case (`same_f32_1m`, ...).
     pub name: String,
+    /// Element type name (`f32`, `bf16`, ...).
     pub dtype: String,
+    /// Shape of cond.
     pub cond: Vec<usize>,
+    /// Shape of then.
     pub then: Vec<usize>,
     #[serde(rename = "else")]
+    /// Shape of else.
     pub else_: Vec<usize>,
+    /// How cond is filled: `random` (seeded, p = 0.5), `causal` (lower-triangular over the last two dims) or `true`.
     pub cond_fill: String,
 }
 
@@ -58,13 +64,21 @@ pub fn parse_cases(json: &str) -> Result<Vec<Case>> {
 
 /// The buffers of one case, filled deterministically.
 pub struct Inputs {
+    /// Element type of then, else and the output.
     pub dtype: DType,
+    /// Shape of cond.
     pub cond_shape: Vec<usize>,
+    /// Shape of then.
     pub then_shape: Vec<usize>,
+    /// Shape of else.
     pub else_shape: Vec<usize>,
+    /// Shape of the output (numpy broadcast of the three).
     pub out_shape: Vec<usize>,
+    /// Cond bytes.
     pub cond: Vec<u8>,
+    /// Then elements, as little-endian bytes.
     pub then: Vec<u8>,
+    /// Else elements, as little-endian bytes.
     pub else_: Vec<u8>,
 }
 
@@ -158,38 +172,54 @@ pub struct TierTime {
 /// What `selectjit bench` reports for one case. Times are medians of interleaved rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
+    /// Name of the case.
     pub case: String,
+    /// Element type name.
     pub dtype: String,
+    /// Output elements.
     pub elements: usize,
+    /// Bytes moved: each input's own bytes plus the output's.
     pub traffic_bytes: usize,
     /// The tier `auto` picks on this host; `jit_ns` is its time.
     pub jit_tier: String,
+    /// Median time of the `auto` tier, single-threaded.
     pub jit_ns: f64,
     /// Every tier this host runs, single-threaded.
     pub tiers: Vec<TierTime>,
+    /// Median time of the static kernels, single-threaded.
     pub static_ns: f64,
     /// The C library's memcpy of half the traffic.
     pub memcpy_ns: f64,
-    /// Vector copies of the same bytes with ordinary and with non-temporal stores (x86-64 AVX2).
+    /// Vector copy of the same bytes with ordinary stores (x86-64 AVX2).
     pub copy_vector_ns: Option<f64>,
+    /// Vector copy with non-temporal stores (x86-64 AVX2).
     pub copy_nt_ns: Option<f64>,
     /// The copy roofline: the fastest of the copies above, and which one it was.
     pub roofline_ns: f64,
+    /// Which copy was the fastest.
     pub roofline_kind: CopyKind,
     /// Reference interpreter, measured on small cases only.
     pub interp_ns: Option<f64>,
     /// The `auto` tier on `threads` threads (the engine splits only calls it expects to gain
     /// from it), and the roofline copy split over as many threads.
     pub jit_mt_ns: f64,
+    /// The hand-written ndarray peer ([`ndarray_zip`]); measured with the `ndarray` feature only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ndarray_ns: Option<f64>,
+    /// Threads of the multi-threaded engine.
     pub threads: usize,
+    /// The roofline copy split over `threads` threads.
     pub copy_mt_ns: Option<f64>,
     /// First call of the `auto` tier (see [`TierTime::first_call_us`]).
     pub compile_us: f64,
     /// Time ratios, below 1 when the JIT is faster: over the static kernels, over glibc's
     /// memcpy, over the copy roofline; and multi-threaded over single-threaded.
     pub jit_over_static: f64,
+    /// jit_ns / memcpy_ns.
     pub jit_over_memcpy: f64,
+    /// jit_ns / roofline_ns.
     pub jit_over_roofline: f64,
+    /// jit_mt_ns / jit_ns.
     pub mt_over_jit: f64,
 }
 
@@ -203,12 +233,14 @@ pub struct Options {
 }
 
 impl Options {
+    /// 15 rounds of batches of at least 4 ms (the README's figures).
     pub fn full() -> Self {
         Options {
             rounds: 15,
             min_batch_ns: 4_000_000,
         }
     }
+    /// 5 rounds of batches of at least 1 ms.
     pub fn quick() -> Self {
         Options {
             rounds: 5,
@@ -336,6 +368,8 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     inp.run(&jit_mt, &mut out_mt)?;
     check("multi-threaded jit", &out_mt)?;
 
+    let mut zip = ndarray_peer(&inp, &reference)?;
+
     let copy_bytes = inp.traffic_bytes() / 2;
     let kinds: Vec<CopyKind> = CopyKind::ALL
         .into_iter()
@@ -357,6 +391,9 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     fs.push(Box::new(|| {
         inp.run(&jit_mt, &mut out_mt).expect("validated above")
     }));
+    if let Some(z) = zip.as_mut() {
+        fs.push(Box::new(|| z.run()));
+    }
     let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
     let t = interleaved(opts, &mut refs);
     drop(refs);
@@ -365,6 +402,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let static_ns = t[nt];
     let copy_ns: Vec<f64> = t[nt + 1..nt + 1 + kinds.len()].to_vec();
     let jit_mt_ns = t[nt + 1 + kinds.len()];
+    let ndarray_ns = zip.is_some().then(|| t[nt + 2 + kinds.len()]);
     let (best_k, roofline_ns) = copy_ns
         .iter()
         .enumerate()
@@ -417,6 +455,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         roofline_kind: best_k,
         interp_ns,
         jit_mt_ns,
+        ndarray_ns,
         threads,
         copy_mt_ns,
         compile_us: first[auto],
@@ -475,6 +514,9 @@ pub fn table_header(tiers: &[Tier]) -> String {
         " {:>9} {:>14} {:>8} {:>8} {:>9} {:>6} {:>8} {:>9}",
         "static", "copy (best)", "jit/stat", "jit/copy", "jit-mt", "mt/1t", "copy-mt", "1st call"
     ));
+    if cfg!(feature = "ndarray") {
+        h.push_str(&format!(" {:>9} {:>8}", "ndarray", "jit/nd"));
+    }
     h
 }
 
@@ -507,6 +549,9 @@ pub fn table_row(m: &Measurement) -> String {
         copy_mt,
         m.compile_us
     ));
+    if let Some(nd) = m.ndarray_ns {
+        r.push_str(&format!(" {:>9.2} {:>8.3}", us(nd), m.jit_ns / nd));
+    }
     r
 }
 
@@ -514,7 +559,8 @@ pub fn table_row(m: &Measurement) -> String {
 pub const TABLE_NOTES: &str = "times in us per call (median of interleaved rounds), single-threaded unless -mt; \
 jit = the tier auto picks; * = that tier does not cover the case and Cranelift compiled it; \
 copy (best) = the fastest of memcpy / vector / non-temporal copies of half the traffic; \
-copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only)";
+copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
+ndarray = the hand-written ndarray Zip loop (feature ndarray), jit/nd = jit time over it";
 
 fn human_bytes(n: usize) -> String {
     match n {
@@ -540,11 +586,14 @@ pub fn geomean_speedup(ms: &[Measurement]) -> f64 {
 /// Compile latency of one tier.
 #[derive(Debug, Clone, Serialize)]
 pub struct CompileLatency {
+    /// The tier.
     pub tier: String,
     /// Median / 90th percentile time to get the kernel of one new signature (code generation,
     /// making it executable, cache insertion), over many distinct signatures.
     pub median_us: f64,
+    /// 90th percentile.
     pub p90_us: f64,
+    /// Signatures compiled.
     pub compiled: usize,
     /// How many of them the tier compiled itself (the rest fell back to Cranelift).
     pub by_tier: usize,
@@ -562,7 +611,9 @@ pub struct Overheads {
     pub prepared_call_ns: f64,
     /// Compile latency of the `auto` tier (as in `compile`).
     pub compile_median_us: f64,
+    /// 90th percentile of the `auto` tier's compile latency.
     pub compile_p90_us: f64,
+    /// Signatures compiled per tier.
     pub compiled: usize,
     /// Compile latency of every tier this host runs.
     pub compile: Vec<CompileLatency>,
@@ -658,6 +709,121 @@ pub fn measure_overheads(opts: Options) -> Result<Overheads> {
     })
 }
 
+/// The ndarray peer of a case: the loop a careful Rust user writes by hand instead of calling
+/// this crate,
+/// `Zip::from(&mut out).and_broadcast(&cond).and_broadcast(&then).and_broadcast(&else)` with a
+/// branch-free closure, on owned row-major arrays of the case's shapes (elements as unsigned
+/// integers of the dtype's width: the loop moves them, as the kernels do). Feature `ndarray`.
+#[cfg(feature = "ndarray")]
+pub trait ZipLoop {
+    /// Runs the loop once.
+    fn run(&mut self);
+    /// The output's bytes, row-major.
+    fn out_bytes(&self) -> Vec<u8>;
+}
+
+#[cfg(feature = "ndarray")]
+struct Zipped<E> {
+    cond: ::ndarray::ArrayD<u8>,
+    then: ::ndarray::ArrayD<E>,
+    else_: ::ndarray::ArrayD<E>,
+    out: ::ndarray::ArrayD<E>,
+}
+
+#[cfg(feature = "ndarray")]
+impl<E: bytemuck::Pod> ZipLoop for Zipped<E> {
+    fn run(&mut self) {
+        ::ndarray::Zip::from(&mut self.out)
+            .and_broadcast(&self.cond)
+            .and_broadcast(&self.then)
+            .and_broadcast(&self.else_)
+            .for_each(|o, &c, &t, &e| *o = if c != 0 { t } else { e });
+        std::hint::black_box(&mut self.out);
+    }
+    fn out_bytes(&self) -> Vec<u8> {
+        self.out
+            .iter()
+            .flat_map(|x| bytemuck::bytes_of(x).to_vec())
+            .collect()
+    }
+}
+
+/// Builds the ndarray peer of a case (see [`ZipLoop`]). Shapes that ndarray cannot broadcast
+/// (none of the numpy-mode cases) are an error rather than a panic in `and_broadcast`.
+#[cfg(feature = "ndarray")]
+pub fn ndarray_zip(inp: &Inputs) -> Result<Box<dyn ZipLoop>> {
+    use ::ndarray::{ArrayD, IxDyn};
+    fn build<E: bytemuck::Pod>(inp: &Inputs) -> Result<Box<dyn ZipLoop>> {
+        let arr = |shape: &[usize], bytes: &[u8]| -> Result<ArrayD<E>> {
+            let elems = bytes.chunks_exact(size_of::<E>());
+            ArrayD::from_shape_vec(
+                IxDyn(shape),
+                elems.map(bytemuck::pod_read_unaligned).collect(),
+            )
+            .map_err(|e| Error::Invalid(e.to_string()))
+        };
+        let z = Zipped {
+            cond: arr_u8(&inp.cond_shape, &inp.cond)?,
+            then: arr(&inp.then_shape, &inp.then)?,
+            else_: arr(&inp.else_shape, &inp.else_)?,
+            out: ArrayD::from_elem(IxDyn(&inp.out_shape), E::zeroed()),
+        };
+        // ndarray's rule: right-aligned, each dim equal to the output's or 1.
+        let out = &inp.out_shape;
+        for (what, s) in [
+            ("cond", z.cond.shape()),
+            ("then", z.then.shape()),
+            ("else", z.else_.shape()),
+        ] {
+            let ok = s.len() <= out.len()
+                && s.iter()
+                    .zip(&out[out.len() - s.len()..])
+                    .all(|(a, b)| a == b || *a == 1);
+            if !ok {
+                return Err(Error::Invalid(format!(
+                    "ndarray cannot broadcast {what} {s:?} to {out:?}"
+                )));
+            }
+        }
+        Ok(Box::new(z))
+    }
+    fn arr_u8(shape: &[usize], bytes: &[u8]) -> Result<ArrayD<u8>> {
+        ArrayD::from_shape_vec(IxDyn(shape), bytes.to_vec())
+            .map_err(|e| Error::Invalid(e.to_string()))
+    }
+    match inp.dtype.width() {
+        1 => build::<u8>(inp),
+        2 => build::<u16>(inp),
+        4 => build::<u32>(inp),
+        8 => build::<u64>(inp),
+        _ => build::<[u64; 2]>(inp),
+    }
+}
+
+/// The ndarray peer of a case, run once and checked against `reference` (the interpreter's
+/// bytes); `None` without the `ndarray` feature.
+#[cfg(feature = "ndarray")]
+fn ndarray_peer(inp: &Inputs, reference: &[u8]) -> Result<Option<Box<dyn ZipLoop>>> {
+    let mut zip = ndarray_zip(inp)?;
+    zip.run();
+    if zip.out_bytes() != reference {
+        return Err(Error::Invalid("ndarray Zip output differs".into()));
+    }
+    Ok(Some(zip))
+}
+
+/// The ndarray peer's interface, which has no implementation without the `ndarray` feature.
+#[cfg(not(feature = "ndarray"))]
+trait ZipLoop {
+    fn run(&mut self);
+}
+
+/// The ndarray peer of a case: `None` without the `ndarray` feature.
+#[cfg(not(feature = "ndarray"))]
+fn ndarray_peer(_: &Inputs, _: &[u8]) -> Result<Option<Box<dyn ZipLoop>>> {
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -698,8 +864,9 @@ mod tests {
 pub struct DynamicReport {
     /// Distinct sequence lengths called (each once).
     pub lengths: usize,
-    /// Kernels compiled for them with the default policy (exact kernel on the second sighting).
+    /// Exact kernels compiled for them with the default policy (on the second sighting).
     pub exact_compiles: u64,
+    /// Shape-generic kernels compiled for them.
     pub generic_compiles: u64,
     /// Total time of the select calls (compiles included; input generation excluded).
     pub total_ms: f64,

@@ -9,7 +9,7 @@ use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
 use crate::jit::{CodeGen, CodeGenOptions, Jit, Kernel, Pattern, Tier};
 use crate::kernels::{self, Ptrs};
-use crate::plan::{Signature, plan, plan_contiguous};
+use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan, plan_contiguous, plan_layout};
 use crate::pool::Pool;
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::shape::{check_shape, contiguous_strides, numel};
@@ -34,6 +34,7 @@ impl Backend {
     /// Every backend, for tests and benchmarks that compare them.
     pub const ALL: &'static [Backend] = &[Backend::Jit, Backend::Static, Backend::Interp];
 
+    /// The name used on the command line (`jit`, `static`, `interp`).
     pub fn name(self) -> &'static str {
         match self {
             Backend::Jit => "jit",
@@ -66,12 +67,14 @@ pub enum InPlace {
     Else,
 }
 
-/// One operand's description in elements: buffer length, shape, optional strides.
+/// One operand's description in elements: buffer length, shape, optional strides, and the
+/// index of its first element.
 #[derive(Clone, Copy)]
 struct Desc<'a> {
     len: usize,
     shape: &'a [usize],
     strides: Option<&'a [isize]>,
+    offset: usize,
 }
 
 impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
@@ -80,21 +83,23 @@ impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
             len: t.data().len(),
             shape: t.shape(),
             strides: t.strides(),
+            offset: t.offset(),
         }
     }
 }
 
-/// A validated call: the output shape and the strides of cond, then, else and out over it.
+/// A validated call: the output shape, the strides of cond, then, else and out over it, and the
+/// index of each operand's element at output coordinate `[0, 0, ...]`.
 pub(crate) struct Checked {
     pub out: Dims,
     pub st: [Strides; 4],
+    pub off: [usize; 4],
 }
 
 /// Validates all four operands and infers the broadcast. Nothing is read before this passes.
 fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Result<Checked> {
-    let sc = validate("cond", cond.len, cond.shape, cond.strides)?;
-    let st = validate("then", then.len, then.shape, then.strides)?;
-    let se = validate("else", else_.len, else_.shape, else_.strides)?;
+    let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
+    let (lc, lt, le) = (v("cond", cond)?, v("then", then)?, v("else", else_)?);
     let b = broadcast_shapes(mode, cond.shape, then.shape, else_.shape)?;
     if out.shape != b.out.as_slice() {
         return Err(Error::OutputShape {
@@ -102,15 +107,16 @@ fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Res
             expected: ShapeFmt(&b.out).to_string(),
         });
     }
-    let so = validate("output", out.len, out.shape, out.strides)?;
-    check_output_distinct(out.shape, &so)?;
+    let lo = v("output", out)?;
+    check_output_distinct(out.shape, &lo.strides)?;
     Ok(Checked {
         st: [
-            strides_over(cond.shape, &sc, b.cond, &b.out),
-            strides_over(then.shape, &st, b.then, &b.out),
-            strides_over(else_.shape, &se, b.else_, &b.out),
-            so,
+            strides_over(cond.shape, &lc.strides, b.cond, &b.out),
+            strides_over(then.shape, &lt.strides, b.then, &b.out),
+            strides_over(else_.shape, &le.strides, b.else_, &b.out),
+            lo.strides,
         ],
+        off: [lc.offset, lt.offset, le.offset, lo.offset],
         out: b.out,
     })
 }
@@ -295,11 +301,13 @@ impl Prepared {
             let c = Checked {
                 out: self.out_shape.iter().copied().collect(),
                 st: std::array::from_fn(|k| st[k].iter().copied().collect()),
+                off: [0; 4],
             };
             let d = |len| Desc {
                 len,
                 shape: &[],
                 strides: None,
+                offset: 0,
             };
             interp_bytes(
                 w,
@@ -329,13 +337,15 @@ impl Prepared {
     }
 }
 
-/// The common case checked cheaply: no explicit strides and one shape for all four operands (a
-/// valid call in every broadcast mode). Returns the element count when every buffer holds it and
+/// The common case checked cheaply: no explicit strides (so no offset either) and one shape for
+/// all four operands (a valid call in every broadcast mode). Returns the element count when every buffer holds it and
 /// the shape is within the limits; `None` sends the call down the general path, which reports
 /// any error.
 fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
     let shape = ops[3].shape;
-    if ops.iter().any(|d| d.strides.is_some() || d.shape != shape)
+    if ops
+        .iter()
+        .any(|d| d.strides.is_some() || d.offset != 0 || d.shape != shape)
         || check_shape("output", shape).is_err()
     {
         return None;
@@ -369,10 +379,19 @@ const AOT_EXACT_RUNS: usize = 0;
 const AOT_GENERIC_RUNS: usize = 1;
 const STATIC_RUNS: usize = 2;
 
+/// The last exact kernel a thread got from an engine.
+struct Memo {
+    engine: u64,
+    sig: Signature,
+    kernel: Arc<Kernel>,
+    /// `(width, n)` when `sig` is the plan of `n` contiguous elements of one shape for all four
+    /// operands, so that such calls find the kernel without planning.
+    contiguous: Option<(usize, usize)>,
+}
+
 thread_local! {
-    /// The last exact kernel this thread got from an engine: (engine id, signature, kernel).
-    static MEMO: std::cell::RefCell<Option<(u64, Signature, Arc<Kernel>)>> =
-        const { std::cell::RefCell::new(None) };
+    /// The last exact kernel this thread got from an engine.
+    static MEMO: std::cell::RefCell<Option<Memo>> = const { std::cell::RefCell::new(None) };
 }
 
 static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -548,7 +567,7 @@ impl Engine {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
-            if m.as_ref().is_some_and(|(id, _, _)| *id == self.id) {
+            if m.as_ref().is_some_and(|memo| memo.engine == self.id) {
                 *m = None;
             }
         });
@@ -582,8 +601,19 @@ impl Engine {
         let k = self
             .kernel_locked(jit, sig, exact_after)
             .or_else(|| self.aot_kernel(sig, true))?;
+        // Kernels of the AOT table are not memoised: their runs are counted as such.
         if !k.is_generic() && !k.is_linked() {
-            MEMO.with(|m| *m.borrow_mut() = Some((self.id, sig.clone(), k.clone())));
+            let n = sig.numel();
+            let contiguous =
+                (plan_contiguous(sig.width, n).as_ref() == Some(sig)).then_some((sig.width, n));
+            MEMO.with(|m| {
+                *m.borrow_mut() = Some(Memo {
+                    engine: self.id,
+                    sig: sig.clone(),
+                    kernel: k.clone(),
+                    contiguous,
+                })
+            });
         }
         Some(k)
     }
@@ -608,17 +638,47 @@ impl Engine {
         MEMO.with(|m| {
             let m = m.borrow();
             match &*m {
-                Some((id, s, k)) if *id == self.id && s == sig => {
+                Some(memo) if memo.engine == self.id && memo.sig == *sig => {
                     self.memo_hits
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    // SAFETY: as in `run_planned`, whose contract the caller upholds: `k` is the
-                    // exact kernel of `sig` and the range is the whole outer dimension.
-                    unsafe { k.run(sig, p, 0, outer) };
+                    // SAFETY: as in `run_planned`, whose contract the caller upholds: the
+                    // kernel is the exact kernel of `sig` and the range is the whole outer
+                    // dimension.
+                    unsafe { memo.kernel.run(sig, p, 0, outer) };
                     true
                 }
                 _ => false,
             }
         })
+    }
+
+    /// [`Engine::run_memo`] for `n` contiguous elements of one shape for all four operands,
+    /// without planning: the memo knows whether its signature is that call's plan.
+    fn run_memo_contiguous(&self, width: usize, n: usize, p: Ptrs, out_bytes: usize) -> bool {
+        if self.splits(out_bytes, n) {
+            return false;
+        }
+        MEMO.with(|m| {
+            let m = m.borrow();
+            match &*m {
+                Some(memo) if memo.engine == self.id && memo.contiguous == Some((width, n)) => {
+                    self.memo_hits
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: the caller validated the four buffers for `n` contiguous
+                    // elements, which is exactly the layout `memo.sig` was planned from
+                    // (`plan_contiguous(width, n)`); the range is its whole outer dimension.
+                    unsafe { memo.kernel.run(&memo.sig, p, 0, memo.sig.outer()) };
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether a call with `out_bytes` of output and `outer` outer indices may be split across
+    /// threads.
+    fn splits(&self, out_bytes: usize, outer: usize) -> bool {
+        out_bytes >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2
     }
 
     fn kernel_locked(
@@ -736,8 +796,10 @@ impl Engine {
     }
 
     /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte
-    /// is true. `out` must have the broadcast output shape. Every buffer is checked against its
-    /// shape and strides before anything is read or written; on error `out` is untouched.
+    /// is true. `out` must have the broadcast output shape. Views may have any strides,
+    /// negative ones included (with the offset of their first element, see
+    /// [`TensorRef::with_layout`]). Every buffer is checked against its shape, strides and
+    /// offset before anything is read or written; on error `out` is untouched.
     pub fn select<T: Element>(
         &self,
         cond: TensorRef<'_, u8>,
@@ -746,7 +808,7 @@ impl Engine {
         out: TensorMut<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
-        let (o, shape, strides) = out.into_parts();
+        let (o, shape, strides, offset) = out.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         self.run_bytes(
             T::DTYPE.width(),
@@ -755,13 +817,13 @@ impl Engine {
             Operand::Buf(bytemuck::cast_slice(then.data()), (&then).into()),
             Operand::Buf(bytemuck::cast_slice(else_.data()), (&else_).into()),
             ob,
-            shape,
-            strides,
+            (shape, strides, offset),
         )
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.
-    /// Its shape must be the broadcast output shape.
+    /// Its shape must be the broadcast output shape; it may have any non-overlapping layout,
+    /// reversed included.
     pub fn select_in_place<T: Element>(
         &self,
         cond: TensorRef<'_, u8>,
@@ -770,18 +832,19 @@ impl Engine {
         other: TensorRef<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
-        let (o, shape, strides) = inout.into_parts();
+        let (o, shape, strides, offset) = inout.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         let other = Operand::Buf(bytemuck::cast_slice(other.data()), (&other).into());
         let (t, e) = match role {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(T::DTYPE.width(), mode, cond, t, e, ob, shape, strides)
+        let w = T::DTYPE.width();
+        self.run_bytes(w, mode, cond, t, e, ob, (shape, strides, offset))
     }
 
     /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
-    /// elements of `dtype`; shapes and strides count elements.
+    /// elements of `dtype`; shapes, strides and offsets count elements.
     pub fn select_in_place_dyn(
         &self,
         dtype: DType,
@@ -792,7 +855,7 @@ impl Engine {
         mode: Broadcast,
     ) -> Result<()> {
         let w = dtype.width();
-        let (o, shape, strides) = inout.into_parts();
+        let (o, shape, strides, offset) = inout.into_parts();
         let other = Operand::Buf(
             other.data(),
             Desc {
@@ -804,11 +867,11 @@ impl Engine {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(w, mode, cond, t, e, o, shape, strides)
+        self.run_bytes(w, mode, cond, t, e, o, (shape, strides, offset))
     }
 
     /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
-    /// `dtype`; shapes and strides count elements. Used by the CLI and by the C ABI.
+    /// `dtype`; shapes, strides and offsets count elements. Used by the CLI and by the C ABI.
     pub fn select_dyn(
         &self,
         dtype: DType,
@@ -825,7 +888,7 @@ impl Engine {
                 ..Desc::from(t)
             }
         }
-        let (o, shape, strides) = out.into_parts();
+        let (o, shape, strides, offset) = out.into_parts();
         self.run_bytes(
             w,
             mode,
@@ -833,11 +896,11 @@ impl Engine {
             Operand::Buf(then.data(), elems(&then, w)),
             Operand::Buf(else_.data(), elems(&else_, w)),
             o,
-            shape,
-            strides,
+            (shape, strides, offset),
         )
     }
 
+    /// `out_layout`: the output's shape, strides and offset (elements).
     #[allow(clippy::too_many_arguments)]
     fn run_bytes(
         &self,
@@ -847,19 +910,35 @@ impl Engine {
         then: Operand<'_>,
         else_: Operand<'_>,
         out: &mut [u8],
-        out_shape: &[usize],
-        out_strides: Option<&[isize]>,
+        out_layout: (&[usize], Option<&[isize]>, usize),
     ) -> Result<()> {
         let od = Desc {
             len: out.len() / width,
-            shape: out_shape,
-            strides: out_strides,
+            shape: out_layout.0,
+            strides: out_layout.1,
+            offset: out_layout.2,
         };
         if self.config.backend != Backend::Interp
             && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
         {
+            if self.config.backend == Backend::Jit {
+                let o = out.as_mut_ptr();
+                let src = |x: &Operand<'_>| match x {
+                    Operand::Buf(b, _) => b.as_ptr(),
+                    Operand::Out => o as *const u8,
+                };
+                let p = Ptrs {
+                    cond: cond.data().as_ptr(),
+                    then: src(&then),
+                    else_: src(&else_),
+                    out: o,
+                };
+                if self.run_memo_contiguous(width, n, p, out.len()) {
+                    return Ok(());
+                }
+            }
             let sig = plan_contiguous(width, n);
-            self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+            self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
             return Ok(());
         }
         let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
@@ -867,16 +946,23 @@ impl Engine {
             interp_bytes(width, &c, cond.data(), &then, &else_, out);
             return Ok(());
         }
-        let sig = plan(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]);
-        self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+        let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
+            return Ok(()); // empty output
+        };
+        // Each kernel base: the view's first element moved by the planner's flips, which is an
+        // element the validated view addresses (so the sum is in 0..len).
+        let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
+        self.run_planned(Some(&p.sig), base, cond.data(), &then, &else_, out);
         Ok(())
     }
 
     /// Runs a validated, planned call (`None`: empty output, nothing to do) on the JIT or the
-    /// static kernels.
+    /// static kernels. `base`: per operand, the index (in elements) of the kernel's base
+    /// element in its buffer.
     fn run_planned(
         &self,
         sig: Option<&Signature>,
+        base: [usize; 4],
         cond: &[u8],
         then: &Operand<'_>,
         else_: &Operand<'_>,
@@ -885,20 +971,22 @@ impl Engine {
         let Some(sig) = sig else {
             return;
         };
-        let out_ptr = out.as_mut_ptr();
-        let src = |o: &Operand<'_>| match o {
-            Operand::Buf(b, _) => b.as_ptr(),
+        let w = sig.width;
+        // Safe indexing: each base is an element of a validated view, inside its buffer.
+        let out_ptr = out[base[OUT] * w..].as_mut_ptr();
+        let src = |o: &Operand<'_>, op: usize| match o {
+            Operand::Buf(b, _) => b[base[op] * w..].as_ptr(),
+            // In place: the source is the output, with the output's layout and base.
             Operand::Out => out_ptr as *const u8,
         };
         let p = Ptrs {
-            cond: cond.as_ptr(),
-            then: src(then),
-            else_: src(else_),
+            cond: cond[base[COND]..].as_ptr(),
+            then: src(then, THEN),
+            else_: src(else_, ELSE),
             out: out_ptr,
         };
         let outer = sig.outer();
-        let eligible =
-            out.len() >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2;
+        let eligible = self.splits(out.len(), outer);
         if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }
@@ -909,11 +997,13 @@ impl Engine {
         if kernel.is_none() {
             self.runs[STATIC_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
-        // SAFETY (for every call below): the caller validated every buffer against its shape
-        // and strides (`check`, or `same_contiguous` for identical contiguous shapes): all
-        // addressed elements are in bounds, the output's elements are distinct, and the only
-        // aliasing is the exact in-place case; `sig` is the plan of exactly these layouts, and
-        // each range lies within the outer dimension.
+        // SAFETY (for every call below): the caller validated every buffer against its shape,
+        // strides and offset (`check`, or `same_contiguous` for identical contiguous shapes):
+        // all addressed elements are in bounds, the output's elements are distinct, and the
+        // only aliasing is the exact in-place case (the same layout and base as the output);
+        // `sig` is the plan of exactly these layouts and the pointers are at the plan's base
+        // elements, so every element `sig` addresses from them (strides of either sign) is one
+        // the views address; each range lies within the outer dimension.
         let run = |p: Ptrs, a: usize, b: usize| match &kernel {
             // SAFETY: see above.
             Some(k) => unsafe { k.run(sig, p, a, b) },
@@ -976,11 +1066,11 @@ fn interp_bytes(
     else_: &Operand,
     out: &mut [u8],
 ) {
-    fn src<'a, const W: usize>(o: &Operand<'a>, st: &'a [isize]) -> Src<'a, [u8; W]> {
+    fn src<'a, const W: usize>(o: &Operand<'a>, st: &'a [isize], off: usize) -> Src<'a, [u8; W]> {
         match *o {
             Operand::Buf(b, _) => {
                 let n = b.len() / W * W;
-                Src::Buf(bytemuck::cast_slice(&b[..n]), st)
+                Src::Buf((bytemuck::cast_slice(&b[..n]), st, off))
             }
             Operand::Out => Src::Out,
         }
@@ -996,10 +1086,10 @@ fn interp_bytes(
         let o: &mut [[u8; W]] = bytemuck::cast_slice_mut(&mut out[..n]);
         interp::run(
             &c.out,
-            (cond, &c.st[0]),
-            src::<W>(then, &c.st[1]),
-            src::<W>(else_, &c.st[2]),
-            (o, &c.st[3]),
+            (cond, &c.st[0], c.off[0]),
+            src::<W>(then, &c.st[1], c.off[1]),
+            src::<W>(else_, &c.st[2], c.off[2]),
+            (o, &c.st[3], c.off[3]),
         );
     }
     match width {
@@ -1012,7 +1102,8 @@ fn interp_bytes(
     }
 }
 
-/// Select over any `Clone` element type (strings, ...) through the reference interpreter.
+/// Select over any `Clone` element type (strings, ...) through the reference interpreter. Views
+/// may have any strides and offsets, as in [`Engine::select`].
 pub fn select_generic<T: Clone>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,
@@ -1020,19 +1111,20 @@ pub fn select_generic<T: Clone>(
     out: TensorMut<'_, T>,
     mode: Broadcast,
 ) -> Result<()> {
-    let (o, shape, strides) = out.into_parts();
+    let (o, shape, strides, offset) = out.into_parts();
     let od = Desc {
         len: o.len(),
         shape,
         strides,
+        offset,
     };
     let c = check(mode, (&cond).into(), (&then).into(), (&else_).into(), od)?;
     interp::run(
         &c.out,
-        (cond.data(), &c.st[0]),
-        Src::Buf(then.data(), &c.st[1]),
-        Src::Buf(else_.data(), &c.st[2]),
-        (o, &c.st[3]),
+        (cond.data(), &c.st[0], c.off[0]),
+        Src::Buf((then.data(), &c.st[1], c.off[1])),
+        Src::Buf((else_.data(), &c.st[2], c.off[2])),
+        (o, &c.st[3], c.off[3]),
     );
     Ok(())
 }

@@ -14,9 +14,13 @@ use crate::shape::MAX_RANK;
 /// Raw operand base pointers (validated by the engine before any kernel runs).
 #[derive(Clone, Copy, Debug)]
 pub struct Ptrs {
+    /// cond's base (the plan's base element).
     pub cond: *const u8,
+    /// then's base.
     pub then: *const u8,
+    /// else's base.
     pub else_: *const u8,
+    /// The output's base.
     pub out: *mut u8,
 }
 
@@ -59,6 +63,7 @@ impl Level {
         }
     }
 
+    /// The level's name (`portable`, `avx2`).
     pub fn name(self) -> &'static str {
         match self {
             Level::Portable => "portable",
@@ -383,12 +388,15 @@ mod tests {
         let b = broadcast_shapes(Broadcast::Numpy, c, t, e).unwrap();
         let n = |s: &[usize]| s.iter().product::<usize>();
         let tst = t_strides.unwrap_or_else(|| contiguous_strides(t).to_vec());
-        let t_len = t
+        // Signed strides: the buffer spans the lowest to the highest addressed element, and the
+        // first element sits `t_off` elements in.
+        let spans = t
             .iter()
             .zip(&tst)
-            .map(|(d, s)| (d.max(&1) - 1) * *s as usize)
-            .sum::<usize>()
-            + 1;
+            .map(|(d, s)| (*d.max(&1) as isize - 1) * s);
+        let lo: isize = spans.clone().filter(|&x| x < 0).sum();
+        let hi: isize = spans.filter(|&x| x > 0).sum();
+        let (t_len, t_off) = ((hi - lo + 1) as usize, (-lo) as usize);
         let cond: Vec<u8> = (0..n(c))
             .map(|i| [0u8, 1, 0x80, 0, 0xff, 2, 0][i % 7])
             .collect();
@@ -401,10 +409,10 @@ mod tests {
         let mut want = vec![[0u8; W]; n(&b.out)];
         interp::run(
             &b.out,
-            (&cond, &sc),
-            interp::Src::Buf(&tv, &st),
-            interp::Src::Buf(&ev, &se),
-            (&mut want, &so),
+            (&cond, &sc, 0),
+            interp::Src::Buf((&tv, &st, t_off)),
+            interp::Src::Buf((&ev, &se, 0)),
+            (&mut want, &so, 0),
         );
         let Some(sig) = plan(W, &b.out, [&sc, &st, &se, &so]) else {
             return;
@@ -412,7 +420,7 @@ mod tests {
         let mut got = vec![[0x5au8; W]; n(&b.out)];
         let p = Ptrs {
             cond: cond.as_ptr(),
-            then: tv.as_ptr() as *const u8,
+            then: tv[t_off..].as_ptr() as *const u8,
             else_: ev.as_ptr() as *const u8,
             out: got.as_mut_ptr() as *mut u8,
         };
@@ -441,6 +449,14 @@ mod tests {
         check::<W>(level, &[5, 7], &[5, 7], &[7], Some(vec![1, 5]), true);
         // Sliced then: every other element.
         check::<W>(level, &[4, 9], &[4, 9], &[], Some(vec![18, 2]), false);
+        // Reversed then (both dims), rows reversed, and reversed with step -2 into a forward
+        // output: negative input strides reach the kernels as they are.
+        for n in [1usize, 15, 16, 17, 65] {
+            let ni = n as isize;
+            check::<W>(level, &[3, n], &[3, n], &[n], Some(vec![-ni, -1]), true);
+            check::<W>(level, &[1, n], &[3, n], &[], Some(vec![-ni, 1]), true);
+            check::<W>(level, &[n], &[3, n], &[1], Some(vec![2 * ni, -2]), true);
+        }
         check::<W>(level, &[2, 1, 19], &[19], &[2, 3, 1], None, true);
     }
 
