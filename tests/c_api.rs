@@ -12,7 +12,7 @@ fn lib_dir() -> PathBuf {
 }
 
 /// Builds the shared library of this profile if `cargo test` has not (it builds the library as
-/// an rlib only); cargo does not hold its build lock while tests run.
+/// an rlib only); cargo does not hold its build lock while tests run. `.ci/run` builds it first.
 fn ensure_shared_library(lib: &std::path::Path) {
     if lib.join("libselectjit.so").exists() {
         return;
@@ -22,6 +22,12 @@ fn ensure_shared_library(lib: &std::path::Path) {
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if lib.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
+    }
+    // The same features as this test build: the library's file names carry no feature hash (it
+    // is also a cdylib), so a build with other features would replace the rlib that the doc
+    // tests link against, and rebuild everything for nothing.
+    if cfg!(feature = "ndarray") {
+        cmd.args(["--features", "ndarray"]);
     }
     if let Some(target) = lib.parent() {
         cmd.arg("--target-dir").arg(target);
