@@ -63,8 +63,9 @@ pub struct CacheStats {
     pub aot_generic_runs: u64,
     /// Calls run by the static kernels (no kernel for them, or code generation failed).
     pub static_runs: u64,
-    /// Exact and shape-generic kernels in the engine's AOT table (0 without one).
+    /// Exact kernels in the engine's AOT table (0 without one).
     pub aot_exact_kernels: usize,
+    /// Shape-generic kernels in the engine's AOT table (0 without one).
     pub aot_generic_kernels: usize,
     /// An AOT table was given to the engine and rejected ([`crate::Engine::aot_error`] says
     /// why).

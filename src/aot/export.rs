@@ -211,8 +211,9 @@ pub struct Exported {
     pub triple: String,
     /// The CPU features the code needs (Cranelift's names), as written into the table.
     pub features: Vec<String>,
-    /// Exact and shape-generic kernels in the table.
+    /// Exact kernels in the table.
     pub exact: usize,
+    /// Shape-generic kernels in the table.
     pub generic: usize,
     /// Bytes of machine code.
     pub code_bytes: usize,

@@ -14,8 +14,9 @@ pub struct ObjectSummary {
     pub triple: String,
     /// The CPU features the code needs.
     pub features: Vec<String>,
-    /// Exact and shape-generic kernels in the table.
+    /// Exact kernels in the table.
     pub exact: usize,
+    /// Shape-generic kernels in the table.
     pub generic: usize,
     /// Bytes of machine code, as the table records them.
     pub code_bytes: usize,

@@ -45,10 +45,15 @@ pub type SelectjitKernelFn = unsafe extern "C" fn(
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct SelectjitAotEntry {
+    /// Where the key starts in the table's key bytes.
     pub key_offset: u32,
+    /// The key's length in bytes.
     pub key_len: u32,
+    /// [`AOT_EXACT`] or [`AOT_GENERIC`].
     pub kind: u32,
+    /// Bytes of machine code of the kernel.
     pub code_bytes: u32,
+    /// The kernel.
     pub func: Option<SelectjitKernelFn>,
 }
 
@@ -62,6 +67,7 @@ pub struct SelectjitAotTable {
     pub magic: [u8; 8],
     /// [`AOT_VERSION`].
     pub version: u32,
+    /// Entries at `entries`.
     pub entry_count: u32,
     /// Bytes at `keys`.
     pub keys_len: u32,
@@ -74,7 +80,9 @@ pub struct SelectjitAotTable {
     pub triple: [u8; 64],
     /// The CPU features the code needs (Cranelift's names, space-separated), NUL-terminated.
     pub features: [u8; 256],
+    /// The entries, `entry_count` of them.
     pub entries: *const SelectjitAotEntry,
+    /// The key bytes, `keys_len` of them.
     pub keys: *const u8,
 }
 
