@@ -93,10 +93,30 @@ impl Rng {
     fn bytes(&mut self, n: usize) -> Vec<u8> {
         (0..n).map(|_| (self.next() >> 24) as u8).collect()
     }
-    fn cond(&mut self, n: usize) -> Vec<u8> {
+    /// Cond bytes (zeros and non-zero bytes of every kind): at random, in runs of one kind
+    /// (so that whole vectors are uniform), all non-zero or all zero, by `mode`.
+    fn cond(&mut self, n: usize, mode: u64) -> Vec<u8> {
         let vals = [0u8, 1, 0x80, 0, 0xff, 0, 3];
+        let truthy = [1u8, 0x80, 0xff, 3];
+        let (mut left, mut on) = (0u64, false);
         (0..n)
-            .map(|_| vals[(self.next() % vals.len() as u64) as usize])
+            .map(|_| match mode % 4 {
+                0 => vals[(self.next() % vals.len() as u64) as usize],
+                1 => {
+                    if left == 0 {
+                        left = 1 + self.next() % 300;
+                        on = self.next().is_multiple_of(2);
+                    }
+                    left -= 1;
+                    if on {
+                        truthy[(self.next() % 4) as usize]
+                    } else {
+                        0
+                    }
+                }
+                2 => truthy[(self.next() % 4) as usize],
+                _ => 0,
+            })
             .collect()
     }
 }
@@ -197,7 +217,7 @@ fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], seed: u64) 
     let w = dt.width();
     let mut rng = Rng(seed);
     let bufs = [
-        rng.cond(ins[0].len),
+        rng.cond(ins[0].len, seed / 7),
         rng.bytes(ins[1].len * w),
         rng.bytes(ins[2].len * w),
     ];

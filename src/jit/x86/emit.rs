@@ -277,6 +277,10 @@ impl<'s> Emitter<'s> {
     pub fn jne(&mut self, l: Label) -> R {
         self.branch(Some(0x5), l)
     }
+    /// `jc`: jump when the carry flag is set.
+    pub fn branch_carry(&mut self, l: Label) -> R {
+        self.jb(l)
+    }
     pub fn jbe(&mut self, l: Label) -> R {
         self.branch(Some(0x6), l)
     }

@@ -144,10 +144,31 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, place: Place, 
     let mut bufs: Vec<Buf> = (0..4)
         .map(|op| layout(sig, op, misalign * (op == OUT) as usize))
         .collect();
-    // cond: zeros and every kind of non-zero byte.
+    // cond: zeros and every kind of non-zero byte; at random, in runs (whole vectors of one
+    // kind), all non-zero or all zero.
     let conds = [0u8, 1, 0x80, 0, 0xff, 0, 2, 0x7f, 0];
+    let truthy = [1u8, 0x80, 0xff, 2, 0x7f];
+    let mode = (seed / 3) % 4;
+    let mut run_left = 0u64;
+    let mut run_true = false;
     for b in bufs[COND].data.iter_mut() {
-        *b = conds[(rng.next() % conds.len() as u64) as usize];
+        *b = match mode {
+            0 => conds[(rng.next() % conds.len() as u64) as usize],
+            1 => {
+                if run_left == 0 {
+                    run_left = 1 + rng.next() % 300;
+                    run_true = rng.next().is_multiple_of(2);
+                }
+                run_left -= 1;
+                if run_true {
+                    truthy[(rng.next() % 5) as usize]
+                } else {
+                    0
+                }
+            }
+            2 => truthy[(rng.next() % 5) as usize],
+            _ => 0,
+        };
     }
     for op in [THEN, ELSE, OUT] {
         let n = bufs[op].data.len();

@@ -14,7 +14,7 @@
 use iced_x86::code_asm::*;
 
 use super::regs::{XMM, YMM};
-use super::{Emitter, Label, R};
+use super::{Bounds, Emitter, Label, R};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
 /// Vectors per main-loop iteration.
@@ -47,6 +47,9 @@ impl Emitter<'_> {
             if self.splat_once(op) {
                 self.avx2_splat(op)?;
             }
+        }
+        if self.avx2_uniform() {
+            self.a.vpcmpeqd(ymm12, ymm12, ymm12)?;
         }
         if self.w == 16 {
             // qwords 0, 1 keep cond byte 0, qwords 2, 3 cond byte 1.
@@ -96,10 +99,34 @@ impl Emitter<'_> {
 
     pub(super) fn avx2_vector_row(&mut self) -> R {
         self.avx2_row_splats()?;
+        let done = self.label();
         let lanes = self.per(32);
         let e = lanes * UNROLL as u64;
-        let n = self.n;
-        let done = self.label();
+        // Non-temporal rows: a head up to the first cache line boundary, whole blocks, a tail.
+        let nt_min = (2 * e + self.per(64)).max(self.per(512));
+        if self.nt && self.n.max >= nt_min {
+            let normal = self.label();
+            if self.n.min < nt_min {
+                self.a.cmp(r9, nt_min as i32)?;
+                self.jb(normal)?;
+            }
+            if self.w > 1 {
+                // Lines are reached by whole elements only from an element-aligned output.
+                self.a.test(cl, self.w as i32 - 1)?;
+                self.jne(normal)?;
+            }
+            self.avx2_nt_vector_row(e, done)?;
+            self.bind(normal);
+        }
+        self.avx2_span(self.n, done)?;
+        self.bind(done);
+        Ok(())
+    }
+
+    /// A row of `r9` elements (within `n`) with ordinary stores, index from 0; on to `done`.
+    fn avx2_span(&mut self, n: Bounds, done: Label) -> R {
+        let lanes = self.per(32);
+        let e = lanes * UNROLL as u64;
         self.a.xor(r8d, r8d)?;
         if n.max >= e {
             let small = self.label();
@@ -107,29 +134,7 @@ impl Emitter<'_> {
                 self.a.cmp(r9, e as i32)?;
                 self.jb(small)?;
             }
-            if self.nt && n.max >= 2 * e {
-                let normal = self.label();
-                if n.min < 2 * e {
-                    self.a.cmp(r9, 2 * e as i32)?;
-                    self.jb(normal)?;
-                }
-                if self.w > 1 {
-                    // Stores are aligned by whole elements only.
-                    self.a.test(cl, self.w as i32 - 1)?;
-                    self.jne(normal)?;
-                }
-                // One ordinary vector over the head, then aligned non-temporal stores.
-                self.avx2_body(32, 1, false)?;
-                self.a.mov(r8, rcx)?;
-                self.a.neg(r8)?;
-                self.a.and(r8d, 31)?;
-                if self.w > 1 {
-                    self.a.shr(r8d, self.wlog())?;
-                }
-                self.avx2_main_loop(e, true, done)?;
-                self.bind(normal);
-            }
-            self.avx2_main_loop(e, false, done)?;
+            self.avx2_main_loop(e, n, done)?;
             self.bind(small);
         }
         if n.meets(lanes, e) {
@@ -178,31 +183,175 @@ impl Emitter<'_> {
             self.a.cmp(r8, r9)?;
             self.jb(top)?;
         }
-        self.bind(done);
+        Ok(())
+    }
+
+    /// A row with non-temporal stores to whole cache lines only: the elements before the
+    /// output's first 64-byte boundary and those after the last whole block go through
+    /// [`Self::avx2_span`] on sub-rows (a store of each kind never shares a line with the
+    /// other). Needs `r9 >= 2 * e + elements per line`; ends with a jump to `done`.
+    fn avx2_nt_vector_row(&mut self, e: u64, done: Label) -> R {
+        let per_line = self.per(64);
+        let no_head = self.label();
+        self.a.mov(rax, rcx)?;
+        self.a.neg(rax)?;
+        self.a.and(eax, 63)?;
+        if self.w > 1 {
+            self.a.shr(eax, self.wlog())?;
+        }
+        self.je(no_head)?;
+        self.a.mov(qword_ptr(rsp - 8), r9)?;
+        self.a.mov(r9, rax)?;
+        let head_done = self.label();
+        self.avx2_span(
+            Bounds {
+                min: 1,
+                max: per_line - 1,
+            },
+            head_done,
+        )?;
+        self.bind(head_done);
+        self.a.mov(rax, r9)?;
+        self.a.mov(r9, qword_ptr(rsp - 8))?;
+        self.bind(no_head);
+        self.a.mov(r8, rax)?;
+        self.a.lea(r10, ptr(r9 - e as i32))?;
+        let top = self.label();
+        self.bind(top);
+        self.avx2_body(32, UNROLL, true)?;
+        self.a.add(r8, e as i32)?;
+        self.a.cmp(r8, r10)?;
+        self.jbe(top)?;
+        self.a.cmp(r8, r9)?;
+        self.jae(done)?;
+        // Tail: the row from r8 on, as a row of its own.
+        self.a.mov(qword_ptr(rsp - 8), r9)?;
+        self.a.mov(qword_ptr(rsp - 16), r8)?;
+        self.avx2_shift_row(r8, false)?;
+        self.a.sub(r9, r8)?;
+        let tail_done = self.label();
+        self.avx2_span(Bounds { min: 1, max: e - 1 }, tail_done)?;
+        self.bind(tail_done);
+        self.a.mov(r9, qword_ptr(rsp - 8))?;
+        self.a.mov(rax, qword_ptr(rsp - 16))?;
+        self.avx2_shift_row(rax, true)?;
+        self.jmp(done)
+    }
+
+    /// Moves the row pointers (of operands that advance along the row) forward, or back, by
+    /// `k` elements (`k` is clobbered when moving back).
+    fn avx2_shift_row(&mut self, k: AsmRegister64, back: bool) -> R {
+        if back {
+            self.a.sub(rdi, k)?;
+        } else {
+            self.a.add(rdi, k)?;
+        }
+        let scaled = if self.w == 1 {
+            k
+        } else {
+            self.a.mov(r11, k)?;
+            self.a.shl(r11, self.wlog())?;
+            r11
+        };
+        for op in [THEN, ELSE, OUT] {
+            if op != OUT && self.row_bcast(op) {
+                continue;
+            }
+            if back {
+                self.a.sub(super::P[op], scaled)?;
+            } else {
+                self.a.add(super::P[op], scaled)?;
+            }
+        }
         Ok(())
     }
 
     /// `while r8 + e <= n { body; r8 += e }` (entered with `n >= e`), then once more over the
     /// last `e` elements if any are left, and on to `done`.
-    fn avx2_main_loop(&mut self, e: u64, nt: bool, done: Label) -> R {
+    fn avx2_main_loop(&mut self, e: u64, n: Bounds, done: Label) -> R {
         self.a.lea(r10, ptr(r9 - e as i32))?;
         let top = self.label();
+        let next = self.label();
+        let uniform = self.avx2_uniform();
+        let (all_then, all_else) = (self.label(), self.label());
         self.bind(top);
-        self.avx2_body(32, UNROLL, nt)?;
+        if uniform {
+            self.avx2_uniform_test(all_then, all_else)?;
+        }
+        self.avx2_body_pre(32, UNROLL, false, uniform)?;
+        self.bind(next);
         self.a.add(r8, e as i32)?;
         self.a.cmp(r8, r10)?;
         self.jbe(top)?;
-        if self.n.known().is_none_or(|n| n % e != 0) || nt {
+        if n.known().is_none_or(|n| n % e != 0) {
             self.a.cmp(r8, r9)?;
             self.jae(done)?;
             self.a.mov(r8, r10)?;
             self.avx2_body(32, UNROLL, false)?;
         }
-        self.jmp(done)
+        self.jmp(done)?;
+        if uniform {
+            for (l, op) in [(all_then, THEN), (all_else, ELSE)] {
+                self.bind(l);
+                self.avx2_take(op)?;
+                self.jmp(next)?;
+            }
+        }
+        Ok(())
     }
 
-    /// `count` vectors of `bytes` (16 or 32) bytes of output from element `r8` on.
+    /// Whether main-loop iterations test their cond bytes for being all non-zero or all zero
+    /// and then copy one input (reading only that one): widths 2 and 4, whose masks come from
+    /// the same compare.
+    fn avx2_uniform(&self) -> bool {
+        matches!(self.w, 2 | 4)
+    }
+
+    /// Compares the cond bytes of one main-loop iteration with zero (ymm8, and ymm9 for width
+    /// 2) and jumps to `all_then` / `all_else` when they are all non-zero / all zero (`vptest`
+    /// against all ones in ymm12: ZF when no byte compared equal, CF when all did).
+    fn avx2_uniform_test(&mut self, all_then: Label, all_else: Label) -> R {
+        let c0 = self.elem(COND, 0);
+        self.a.vpcmpeqb(ymm8, ymm15, c0)?;
+        if self.w == 2 {
+            let c1 = self.elem(COND, 32);
+            self.a.vpcmpeqb(ymm9, ymm15, c1)?;
+            self.a.vpor(ymm10, ymm8, ymm9)?;
+            self.a.vpand(ymm11, ymm8, ymm9)?;
+            self.a.vptest(ymm10, ymm10)?;
+            self.je(all_then)?;
+            self.a.vptest(ymm11, ymm12)?;
+        } else {
+            self.a.vptest(ymm8, ymm12)?;
+            self.je(all_then)?;
+        }
+        self.branch_carry(all_else)
+    }
+
+    /// One main-loop iteration's output taken from `op` alone (copy, or the splat).
+    fn avx2_take(&mut self, op: usize) -> R {
+        let bcast = self.row_bcast(op);
+        for (v, &y) in YMM.iter().enumerate().take(UNROLL) {
+            let off = v as i64 * self.per(32) as i64;
+            let r = if bcast {
+                YMM[Self::avx2_splat_reg(op)]
+            } else {
+                self.a.vmovdqu(y, self.elem(op, off))?;
+                y
+            };
+            let o = self.elem(OUT, off);
+            self.a.vmovdqu(o, r)?;
+        }
+        Ok(())
+    }
+
     fn avx2_body(&mut self, bytes: usize, count: usize, nt: bool) -> R {
+        self.avx2_body_pre(bytes, count, nt, false)
+    }
+
+    /// `count` vectors of `bytes` (16 or 32) bytes of output from element `r8` on; `pre`: the
+    /// cond bytes are already compared (ymm8, ymm9).
+    fn avx2_body_pre(&mut self, bytes: usize, count: usize, nt: bool, pre: bool) -> R {
         let w = self.w;
         let per = self.per(bytes) as i64;
         let bt = self.row_bcast(THEN);
@@ -211,12 +360,34 @@ impl Emitter<'_> {
             self.a.mov(r11, r8)?;
             self.a.shl(r11, 4)?;
         }
+        let wide_masks = pre && bytes == 32 && count == UNROLL;
+        if wide_masks {
+            // The compare of the cond bytes (ymm8, ymm9) widened to the lane masks.
+            for g in 0..(if w == 2 { 2 } else { 1 }) {
+                if g == 1 {
+                    self.a.vmovdqa(ymm8, ymm9)?;
+                }
+                self.a.vextracti128(xmm10, ymm8, 1)?;
+                if w == 4 {
+                    self.a.vpshufd(xmm9, xmm8, 0xee)?;
+                    self.a.vpshufd(xmm11, xmm10, 0xee)?;
+                    self.a.vpmovsxbd(ymm0, xmm8)?;
+                    self.a.vpmovsxbd(ymm2, xmm9)?;
+                    self.a.vpmovsxbd(ymm4, xmm10)?;
+                    self.a.vpmovsxbd(ymm6, xmm11)?;
+                } else {
+                    self.a.vpmovsxbw(YMM[4 * g], xmm8)?;
+                    self.a.vpmovsxbw(YMM[4 * g + 2], xmm10)?;
+                }
+            }
+        }
         xy!(bytes, r => {
             for v in 0..count {
                 let off = v as i64 * per;
                 let (m, d) = (r[2 * v], r[2 * v + 1]);
                 let c = self.elem(COND, off);
                 match w {
+                    _ if wide_masks => {}
                     1 => self.a.vpcmpeqb(m, r[15], c)?,
                     2 => {
                         self.a.vpmovzxbw(m, c)?;
@@ -282,6 +453,32 @@ impl Emitter<'_> {
         let src = (!fill).then_some(super::P[op]);
         let sr = Self::avx2_splat_reg(op);
         let b = self.n.times(self.w as u64);
+        if self.nt && b.max >= NT_COPY_MIN {
+            let normal = self.label();
+            if b.min < NT_COPY_MIN {
+                self.a.cmp(r10, NT_COPY_MIN as i32)?;
+                self.jb(normal)?;
+            }
+            if fill && self.w > 1 {
+                // A fill keeps its pattern only from element boundaries.
+                self.a.test(cl, self.w as i32 - 1)?;
+                self.jne(normal)?;
+            }
+            self.avx2_nt_copy(src, sr, done)?;
+            self.bind(normal);
+        }
+        self.avx2_copy_span(src, sr, b, done)
+    }
+
+    /// Copies (or fills) `r10` bytes (within `b`) with ordinary stores; on to `done` or falls
+    /// through at the end.
+    fn avx2_copy_span(
+        &mut self,
+        src: Option<AsmRegister64>,
+        sr: usize,
+        b: Bounds,
+        done: Label,
+    ) -> R {
         self.a.xor(r8d, r8d)?;
         if b.max >= COPY_BLOCK {
             let small = self.label();
@@ -289,25 +486,7 @@ impl Emitter<'_> {
                 self.a.cmp(r10, COPY_BLOCK as i32)?;
                 self.jb(small)?;
             }
-            if self.nt && b.max >= NT_COPY_MIN {
-                let normal = self.label();
-                if b.min < NT_COPY_MIN {
-                    self.a.cmp(r10, NT_COPY_MIN as i32)?;
-                    self.jb(normal)?;
-                }
-                if fill && self.w > 1 {
-                    // A fill keeps its pattern only from element boundaries.
-                    self.a.test(cl, self.w as i32 - 1)?;
-                    self.jne(normal)?;
-                }
-                self.avx2_moves(src, sr, 32, 1, false)?;
-                self.a.mov(r8, rcx)?;
-                self.a.neg(r8)?;
-                self.a.and(r8d, 31)?;
-                self.avx2_copy_loop(src, sr, true, done)?;
-                self.bind(normal);
-            }
-            self.avx2_copy_loop(src, sr, false, done)?;
+            self.avx2_copy_loop(src, sr, b, done)?;
             self.bind(small);
         }
         if b.meets(32, COPY_BLOCK) {
@@ -348,23 +527,77 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// A copy with non-temporal stores to whole cache lines only (head and tail through
+    /// [`Self::avx2_copy_span`] on sub-rows); needs `r10 >= NT_COPY_MIN`, ends with a jump to
+    /// `done`.
+    fn avx2_nt_copy(&mut self, src: Option<AsmRegister64>, sr: usize, done: Label) -> R {
+        let no_head = self.label();
+        self.a.mov(rax, rcx)?;
+        self.a.neg(rax)?;
+        self.a.and(eax, 63)?;
+        self.je(no_head)?;
+        self.a.mov(qword_ptr(rsp - 8), r10)?;
+        self.a.mov(r10, rax)?;
+        let head_done = self.label();
+        self.avx2_copy_span(src, sr, Bounds { min: 1, max: 63 }, head_done)?;
+        self.bind(head_done);
+        self.a.mov(rax, r10)?;
+        self.a.mov(r10, qword_ptr(rsp - 8))?;
+        self.bind(no_head);
+        self.a.mov(r8, rax)?;
+        self.a.lea(r11, ptr(r10 - COPY_BLOCK as i32))?;
+        let top = self.label();
+        self.bind(top);
+        self.avx2_moves(src, sr, 32, 4, true)?;
+        self.a.add(r8, COPY_BLOCK as i32)?;
+        self.a.cmp(r8, r11)?;
+        self.jbe(top)?;
+        self.a.cmp(r8, r10)?;
+        self.jae(done)?;
+        // Tail: the bytes from r8 on, as a row of their own.
+        self.a.mov(qword_ptr(rsp - 8), r10)?;
+        self.a.mov(qword_ptr(rsp - 16), r8)?;
+        if let Some(s) = src {
+            self.a.add(s, r8)?;
+        }
+        self.a.add(rcx, r8)?;
+        self.a.sub(r10, r8)?;
+        let tail_done = self.label();
+        self.avx2_copy_span(
+            src,
+            sr,
+            Bounds {
+                min: 1,
+                max: COPY_BLOCK - 1,
+            },
+            tail_done,
+        )?;
+        self.bind(tail_done);
+        self.a.mov(r10, qword_ptr(rsp - 8))?;
+        self.a.mov(rax, qword_ptr(rsp - 16))?;
+        if let Some(s) = src {
+            self.a.sub(s, rax)?;
+        }
+        self.a.sub(rcx, rax)?;
+        self.jmp(done)
+    }
+
     /// `while r8 + 128 <= r10 { move 128 bytes }`, then the last 128 bytes if any are left.
     fn avx2_copy_loop(
         &mut self,
         src: Option<AsmRegister64>,
         sr: usize,
-        nt: bool,
+        b: Bounds,
         done: Label,
     ) -> R {
         self.a.lea(r11, ptr(r10 - COPY_BLOCK as i32))?;
         let top = self.label();
         self.bind(top);
-        self.avx2_moves(src, sr, 32, 4, nt)?;
+        self.avx2_moves(src, sr, 32, 4, false)?;
         self.a.add(r8, COPY_BLOCK as i32)?;
         self.a.cmp(r8, r11)?;
         self.jbe(top)?;
-        let b = self.n.times(self.w as u64);
-        if b.known().is_none_or(|b| b % COPY_BLOCK != 0) || nt {
+        if b.known().is_none_or(|b| b % COPY_BLOCK != 0) {
             self.a.cmp(r8, r10)?;
             self.jae(done)?;
             self.a.mov(r8, r11)?;

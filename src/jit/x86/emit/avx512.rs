@@ -168,11 +168,81 @@ impl Emitter<'_> {
     fn avx512_main_loop(&mut self, e: u64, nt: bool) -> R {
         self.a.lea(r10, ptr(r9 - e as i32))?;
         let top = self.label();
+        let next = self.label();
+        let after = self.label();
+        // Iterations whose cond bytes are all non-zero (or all zero) copy one input.
+        let uniform = !nt && matches!(self.w, 2 | 4);
+        let (all_then, all_else) = (self.label(), self.label());
         self.bind(top);
-        self.avx512_body(nt)?;
+        // Four zmm of output from element r8 on.
+        self.avx512_masks()?;
+        if uniform {
+            self.avx512_uniform_test(all_then, all_else)?;
+        }
+        self.avx512_blend_store(nt)?;
+        self.bind(next);
         self.a.add(r8, e as i32)?;
         self.a.cmp(r8, r10)?;
-        self.jbe(top)
+        self.jbe(top)?;
+        if uniform {
+            self.jmp(after)?;
+            for (l, op) in [(all_then, THEN), (all_else, ELSE)] {
+                self.bind(l);
+                self.avx512_take(op)?;
+                self.jmp(next)?;
+            }
+        }
+        self.bind(after);
+        Ok(())
+    }
+
+    /// Jumps to `all_then` / `all_else` when the masks of one main-loop iteration (k1 with
+    /// its 64 bits for width 4; k1 and k3 for width 2) say that every cond byte is non-zero /
+    /// zero.
+    fn avx512_uniform_test(&mut self, all_then: Label, all_else: Label) -> R {
+        // The mask bits are "cond != 0", or "cond == 0" when else is read from memory.
+        let (ones, zeros) = if self.avx512_zero_sel() {
+            (all_else, all_then)
+        } else {
+            (all_then, all_else)
+        };
+        if self.w == 2 {
+            self.a.korq(k5, k1, k3)?;
+            self.a.kortestq(k5, k5)?;
+            self.je(zeros)?;
+            self.a.kandq(k5, k1, k3)?;
+            self.a.kortestq(k5, k5)?;
+        } else {
+            self.a.kortestq(k1, k1)?;
+            self.je(zeros)?;
+        }
+        self.branch_carry(ones)
+    }
+
+    /// Four zmm of output copied from `op` (or its splat).
+    fn avx512_take(&mut self, op: usize) -> R {
+        if self.w == 16 {
+            self.a.mov(r11, r8)?;
+            self.a.shl(r11, 4)?;
+        }
+        let per = self.lanes512() as i64;
+        for (v, &z) in ZMM.iter().enumerate().take(UNROLL) {
+            let off = v as i64 * per;
+            let r = if self.row_bcast(op) {
+                Self::avx512_splat_reg(op)
+            } else {
+                self.mov_elems(z, self.elem(op, off))?;
+                z
+            };
+            self.store_elems(self.elem(OUT, off), r)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the body's masks select else (cond == 0): then is a splat and else is read from
+    /// memory, the blend's memory operand.
+    fn avx512_zero_sel(&self) -> bool {
+        self.row_bcast(THEN) && !self.row_bcast(ELSE)
     }
 
     /// Tail masks for `count` (in a register, 1 ..= 255) elements: k5 over cond bytes and
@@ -240,13 +310,11 @@ impl Emitter<'_> {
     }
 
     /// Four zmm of output from element `r8` on, unmasked.
-    fn avx512_body(&mut self, nt: bool) -> R {
+    /// Masks k1..k4 of the four zmm of a main-loop iteration; a bit is set where the blend
+    /// takes its memory (or second) operand.
+    fn avx512_masks(&mut self) -> R {
         let w = self.w;
-        let bt = self.row_bcast(THEN);
-        let be = self.row_bcast(ELSE);
-        // Mask bit set where the blend takes its memory (or second) operand.
-        let zero_sel = bt && !be;
-        // Masks k1..k4, one per zmm.
+        let zero_sel = self.avx512_zero_sel();
         match w {
             1 | 2 | 4 => {
                 let groups = [4, 2, 1][w.trailing_zeros() as usize];
@@ -291,7 +359,14 @@ impl Emitter<'_> {
                 }
             }
         }
-        if w == 16 {
+        Ok(())
+    }
+
+    /// The blends and stores of a main-loop iteration, under the masks k1..k4.
+    fn avx512_blend_store(&mut self, nt: bool) -> R {
+        let bt = self.row_bcast(THEN);
+        let be = self.row_bcast(ELSE);
+        if self.w == 16 {
             self.a.mov(r11, r8)?;
             self.a.shl(r11, 4)?;
         }
