@@ -1,15 +1,20 @@
 //! Criterion benches over every case of `benches/cases.json` (a copy of the shared case list):
-//! JIT (cache warm), static kernels, the interpreter (small cases only) and a memory copy of
-//! half the case's traffic (so that copy reads + writes move as many bytes as the select).
-//! Throughput is reported in bytes of traffic. All single-threaded.
+//! every code-generation tier this host runs (cache warm), the static kernels, the interpreter
+//! (small cases only), the copies of half the case's traffic that make up the copy roofline
+//! (memcpy, vector copies with ordinary and with non-temporal stores), and with the `ndarray`
+//! feature the hand-written ndarray `Zip` loop of the case. Throughput is reported in bytes of
+//! traffic. All single-threaded.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use selectjit::bench::{BUILTIN_CASES, Inputs, MemCopy, parse_cases};
+use selectjit::bench::{BUILTIN_CASES, Inputs, host_tiers, parse_cases};
+use selectjit::jit::Tier;
+use selectjit::roofline::{CopyBuffers, CopyKind};
 use selectjit::{Backend, Engine, EngineConfig};
 
-fn engine(backend: Backend) -> Engine {
+fn engine(backend: Backend, tier: Tier) -> Engine {
     Engine::with_config(EngineConfig {
         backend,
+        tier,
         threads: 1,
         exact_after: 1,
         ..EngineConfig::default()
@@ -18,9 +23,12 @@ fn engine(backend: Backend) -> Engine {
 
 fn cases(c: &mut Criterion) {
     let filter = std::env::var("SELECTJIT_BENCH_FILTER").unwrap_or_default();
-    let jit = engine(Backend::Jit);
-    let stat = engine(Backend::Static);
-    let interp = engine(Backend::Interp);
+    let tiers: Vec<(Tier, Engine)> = host_tiers()
+        .into_iter()
+        .map(|t| (t, engine(Backend::Jit, t)))
+        .collect();
+    let stat = engine(Backend::Static, Tier::Auto);
+    let interp = engine(Backend::Interp, Tier::Auto);
     for case in parse_cases(BUILTIN_CASES).expect("built-in cases parse") {
         if !case.name.contains(&filter) {
             continue;
@@ -29,13 +37,24 @@ fn cases(c: &mut Criterion) {
         let mut out = vec![0u8; inp.elements() * inp.dtype.width()];
         let mut g = c.benchmark_group(&case.name);
         g.throughput(Throughput::Bytes(inp.traffic_bytes() as u64));
-        g.bench_function("jit", |b| b.iter(|| inp.run(&jit, &mut out).unwrap()));
+        for (t, e) in &tiers {
+            g.bench_function(t.name(), |b| b.iter(|| inp.run(e, &mut out).unwrap()));
+        }
         g.bench_function("static", |b| b.iter(|| inp.run(&stat, &mut out).unwrap()));
         if inp.elements() <= 1 << 16 {
             g.bench_function("interp", |b| b.iter(|| inp.run(&interp, &mut out).unwrap()));
         }
-        let mut copy = MemCopy::new(inp.traffic_bytes() / 2);
-        g.bench_function("memcpy", |b| b.iter(|| copy.run()));
+        let mut copy = CopyBuffers::new(inp.traffic_bytes() / 2);
+        for k in CopyKind::ALL.into_iter().filter(|k| k.available()) {
+            g.bench_function(format!("copy-{}", k.name()), |b| {
+                b.iter(|| copy.copy(k).unwrap())
+            });
+        }
+        #[cfg(feature = "ndarray")]
+        {
+            let mut zip = selectjit::bench::ndarray_zip(&inp).expect("numpy-mode case");
+            g.bench_function("ndarray", |b| b.iter(|| zip.run()));
+        }
         g.finish();
     }
 }

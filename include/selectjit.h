@@ -6,73 +6,104 @@
 #include <stddef.h>
 #include <stdint.h>
 
-// Status codes.
+// Status: success.
 #define SELECTJIT_OK 0
 
+// Status: the shapes cannot be broadcast under the mode.
 #define SELECTJIT_ERR_BROADCAST 1
 
+// Status: a buffer does not hold what its shape, strides and offset address.
 #define SELECTJIT_ERR_LAYOUT 2
 
+// Status: unknown dtype code, or a dtype mismatch.
 #define SELECTJIT_ERR_DTYPE 3
 
+// Status: an element count or extent overflows.
 #define SELECTJIT_ERR_OVERFLOW 4
 
+// Status: an argument out of range (mode, backend, rank, pdpd axis, ...).
 #define SELECTJIT_ERR_INVALID 5
 
+// Status: a required pointer is NULL.
 #define SELECTJIT_ERR_NULL_POINTER 6
 
+// Status: the output overlaps an input without being exactly `then` or `else`.
 #define SELECTJIT_ERR_OVERLAP 7
 
+// Status: the output's shape is not the broadcast shape.
 #define SELECTJIT_ERR_OUTPUT_SHAPE 8
 
+// Status: an internal error (a Rust panic, caught at the boundary).
 #define SELECTJIT_ERR_PANIC 9
 
-// Element type codes (the order of `DType::ALL`).
+// Element type code of `bool` (one byte; the order of codes is that of `DType::ALL`).
 #define SELECTJIT_DTYPE_BOOL 0
 
+// Element type code of `int8_t`.
 #define SELECTJIT_DTYPE_I8 1
 
+// Element type code of `int16_t`.
 #define SELECTJIT_DTYPE_I16 2
 
+// Element type code of `int32_t`.
 #define SELECTJIT_DTYPE_I32 3
 
+// Element type code of `int64_t`.
 #define SELECTJIT_DTYPE_I64 4
 
+// Element type code of `uint8_t`.
 #define SELECTJIT_DTYPE_U8 5
 
+// Element type code of `uint16_t`.
 #define SELECTJIT_DTYPE_U16 6
 
+// Element type code of `uint32_t`.
 #define SELECTJIT_DTYPE_U32 7
 
+// Element type code of `uint64_t`.
 #define SELECTJIT_DTYPE_U64 8
 
+// Element type code of IEEE half precision (2 bytes).
 #define SELECTJIT_DTYPE_F16 9
 
+// Element type code of bfloat16 (2 bytes).
 #define SELECTJIT_DTYPE_BF16 10
 
+// Element type code of `float`.
 #define SELECTJIT_DTYPE_F32 11
 
+// Element type code of `double`.
 #define SELECTJIT_DTYPE_F64 12
 
+// Element type code of a complex of two `float`s.
 #define SELECTJIT_DTYPE_COMPLEX64 13
 
+// Element type code of a complex of two `double`s.
 #define SELECTJIT_DTYPE_COMPLEX128 14
 
-// Broadcast mode codes.
+// Broadcast mode: numpy (all three inputs broadcast to each other; ONNX Where).
 #define SELECTJIT_MODE_NUMPY 0
 
+// Broadcast mode: two-step (then/else to each other, cond one way into the result).
 #define SELECTJIT_MODE_TWO_STEP 1
 
+// Broadcast mode: none (identical shapes).
 #define SELECTJIT_MODE_NONE 2
 
+// Broadcast mode: pdpd (output is then's shape; else and cond one way at `pdpd_axis`).
 #define SELECTJIT_MODE_PDPD 3
 
-// Backend codes.
+// Backend: JIT-compiled kernels, cached.
 #define SELECTJIT_BACKEND_JIT 0
 
+// Backend: ahead-of-time static kernels.
 #define SELECTJIT_BACKEND_STATIC 1
 
+// Backend: the reference interpreter.
 #define SELECTJIT_BACKEND_INTERP 2
+
+// Default of [`EngineConfig::nt_min_bytes`]: outputs larger than a typical last-level cache.
+#define NT_MIN_BYTES (64 << 20)
 
 // An engine (opaque).
 typedef struct SelectjitEngine SelectjitEngine;
@@ -80,27 +111,59 @@ typedef struct SelectjitEngine SelectjitEngine;
 // A prepared call (opaque).
 typedef struct SelectjitPrepared SelectjitPrepared;
 
-// A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, and `rank`
-// element strides at `strides` (NULL for row-major contiguous).
+// A code generator. `Auto` picks the best one the host runs: AVX-512, then AVX2 (both x86-64
+// only, machine code emitted directly), then Cranelift (every architecture Cranelift targets).
+typedef struct Tier Tier;
+
+// A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, `rank` signed
+// element strides at `strides` (NULL for row-major contiguous), and `offset`, the index in
+// elements of the element at coordinate `[0, 0, ...]` in the buffer.
+//
+// Negative strides walk a dimension backwards from that element, as numpy's and ndarray's views
+// do: `data`/`len_bytes` describe the whole buffer, and `offset` says where the view starts in
+// it. A reversed view of 5 elements is `strides = {-1}`, `offset = 4`; rows reversed in a
+// `[2, 3]` buffer is `strides = {-3, 1}`, `offset = 3`. Every element the view addresses
+// (offset plus the negative spans `(d - 1) * stride`, up to offset plus the positive spans) must
+// lie inside the buffer; a view with a zero dimension addresses nothing. `offset` is the last
+// field, so an initialiser that leaves it out gets 0 (the view starts at `data`).
 typedef struct SelectjitTensor {
+  // The buffer's first byte (may be NULL when `len_bytes` is 0).
   const uint8_t *data;
+  // The buffer's length in bytes.
   size_t len_bytes;
+  // `rank` dimensions (may be NULL when `rank` is 0).
   const size_t *shape;
+  // Number of dimensions, at most 64.
   size_t rank;
+  // `rank` strides in elements (negative allowed), or NULL for row-major contiguous.
   const ptrdiff_t *strides;
+  // Index in elements of the view's first element (coordinate `[0, 0, ...]`) in the buffer.
+  size_t offset;
 } SelectjitTensor;
 
 // Cache counters of an engine.
 typedef struct SelectjitStats {
+  // Calls served by a cached exact kernel.
   uint64_t hits;
+  // Calls whose signature was not cached.
   uint64_t misses;
+  // Calls run by a shape-generic kernel.
   uint64_t generic_runs;
+  // Kernels evicted from the cache.
   uint64_t evictions;
+  // Exact kernels compiled.
   uint64_t compiles;
+  // Time spent compiling exact kernels, in microseconds.
   uint64_t compile_us;
+  // Signatures in the cache.
   uint64_t len;
+  // The cache's capacity.
   uint64_t capacity;
 } SelectjitStats;
+
+
+
+
 
 
 

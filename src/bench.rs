@@ -12,8 +12,10 @@ use serde::{Deserialize, Serialize};
 use crate::dtype::DType;
 use crate::engine::{Backend, Engine, EngineConfig};
 use crate::error::{Error, Result};
-use crate::jit::Jit;
+use crate::jit::{CodeGen, CodeGenOptions, Tier};
 use crate::plan::{plan, plan_contiguous};
+use crate::pool::Pool;
+use crate::roofline::{CopyBuffers, CopyKind, copy_split};
 use crate::shape::{Broadcast, numel, output_shape};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -139,6 +141,20 @@ impl Inputs {
     }
 }
 
+/// One code-generation tier's time on a case.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierTime {
+    /// The tier asked for (`cranelift`, `avx2`, `avx512`).
+    pub tier: String,
+    /// The tier that compiled the case's kernel (Cranelift where an x86 tier does not cover the
+    /// signature).
+    pub kernel_tier: String,
+    /// Median time of a warm call, single-threaded.
+    pub ns: f64,
+    /// First call on a fresh engine: validation, planning, compilation and the run.
+    pub first_call_us: f64,
+}
+
 /// What `selectjit bench` reports for one case. Times are medians of interleaved rounds.
 #[derive(Debug, Clone, Serialize)]
 pub struct Measurement {
@@ -146,18 +162,38 @@ pub struct Measurement {
     pub dtype: String,
     pub elements: usize,
     pub traffic_bytes: usize,
+    /// The tier `auto` picks on this host; `jit_ns` is its time.
+    pub jit_tier: String,
     pub jit_ns: f64,
+    /// Every tier this host runs, single-threaded.
+    pub tiers: Vec<TierTime>,
     pub static_ns: f64,
+    /// The C library's memcpy of half the traffic.
     pub memcpy_ns: f64,
+    /// Vector copies of the same bytes with ordinary and with non-temporal stores (x86-64 AVX2).
+    pub copy_vector_ns: Option<f64>,
+    pub copy_nt_ns: Option<f64>,
+    /// The copy roofline: the fastest of the copies above, and which one it was.
+    pub roofline_ns: f64,
+    pub roofline_kind: CopyKind,
     /// Reference interpreter, measured on small cases only.
     pub interp_ns: Option<f64>,
-    /// The JIT on all available threads (same kernel, outer range split).
+    /// The `auto` tier on `threads` threads (the engine splits only calls it expects to gain
+    /// from it), and the roofline copy split over as many threads.
     pub jit_mt_ns: f64,
-    /// First call on a fresh engine: validation, planning, compilation and the run.
+    /// The hand-written ndarray peer ([`ndarray_zip`]); measured with the `ndarray` feature only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ndarray_ns: Option<f64>,
+    pub threads: usize,
+    pub copy_mt_ns: Option<f64>,
+    /// First call of the `auto` tier (see [`TierTime::first_call_us`]).
     pub compile_us: f64,
-    /// jit_ns / static_ns and jit_ns / memcpy_ns (time ratios; below 1 means the JIT is faster).
+    /// Time ratios, below 1 when the JIT is faster: over the static kernels, over glibc's
+    /// memcpy, over the copy roofline; and multi-threaded over single-threaded.
     pub jit_over_static: f64,
     pub jit_over_memcpy: f64,
+    pub jit_over_roofline: f64,
+    pub mt_over_jit: f64,
 }
 
 /// Measurement settings.
@@ -211,97 +247,152 @@ fn median(v: &mut [f64]) -> f64 {
     v[v.len() / 2]
 }
 
-/// A copy of `n` bytes, the yardstick.
-pub struct MemCopy {
-    src: Vec<u8>,
-    dst: Vec<u8>,
-}
-
-impl MemCopy {
-    pub fn new(n: usize) -> Self {
-        MemCopy {
-            src: (0..n).map(|i| i as u8).collect(),
-            dst: vec![0; n],
+/// Times several contenders interleaved: each is calibrated to batches of at least
+/// `opts.min_batch_ns`, then every round runs one batch of each in turn. Returns the median
+/// time per call of each, in order.
+fn interleaved(opts: Options, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let reps: Vec<usize> = fs
+        .iter_mut()
+        .map(|f| calibrate(opts.min_batch_ns, *f))
+        .collect();
+    let mut times = vec![Vec::new(); fs.len()];
+    for _ in 0..opts.rounds {
+        for (k, f) in fs.iter_mut().enumerate() {
+            times[k].push(time_batch(reps[k], *f));
         }
     }
-    pub fn run(&mut self) {
-        self.dst.copy_from_slice(&self.src);
-        std::hint::black_box(&mut self.dst);
-    }
+    times.iter_mut().map(|t| median(t)).collect()
 }
 
-/// Measures one case: JIT (cache warm), static kernels and the memory copy, interleaved.
+/// The tiers this host runs natively, `auto`'s choice among them.
+pub fn host_tiers() -> Vec<Tier> {
+    Tier::CONCRETE
+        .into_iter()
+        .filter(|t| t.available())
+        .collect()
+}
+
+/// A single-threaded engine that compiles the exact kernel on the first call.
+fn single(backend: Backend, tier: Tier) -> Result<Engine> {
+    Engine::try_with_config(EngineConfig {
+        backend,
+        tier,
+        threads: 1,
+        exact_after: 1,
+        ..EngineConfig::default()
+    })
+}
+
+/// Measures one case: every tier (cache warm), the static kernels, the copies and the
+/// multi-threaded JIT, interleaved.
 pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let inp = Inputs::new(case)?;
     let out_bytes = inp.elements() * inp.dtype.width();
-    let mut out = vec![0u8; out_bytes];
     let mut reference = vec![0u8; out_bytes];
-    // Single-threaded engines; the exact kernel from the first call on.
-    let engine_for = |b| {
-        Engine::with_config(EngineConfig {
-            backend: b,
-            threads: 1,
-            exact_after: 1,
-            ..EngineConfig::default()
-        })
+    let interp = single(Backend::Interp, Tier::Auto)?;
+    inp.run(&interp, &mut reference)?;
+    let check = |what: &str, out: &[u8]| -> Result<()> {
+        if out != reference.as_slice() {
+            return Err(Error::Invalid(format!(
+                "{}: {what} output differs from the interpreter",
+                case.name
+            )));
+        }
+        Ok(())
     };
-    let jit = engine_for(Backend::Jit);
-    let stat = engine_for(Backend::Static);
-    let jit_mt = Engine::with_config(EngineConfig {
+
+    // First call of each tier (compiles), checked against the interpreter.
+    let tiers = host_tiers();
+    let mut engines = Vec::new();
+    let mut outs = Vec::new();
+    let mut first = Vec::new();
+    let mut kernel_tiers = Vec::new();
+    for &t in &tiers {
+        let e = single(Backend::Jit, t)?;
+        let mut out = vec![0u8; out_bytes];
+        let t0 = Instant::now();
+        inp.run(&e, &mut out)?;
+        first.push(t0.elapsed().as_nanos() as f64 / 1e3);
+        if let Some(err) = e.last_codegen_error() {
+            return Err(Error::Codegen(err));
+        }
+        check(t.name(), &out)?;
+        kernel_tiers.push(kernel_tier(&e, &inp).unwrap_or(t));
+        engines.push(e);
+        outs.push(out);
+    }
+    let auto = tiers
+        .iter()
+        .position(|&t| t == Tier::best())
+        .ok_or_else(|| Error::Invalid("no tier runs on this host".into()))?;
+    let stat = single(Backend::Static, Tier::Auto)?;
+    let mut out_static = vec![0u8; out_bytes];
+    inp.run(&stat, &mut out_static)?;
+    check("static", &out_static)?;
+    let jit_mt = Engine::try_with_config(EngineConfig {
         backend: Backend::Jit,
         exact_after: 1,
         ..EngineConfig::default()
-    });
+    })?;
+    let threads = jit_mt.config().threads;
+    let mut out_mt = vec![0u8; out_bytes];
+    inp.run(&jit_mt, &mut out_mt)?;
+    check("multi-threaded jit", &out_mt)?;
 
-    // First call: compile. Then check that both backends give the reference interpreter's bytes.
-    let t = Instant::now();
-    inp.run(&jit, &mut out)?;
-    let compile_us = t.elapsed().as_nanos() as f64 / 1e3;
-    if let Some(e) = jit.last_codegen_error() {
-        return Err(Error::Codegen(e));
-    }
-    let small = inp.elements() <= 1 << 16;
-    let interp = engine_for(Backend::Interp);
-    inp.run(&interp, &mut reference)?;
-    if out != reference {
-        return Err(Error::Invalid(format!(
-            "{}: jit output differs from the interpreter",
-            case.name
-        )));
-    }
-    inp.run(&stat, &mut out)?;
-    if out != reference {
-        return Err(Error::Invalid(format!(
-            "{}: static output differs from the interpreter",
-            case.name
-        )));
-    }
+    let mut zip = ndarray_peer(&inp, &reference)?;
 
-    inp.run(&jit_mt, &mut out)?;
-    if out != reference {
-        return Err(Error::Invalid(format!(
-            "{}: multi-threaded jit output differs",
-            case.name
-        )));
+    let copy_bytes = inp.traffic_bytes() / 2;
+    let kinds: Vec<CopyKind> = CopyKind::ALL
+        .into_iter()
+        .filter(|k| k.available())
+        .collect();
+    let mut copies: Vec<CopyBuffers> = kinds.iter().map(|_| CopyBuffers::new(copy_bytes)).collect();
+
+    let inp = &inp;
+    let mut fs: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+    for (e, out) in engines.iter().zip(outs.iter_mut()) {
+        fs.push(Box::new(move || inp.run(e, out).expect("validated above")));
     }
-    let mut out_mt = out.clone();
-    let mut copy = MemCopy::new(inp.traffic_bytes() / 2);
-    let mut f_jit = || inp.run(&jit, &mut out).expect("validated above");
-    let r_jit = calibrate(opts.min_batch_ns, &mut f_jit);
-    let mut f_static = || inp.run(&stat, &mut reference).expect("validated above");
-    let r_static = calibrate(opts.min_batch_ns, &mut f_static);
-    let mut f_copy = || copy.run();
-    let r_copy = calibrate(opts.min_batch_ns, &mut f_copy);
-    let mut f_mt = || inp.run(&jit_mt, &mut out_mt).expect("validated above");
-    let r_mt = calibrate(opts.min_batch_ns, &mut f_mt);
-    let (mut tj, mut ts, mut tc, mut tm) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    for _ in 0..opts.rounds {
-        tj.push(time_batch(r_jit, &mut f_jit));
-        ts.push(time_batch(r_static, &mut f_static));
-        tc.push(time_batch(r_copy, &mut f_copy));
-        tm.push(time_batch(r_mt, &mut f_mt));
+    fs.push(Box::new(|| {
+        inp.run(&stat, &mut out_static).expect("validated above")
+    }));
+    for (k, b) in kinds.iter().zip(copies.iter_mut()) {
+        fs.push(Box::new(move || b.copy(*k).expect("available")));
     }
-    let interp_ns = if small {
+    fs.push(Box::new(|| {
+        inp.run(&jit_mt, &mut out_mt).expect("validated above")
+    }));
+    if let Some(z) = zip.as_mut() {
+        fs.push(Box::new(|| z.run()));
+    }
+    let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
+    let t = interleaved(opts, &mut refs);
+    drop(refs);
+    drop(fs);
+    let nt = tiers.len();
+    let static_ns = t[nt];
+    let copy_ns: Vec<f64> = t[nt + 1..nt + 1 + kinds.len()].to_vec();
+    let jit_mt_ns = t[nt + 1 + kinds.len()];
+    let ndarray_ns = zip.is_some().then(|| t[nt + 2 + kinds.len()]);
+    let (best_k, roofline_ns) = copy_ns
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, &v)| (kinds[k], v))
+        .ok_or_else(|| Error::Invalid("no copy ran".into()))?;
+    let copy_of = |k: CopyKind| kinds.iter().position(|&x| x == k).map(|i| copy_ns[i]);
+    // The roofline copy split over the engine's threads, for the scaling the machine allows.
+    let copy_mt_ns = match Pool::new(threads) {
+        Some(pool) if out_bytes >= jit_mt.config().parallel_min_bytes => {
+            let mut b = CopyBuffers::new(copy_bytes);
+            let mut f = || copy_split(&mut b, best_k, &pool).expect("available");
+            let t = interleaved(opts, &mut [&mut f]);
+            Some(t[0])
+        }
+        _ => None,
+    };
+
+    let interp_ns = if inp.elements() <= 1 << 16 {
         let mut buf = vec![0u8; out_bytes];
         let mut f = || inp.run(&interp, &mut buf).expect("validated above");
         let r = calibrate(opts.min_batch_ns / 4, &mut f);
@@ -309,21 +400,63 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     } else {
         None
     };
-    let (jit_ns, static_ns, memcpy_ns) = (median(&mut tj), median(&mut ts), median(&mut tc));
+    let jit_ns = t[auto];
     Ok(Measurement {
         case: case.name.clone(),
         dtype: case.dtype.clone(),
         elements: inp.elements(),
         traffic_bytes: inp.traffic_bytes(),
+        jit_tier: tiers[auto].name().to_string(),
         jit_ns,
+        tiers: tiers
+            .iter()
+            .enumerate()
+            .map(|(k, tier)| TierTime {
+                tier: tier.name().to_string(),
+                kernel_tier: kernel_tiers[k].name().to_string(),
+                ns: t[k],
+                first_call_us: first[k],
+            })
+            .collect(),
         static_ns,
-        memcpy_ns,
+        memcpy_ns: copy_of(CopyKind::Memcpy).unwrap_or(f64::NAN),
+        copy_vector_ns: copy_of(CopyKind::Vector),
+        copy_nt_ns: copy_of(CopyKind::NonTemporal),
+        roofline_ns,
+        roofline_kind: best_k,
         interp_ns,
-        jit_mt_ns: median(&mut tm),
-        compile_us,
+        jit_mt_ns,
+        ndarray_ns,
+        threads,
+        copy_mt_ns,
+        compile_us: first[auto],
         jit_over_static: jit_ns / static_ns,
-        jit_over_memcpy: jit_ns / memcpy_ns,
+        jit_over_memcpy: jit_ns / copy_of(CopyKind::Memcpy).unwrap_or(f64::NAN),
+        jit_over_roofline: jit_ns / roofline_ns,
+        mt_over_jit: jit_mt_ns / jit_ns,
     })
+}
+
+/// The tier of the exact kernel `e` holds for `inp`'s signature.
+fn kernel_tier(e: &Engine, inp: &Inputs) -> Option<Tier> {
+    let b = crate::shape::broadcast_shapes(
+        Broadcast::Numpy,
+        &inp.cond_shape,
+        &inp.then_shape,
+        &inp.else_shape,
+    )
+    .ok()?;
+    let st = |s: &[usize], p| {
+        crate::shape::strides_over(s, &crate::shape::contiguous_strides(s), p, &b.out)
+    };
+    let so = crate::shape::contiguous_strides(&b.out);
+    let (sc, sth, se) = (
+        st(&inp.cond_shape, b.cond),
+        st(&inp.then_shape, b.then),
+        st(&inp.else_shape, b.else_),
+    );
+    let sig = plan(inp.dtype.width(), &b.out, [&sc, &sth, &se, &so])?;
+    e.codegen().map(|c| c.tier_for(&sig))
 }
 
 /// Measures every case whose name contains `filter`, calling `progress` after each.
@@ -342,26 +475,63 @@ pub fn run_suite(
     Ok(out)
 }
 
-/// Column headers of [`table_row`].
-pub const TABLE_HEADER: &str = "case                       elements   traffic  jit GB/s  static GB/s  copy GB/s  jit/static  jit/copy  jit-mt GB/s  first call";
+/// Column headers of [`table_row`] for the tiers `tiers` (see [`host_tiers`]).
+pub fn table_header(tiers: &[Tier]) -> String {
+    let mut h = format!("{:<22} {:>9} {:>7}", "case", "elements", "traffic");
+    for t in tiers {
+        h.push_str(&format!(" {:>10}", t.name()));
+    }
+    h.push_str(&format!(
+        " {:>9} {:>14} {:>8} {:>8} {:>9} {:>6} {:>8} {:>9}",
+        "static", "copy (best)", "jit/stat", "jit/copy", "jit-mt", "mt/1t", "copy-mt", "1st call"
+    ));
+    if cfg!(feature = "ndarray") {
+        h.push_str(&format!(" {:>9} {:>8}", "ndarray", "jit/nd"));
+    }
+    h
+}
 
-/// One line of the `selectjit bench` table.
+/// One line of the `selectjit bench` table: times in µs, ratios of times.
 pub fn table_row(m: &Measurement) -> String {
-    let gbs = |ns: f64| m.traffic_bytes as f64 / ns;
-    format!(
-        "{:<25} {:>10} {:>9} {:>9.2} {:>12.2} {:>10.2} {:>11.3} {:>9.3} {:>12.2} {:>8.0} us",
+    let us = |ns: f64| ns / 1e3;
+    let mut r = format!(
+        "{:<22} {:>9} {:>7}",
         m.case,
         m.elements,
-        human_bytes(m.traffic_bytes),
-        gbs(m.jit_ns),
-        gbs(m.static_ns),
-        gbs(m.memcpy_ns),
+        human_bytes(m.traffic_bytes)
+    );
+    for t in &m.tiers {
+        let mark = if t.kernel_tier == t.tier { " " } else { "*" };
+        r.push_str(&format!(" {:>9.2}{mark}", us(t.ns)));
+    }
+    let copy_mt = m
+        .copy_mt_ns
+        .map(|c| format!("{:.2}", m.roofline_ns / c))
+        .unwrap_or_else(|| "-".into());
+    r.push_str(&format!(
+        " {:>9.2} {:>8.2} {:<5} {:>8.3} {:>8.3} {:>9.2} {:>6.2} {:>8} {:>6.0} us",
+        us(m.static_ns),
+        us(m.roofline_ns),
+        m.roofline_kind.name(),
         m.jit_over_static,
-        m.jit_over_memcpy,
-        gbs(m.jit_mt_ns),
+        m.jit_over_roofline,
+        us(m.jit_mt_ns),
+        m.mt_over_jit,
+        copy_mt,
         m.compile_us
-    )
+    ));
+    if let Some(nd) = m.ndarray_ns {
+        r.push_str(&format!(" {:>9.2} {:>8.3}", us(nd), m.jit_ns / nd));
+    }
+    r
 }
+
+/// What the table's columns mean, printed under it.
+pub const TABLE_NOTES: &str = "times in us per call (median of interleaved rounds), single-threaded unless -mt; \
+jit = the tier auto picks; * = that tier does not cover the case and Cranelift compiled it; \
+copy (best) = the fastest of memcpy / vector / non-temporal copies of half the traffic; \
+copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
+ndarray = the hand-written ndarray Zip loop (feature ndarray), jit/nd = jit time over it";
 
 fn human_bytes(n: usize) -> String {
     match n {
@@ -371,104 +541,253 @@ fn human_bytes(n: usize) -> String {
     }
 }
 
-/// Geometric mean of the static/jit time ratio (the JIT's speed-up over the static kernels).
-pub fn geomean_speedup(ms: &[Measurement]) -> f64 {
+/// Geometric mean of `ratio` over the measurements.
+pub fn geomean(ms: &[Measurement], ratio: impl Fn(&Measurement) -> f64) -> f64 {
     if ms.is_empty() {
         return f64::NAN;
     }
-    (ms.iter()
-        .map(|m| (m.static_ns / m.jit_ns).ln())
-        .sum::<f64>()
-        / ms.len() as f64)
-        .exp()
+    (ms.iter().map(|m| ratio(m).ln()).sum::<f64>() / ms.len() as f64).exp()
 }
 
-/// Call overheads on a 16-element f32 select with the cache warm.
+/// Geometric mean of the static/jit time ratio (the JIT's speed-up over the static kernels).
+pub fn geomean_speedup(ms: &[Measurement]) -> f64 {
+    geomean(ms, |m| m.static_ns / m.jit_ns)
+}
+
+/// Compile latency of one tier.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompileLatency {
+    pub tier: String,
+    /// Median / 90th percentile time to get the kernel of one new signature (code generation,
+    /// making it executable, cache insertion), over many distinct signatures.
+    pub median_us: f64,
+    pub p90_us: f64,
+    pub compiled: usize,
+    /// How many of them the tier compiled itself (the rest fell back to Cranelift).
+    pub by_tier: usize,
+}
+
+/// Call overheads on a 16-element f32 select with the cache warm, and compile latencies.
 #[derive(Debug, Clone, Serialize)]
 pub struct Overheads {
-    /// `Engine::select`: validation, shape inference, planning, cache lookup, run.
+    /// `Engine::select` on the `auto` tier: validation, shape inference, planning, cache
+    /// lookup, run.
     pub hit_call_ns: f64,
+    /// The same call on an engine with the static kernels.
+    pub static_call_ns: f64,
     /// `Prepared::run`: buffer-length checks and the call.
     pub prepared_call_ns: f64,
-    /// Median / 90th percentile time to compile one new signature (IR, compile, finalize,
-    /// insert), over many distinct signatures.
+    /// Compile latency of the `auto` tier (as in `compile`).
     pub compile_median_us: f64,
     pub compile_p90_us: f64,
     pub compiled: usize,
+    /// Compile latency of every tier this host runs.
+    pub compile: Vec<CompileLatency>,
 }
 
-/// Measures call overheads and compile latency.
+/// Measures call overheads and the compile latency of every tier.
 pub fn measure_overheads(opts: Options) -> Result<Overheads> {
-    let e = Engine::with_config(EngineConfig {
-        backend: Backend::Jit,
-        threads: 1,
-        exact_after: 1,
-        ..EngineConfig::default()
-    });
+    let e = single(Backend::Jit, Tier::Auto)?;
+    let st = single(Backend::Static, Tier::Auto)?;
     let cond = [1u8, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 1, 0];
     let t = [1f32; 16];
     let el = [2f32; 16];
-    let mut o = [0f32; 16];
-    let mut f_hit = || {
+    let (mut o, mut o1, mut o2) = ([0f32; 16], [0f32; 16], [0f32; 16]);
+    let call = |e: &Engine, o: &mut [f32; 16]| {
         e.select(
             TensorRef::new(&cond, &[16]),
             TensorRef::new(&t, &[16]),
             TensorRef::new(&el, &[16]),
-            TensorMut::new(&mut o, &[16]),
+            TensorMut::new(o, &[16]),
             Broadcast::Numpy,
         )
         .expect("valid call")
     };
+    let mut f_hit = || call(&e, &mut o);
     f_hit();
+    let mut f_static = || call(&st, &mut o1);
     let p = e.prepare(DType::F32, &[16], &[16], &[16], Broadcast::Numpy)?;
-    let mut o2 = [0f32; 16];
     let mut f_prep = || p.run(&cond, &t, &el, &mut o2).expect("valid call");
-    let r1 = calibrate(opts.min_batch_ns, &mut f_hit);
-    let r2 = calibrate(opts.min_batch_ns, &mut f_prep);
-    let (mut a, mut b) = (Vec::new(), Vec::new());
-    for _ in 0..opts.rounds {
-        a.push(time_batch(r1, &mut f_hit));
-        b.push(time_batch(r2, &mut f_prep));
-    }
+    let tm = interleaved(opts, &mut [&mut f_hit, &mut f_static, &mut f_prep]);
+
     // Compile latency: distinct signatures of a few common patterns.
-    let mut us = Vec::new();
     let n = if opts.rounds > 5 { 300 } else { 100 };
-    for i in 0..n {
-        let sig = match i % 3 {
-            0 => plan_contiguous(4, 1000 + i),
-            1 => plan_contiguous(2, 5000 + i),
-            _ => {
-                let m = 64 + i;
-                plan(
-                    4,
-                    &[8, m],
-                    [&[0, 1], &[m as isize, 1], &[0, 0], &[m as isize, 1]],
-                )
+    let sigs = (0..n)
+        .map(|i| {
+            match i % 3 {
+                0 => plan_contiguous(4, 1000 + i),
+                1 => plan_contiguous(2, 5000 + i),
+                _ => {
+                    let m = 64 + i;
+                    plan(
+                        4,
+                        &[8, m],
+                        [&[0, 1], &[m as isize, 1], &[0, 0], &[m as isize, 1]],
+                    )
+                }
+            }
+            .ok_or_else(|| Error::Invalid("empty signature".into()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut compile = Vec::new();
+    for tier in host_tiers() {
+        let cg = CodeGen::new(
+            tier,
+            CodeGenOptions {
+                verify: false,
+                nt_min_bytes: usize::MAX,
+                emulate: false,
+            },
+        )?;
+        let mut us = Vec::new();
+        let mut by_tier = 0;
+        for sig in &sigs {
+            let t0 = Instant::now();
+            let k = cg
+                .compile(sig)
+                .map_err(|e| Error::Codegen(format!("compiling {sig} failed: {e}")))?;
+            let k = std::sync::Arc::new(k);
+            us.push(t0.elapsed().as_nanos() as f64 / 1e3);
+            by_tier += usize::from(k.tier() == tier);
+        }
+        us.sort_by(|x, y| x.total_cmp(y));
+        compile.push(CompileLatency {
+            tier: tier.name().to_string(),
+            median_us: us[us.len() / 2],
+            p90_us: us[us.len() * 9 / 10],
+            compiled: us.len(),
+            by_tier,
+        });
+    }
+    let auto = compile
+        .iter()
+        .find(|c| c.tier == Tier::best().name())
+        .cloned()
+        .ok_or_else(|| Error::Invalid("no tier runs on this host".into()))?;
+    Ok(Overheads {
+        hit_call_ns: tm[0],
+        static_call_ns: tm[1],
+        prepared_call_ns: tm[2],
+        compile_median_us: auto.median_us,
+        compile_p90_us: auto.p90_us,
+        compiled: auto.compiled,
+        compile,
+    })
+}
+
+/// The ndarray peer of a case: the loop a careful Rust user writes by hand instead of calling
+/// this crate,
+/// `Zip::from(&mut out).and_broadcast(&cond).and_broadcast(&then).and_broadcast(&else)` with a
+/// branch-free closure, on owned row-major arrays of the case's shapes (elements as unsigned
+/// integers of the dtype's width: the loop moves them, as the kernels do). Feature `ndarray`.
+#[cfg(feature = "ndarray")]
+pub trait ZipLoop {
+    /// Runs the loop once.
+    fn run(&mut self);
+    /// The output's bytes, row-major.
+    fn out_bytes(&self) -> Vec<u8>;
+}
+
+#[cfg(feature = "ndarray")]
+struct Zipped<E> {
+    cond: ::ndarray::ArrayD<u8>,
+    then: ::ndarray::ArrayD<E>,
+    else_: ::ndarray::ArrayD<E>,
+    out: ::ndarray::ArrayD<E>,
+}
+
+#[cfg(feature = "ndarray")]
+impl<E: bytemuck::Pod> ZipLoop for Zipped<E> {
+    fn run(&mut self) {
+        ::ndarray::Zip::from(&mut self.out)
+            .and_broadcast(&self.cond)
+            .and_broadcast(&self.then)
+            .and_broadcast(&self.else_)
+            .for_each(|o, &c, &t, &e| *o = if c != 0 { t } else { e });
+        std::hint::black_box(&mut self.out);
+    }
+    fn out_bytes(&self) -> Vec<u8> {
+        self.out
+            .iter()
+            .flat_map(|x| bytemuck::bytes_of(x).to_vec())
+            .collect()
+    }
+}
+
+/// Builds the ndarray peer of a case (see [`ZipLoop`]). Shapes that ndarray cannot broadcast
+/// (none of the numpy-mode cases) are an error rather than a panic in `and_broadcast`.
+#[cfg(feature = "ndarray")]
+pub fn ndarray_zip(inp: &Inputs) -> Result<Box<dyn ZipLoop>> {
+    use ::ndarray::{ArrayD, IxDyn};
+    fn build<E: bytemuck::Pod>(inp: &Inputs) -> Result<Box<dyn ZipLoop>> {
+        let arr = |shape: &[usize], bytes: &[u8]| -> Result<ArrayD<E>> {
+            let elems = bytes.chunks_exact(size_of::<E>());
+            ArrayD::from_shape_vec(
+                IxDyn(shape),
+                elems.map(bytemuck::pod_read_unaligned).collect(),
+            )
+            .map_err(|e| Error::Invalid(e.to_string()))
+        };
+        let z = Zipped {
+            cond: arr_u8(&inp.cond_shape, &inp.cond)?,
+            then: arr(&inp.then_shape, &inp.then)?,
+            else_: arr(&inp.else_shape, &inp.else_)?,
+            out: ArrayD::from_elem(IxDyn(&inp.out_shape), E::zeroed()),
+        };
+        // ndarray's rule: right-aligned, each dim equal to the output's or 1.
+        let out = &inp.out_shape;
+        for (what, s) in [
+            ("cond", z.cond.shape()),
+            ("then", z.then.shape()),
+            ("else", z.else_.shape()),
+        ] {
+            let ok = s.len() <= out.len()
+                && s.iter()
+                    .zip(&out[out.len() - s.len()..])
+                    .all(|(a, b)| a == b || *a == 1);
+            if !ok {
+                return Err(Error::Invalid(format!(
+                    "ndarray cannot broadcast {what} {s:?} to {out:?}"
+                )));
             }
         }
-        .ok_or_else(|| Error::Invalid("empty signature".into()))?;
-        let e2 = Engine::with_jit(
-            EngineConfig {
-                exact_after: 1,
-                ..EngineConfig::default()
-            },
-            Jit::host(false)?,
-        );
-        let t0 = Instant::now();
-        let k = e2.kernel(&sig);
-        us.push(t0.elapsed().as_nanos() as f64 / 1e3);
-        if k.is_none() {
-            return Err(Error::Codegen(format!("compiling {sig} failed")));
-        }
+        Ok(Box::new(z))
     }
-    us.sort_by(|x, y| x.total_cmp(y));
-    Ok(Overheads {
-        hit_call_ns: median(&mut a),
-        prepared_call_ns: median(&mut b),
-        compile_median_us: us[us.len() / 2],
-        compile_p90_us: us[us.len() * 9 / 10],
-        compiled: us.len(),
-    })
+    fn arr_u8(shape: &[usize], bytes: &[u8]) -> Result<ArrayD<u8>> {
+        ArrayD::from_shape_vec(IxDyn(shape), bytes.to_vec())
+            .map_err(|e| Error::Invalid(e.to_string()))
+    }
+    match inp.dtype.width() {
+        1 => build::<u8>(inp),
+        2 => build::<u16>(inp),
+        4 => build::<u32>(inp),
+        8 => build::<u64>(inp),
+        _ => build::<[u64; 2]>(inp),
+    }
+}
+
+/// The ndarray peer of a case, run once and checked against `reference` (the interpreter's
+/// bytes); `None` without the `ndarray` feature.
+#[cfg(feature = "ndarray")]
+fn ndarray_peer(inp: &Inputs, reference: &[u8]) -> Result<Option<Box<dyn ZipLoop>>> {
+    let mut zip = ndarray_zip(inp)?;
+    zip.run();
+    if zip.out_bytes() != reference {
+        return Err(Error::Invalid("ndarray Zip output differs".into()));
+    }
+    Ok(Some(zip))
+}
+
+/// The ndarray peer's interface, which has no implementation without the `ndarray` feature.
+#[cfg(not(feature = "ndarray"))]
+trait ZipLoop {
+    fn run(&mut self);
+}
+
+/// The ndarray peer of a case: `None` without the `ndarray` feature.
+#[cfg(not(feature = "ndarray"))]
+fn ndarray_peer(_: &Inputs, _: &[u8]) -> Result<Option<Box<dyn ZipLoop>>> {
+    Ok(None)
 }
 
 #[cfg(test)]

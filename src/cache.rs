@@ -33,6 +33,7 @@ pub fn capacity_from_env() -> usize {
 /// Counters of a cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub struct CacheStats {
+    /// Signatures the cache keeps at most.
     pub capacity: usize,
     /// Signatures held now (with an exact kernel, or still counted towards one).
     pub len: usize,
@@ -42,12 +43,15 @@ pub struct CacheStats {
     pub misses: u64,
     /// Calls served by a shape-generic kernel while their signature was not yet hot.
     pub generic_runs: u64,
+    /// Signatures evicted (least recently used first).
     pub evictions: u64,
-    /// Exact-kernel compilations and their total time.
+    /// Exact-kernel compilations.
     pub compiles: u64,
+    /// Total time of the exact-kernel compilations, in microseconds.
     pub compile_us: u64,
-    /// Shape-generic kernel compilations (one per pattern) and their total time.
+    /// Shape-generic kernel compilations (one per pattern).
     pub generic_compiles: u64,
+    /// Total time of the shape-generic compilations, in microseconds.
     pub generic_compile_us: u64,
     /// Compilations that failed (served by the static kernels).
     pub compile_failures: u64,

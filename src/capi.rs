@@ -2,11 +2,14 @@
 //! lets a Rust panic cross the boundary; `selectjit_last_error` gives the calling thread's last
 //! error message.
 //!
-//! Buffers are described by [`SelectjitTensor`]: a data pointer, its length in bytes, a shape
-//! and optional element strides (NULL: row-major contiguous). Everything the caller hands over is
-//! checked before it is read: non-NULL pointers, rank at most 64, and buffer lengths against
-//! shapes and strides. Overlapping buffers are rejected, except an output that is exactly the
-//! `then` or the `else` tensor (same pointer, length, shape and strides): that runs in place.
+//! Buffers are described by [`SelectjitTensor`]: a data pointer, its length in bytes, a shape,
+//! optional signed element strides (NULL: row-major contiguous) and the element offset of the
+//! first element (coordinate `[0, 0, ...]`) in the buffer, which views with negative strides need:
+//! a reversed view of 5 elements has stride -1 and offset 4. Everything the caller hands over is
+//! checked before it is read: non-NULL pointers, rank at most 64, and every addressed element
+//! (lowest and highest, from the offset, shape and strides) inside the buffer. Overlapping
+//! buffers are rejected, except an output that is exactly the `then` or the `else` tensor (same
+//! pointer, length, shape, strides and offset): that runs in place.
 
 use std::cell::RefCell;
 use std::ffi::{CString, c_char, c_int};
@@ -18,68 +21,120 @@ use crate::error::Error;
 use crate::shape::{Broadcast, MAX_RANK};
 use crate::tensor::{TensorMut, TensorRef};
 
-/// Status codes.
+/// Status: success.
 pub const SELECTJIT_OK: c_int = 0;
+/// Status: the shapes cannot be broadcast under the mode.
 pub const SELECTJIT_ERR_BROADCAST: c_int = 1;
+/// Status: a buffer does not hold what its shape, strides and offset address.
 pub const SELECTJIT_ERR_LAYOUT: c_int = 2;
+/// Status: unknown dtype code, or a dtype mismatch.
 pub const SELECTJIT_ERR_DTYPE: c_int = 3;
+/// Status: an element count or extent overflows.
 pub const SELECTJIT_ERR_OVERFLOW: c_int = 4;
+/// Status: an argument out of range (mode, backend, rank, pdpd axis, ...).
 pub const SELECTJIT_ERR_INVALID: c_int = 5;
+/// Status: a required pointer is NULL.
 pub const SELECTJIT_ERR_NULL_POINTER: c_int = 6;
+/// Status: the output overlaps an input without being exactly `then` or `else`.
 pub const SELECTJIT_ERR_OVERLAP: c_int = 7;
+/// Status: the output's shape is not the broadcast shape.
 pub const SELECTJIT_ERR_OUTPUT_SHAPE: c_int = 8;
+/// Status: an internal error (a Rust panic, caught at the boundary).
 pub const SELECTJIT_ERR_PANIC: c_int = 9;
 
-/// Element type codes (the order of `DType::ALL`).
+/// Element type code of `bool` (one byte; the order of codes is that of `DType::ALL`).
 pub const SELECTJIT_DTYPE_BOOL: c_int = 0;
+/// Element type code of `int8_t`.
 pub const SELECTJIT_DTYPE_I8: c_int = 1;
+/// Element type code of `int16_t`.
 pub const SELECTJIT_DTYPE_I16: c_int = 2;
+/// Element type code of `int32_t`.
 pub const SELECTJIT_DTYPE_I32: c_int = 3;
+/// Element type code of `int64_t`.
 pub const SELECTJIT_DTYPE_I64: c_int = 4;
+/// Element type code of `uint8_t`.
 pub const SELECTJIT_DTYPE_U8: c_int = 5;
+/// Element type code of `uint16_t`.
 pub const SELECTJIT_DTYPE_U16: c_int = 6;
+/// Element type code of `uint32_t`.
 pub const SELECTJIT_DTYPE_U32: c_int = 7;
+/// Element type code of `uint64_t`.
 pub const SELECTJIT_DTYPE_U64: c_int = 8;
+/// Element type code of IEEE half precision (2 bytes).
 pub const SELECTJIT_DTYPE_F16: c_int = 9;
+/// Element type code of bfloat16 (2 bytes).
 pub const SELECTJIT_DTYPE_BF16: c_int = 10;
+/// Element type code of `float`.
 pub const SELECTJIT_DTYPE_F32: c_int = 11;
+/// Element type code of `double`.
 pub const SELECTJIT_DTYPE_F64: c_int = 12;
+/// Element type code of a complex of two `float`s.
 pub const SELECTJIT_DTYPE_COMPLEX64: c_int = 13;
+/// Element type code of a complex of two `double`s.
 pub const SELECTJIT_DTYPE_COMPLEX128: c_int = 14;
 
-/// Broadcast mode codes.
+/// Broadcast mode: numpy (all three inputs broadcast to each other; ONNX Where).
 pub const SELECTJIT_MODE_NUMPY: c_int = 0;
+/// Broadcast mode: two-step (then/else to each other, cond one way into the result).
 pub const SELECTJIT_MODE_TWO_STEP: c_int = 1;
+/// Broadcast mode: none (identical shapes).
 pub const SELECTJIT_MODE_NONE: c_int = 2;
+/// Broadcast mode: pdpd (output is then's shape; else and cond one way at `pdpd_axis`).
 pub const SELECTJIT_MODE_PDPD: c_int = 3;
 
-/// Backend codes.
+/// Backend: JIT-compiled kernels, cached.
 pub const SELECTJIT_BACKEND_JIT: c_int = 0;
+/// Backend: ahead-of-time static kernels.
 pub const SELECTJIT_BACKEND_STATIC: c_int = 1;
+/// Backend: the reference interpreter.
 pub const SELECTJIT_BACKEND_INTERP: c_int = 2;
 
-/// A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, and `rank`
-/// element strides at `strides` (NULL for row-major contiguous).
+/// A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, `rank` signed
+/// element strides at `strides` (NULL for row-major contiguous), and `offset`, the index in
+/// elements of the element at coordinate `[0, 0, ...]` in the buffer.
+///
+/// Negative strides walk a dimension backwards from that element, as numpy's and ndarray's views
+/// do: `data`/`len_bytes` describe the whole buffer, and `offset` says where the view starts in
+/// it. A reversed view of 5 elements is `strides = {-1}`, `offset = 4`; rows reversed in a
+/// `[2, 3]` buffer is `strides = {-3, 1}`, `offset = 3`. Every element the view addresses
+/// (offset plus the negative spans `(d - 1) * stride`, up to offset plus the positive spans) must
+/// lie inside the buffer; a view with a zero dimension addresses nothing. `offset` is the last
+/// field, so an initialiser that leaves it out gets 0 (the view starts at `data`).
 #[repr(C)]
 pub struct SelectjitTensor {
+    /// The buffer's first byte (may be NULL when `len_bytes` is 0).
     pub data: *const u8,
+    /// The buffer's length in bytes.
     pub len_bytes: usize,
+    /// `rank` dimensions (may be NULL when `rank` is 0).
     pub shape: *const usize,
+    /// Number of dimensions, at most 64.
     pub rank: usize,
+    /// `rank` strides in elements (negative allowed), or NULL for row-major contiguous.
     pub strides: *const isize,
+    /// Index in elements of the view's first element (coordinate `[0, 0, ...]`) in the buffer.
+    pub offset: usize,
 }
 
 /// Cache counters of an engine.
 #[repr(C)]
 #[derive(Default)]
 pub struct SelectjitStats {
+    /// Calls served by a cached exact kernel.
     pub hits: u64,
+    /// Calls whose signature was not cached.
     pub misses: u64,
+    /// Calls run by a shape-generic kernel.
     pub generic_runs: u64,
+    /// Kernels evicted from the cache.
     pub evictions: u64,
+    /// Exact kernels compiled.
     pub compiles: u64,
+    /// Time spent compiling exact kernels, in microseconds.
     pub compile_us: u64,
+    /// Signatures in the cache.
     pub len: u64,
+    /// The cache's capacity.
     pub capacity: u64,
 }
 
@@ -168,6 +223,7 @@ struct Raw<'a> {
     len: usize,
     shape: &'a [usize],
     strides: Option<&'a [isize]>,
+    offset: usize,
 }
 
 impl<'a> Raw<'a> {
@@ -185,6 +241,7 @@ impl<'a> Raw<'a> {
             && self.len == o.len
             && self.shape == o.shape
             && self.strides == o.strides
+            && self.offset == o.offset
     }
 
     /// A read-only view.
@@ -200,8 +257,8 @@ impl<'a> Raw<'a> {
             unsafe { std::slice::from_raw_parts(self.ptr, self.len) }
         };
         match self.strides {
-            Some(st) => TensorRef::with_strides(data, self.shape, st),
-            None => TensorRef::new(data, self.shape),
+            Some(st) => TensorRef::with_layout(data, self.shape, st, self.offset),
+            None => TensorRef::new(data, self.shape).with_offset(self.offset),
         }
     }
 
@@ -218,8 +275,8 @@ impl<'a> Raw<'a> {
             unsafe { std::slice::from_raw_parts_mut(self.ptr as *mut u8, self.len) }
         };
         match self.strides {
-            Some(st) => TensorMut::with_strides(data, self.shape, st),
-            None => TensorMut::new(data, self.shape),
+            Some(st) => TensorMut::with_layout(data, self.shape, st, self.offset),
+            None => TensorMut::new(data, self.shape).with_offset(self.offset),
         }
     }
 }
@@ -282,6 +339,7 @@ unsafe fn raw<'a>(what: &str, t: *const SelectjitTensor) -> Result<Raw<'a>, Fail
         len: t.len_bytes,
         shape,
         strides,
+        offset: t.offset,
     })
 }
 

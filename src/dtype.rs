@@ -9,20 +9,35 @@ use crate::error::Error;
 /// Every element type of the contract (SPEC.md). Strings go through [`crate::select_generic`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
+    /// One byte, 0 or 1 (numpy `bool`).
     Bool,
+    /// `i8`.
     I8,
+    /// `i16`.
     I16,
+    /// `i32`.
     I32,
+    /// `i64`.
     I64,
+    /// `u8`.
     U8,
+    /// `u16`.
     U16,
+    /// `u32`.
     U32,
+    /// `u64`.
     U64,
+    /// IEEE half precision ([`half::f16`]).
     F16,
+    /// bfloat16 ([`half::bf16`]).
     BF16,
+    /// `f32`.
     F32,
+    /// `f64`.
     F64,
+    /// Two `f32`s ([`num_complex::Complex<f32>`]).
     Complex64,
+    /// Two `f64`s ([`num_complex::Complex<f64>`]).
     Complex128,
 }
 

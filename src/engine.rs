@@ -8,9 +8,11 @@ use crate::error::{Error, Result, ShapeFmt};
 use crate::interp::{self, Src};
 use crate::jit::{CodeGen, CodeGenOptions, Jit, Kernel, Pattern, Tier};
 use crate::kernels::{self, Ptrs};
-use crate::plan::{Signature, plan, plan_contiguous};
+use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan, plan_contiguous, plan_layout};
+use crate::pool::Pool;
 use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::shape::{check_shape, contiguous_strides, numel};
+use crate::split::Way;
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
 
 /// Which implementation runs the selects of an [`Engine`].
@@ -31,6 +33,7 @@ impl Backend {
     /// Every backend, for tests and benchmarks that compare them.
     pub const ALL: &'static [Backend] = &[Backend::Jit, Backend::Static, Backend::Interp];
 
+    /// The name used on the command line (`jit`, `static`, `interp`).
     pub fn name(self) -> &'static str {
         match self {
             Backend::Jit => "jit",
@@ -63,12 +66,14 @@ pub enum InPlace {
     Else,
 }
 
-/// One operand's description in elements: buffer length, shape, optional strides.
+/// One operand's description in elements: buffer length, shape, optional strides, and the
+/// index of its first element.
 #[derive(Clone, Copy)]
 struct Desc<'a> {
     len: usize,
     shape: &'a [usize],
     strides: Option<&'a [isize]>,
+    offset: usize,
 }
 
 impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
@@ -77,21 +82,23 @@ impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
             len: t.data().len(),
             shape: t.shape(),
             strides: t.strides(),
+            offset: t.offset(),
         }
     }
 }
 
-/// A validated call: the output shape and the strides of cond, then, else and out over it.
+/// A validated call: the output shape, the strides of cond, then, else and out over it, and the
+/// index of each operand's element at output coordinate `[0, 0, ...]`.
 pub(crate) struct Checked {
     pub out: Dims,
     pub st: [Strides; 4],
+    pub off: [usize; 4],
 }
 
 /// Validates all four operands and infers the broadcast. Nothing is read before this passes.
 fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Result<Checked> {
-    let sc = validate("cond", cond.len, cond.shape, cond.strides)?;
-    let st = validate("then", then.len, then.shape, then.strides)?;
-    let se = validate("else", else_.len, else_.shape, else_.strides)?;
+    let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
+    let (lc, lt, le) = (v("cond", cond)?, v("then", then)?, v("else", else_)?);
     let b = broadcast_shapes(mode, cond.shape, then.shape, else_.shape)?;
     if out.shape != b.out.as_slice() {
         return Err(Error::OutputShape {
@@ -99,15 +106,16 @@ fn check(mode: Broadcast, cond: Desc, then: Desc, else_: Desc, out: Desc) -> Res
             expected: ShapeFmt(&b.out).to_string(),
         });
     }
-    let so = validate("output", out.len, out.shape, out.strides)?;
-    check_output_distinct(out.shape, &so)?;
+    let lo = v("output", out)?;
+    check_output_distinct(out.shape, &lo.strides)?;
     Ok(Checked {
         st: [
-            strides_over(cond.shape, &sc, b.cond, &b.out),
-            strides_over(then.shape, &st, b.then, &b.out),
-            strides_over(else_.shape, &se, b.else_, &b.out),
-            so,
+            strides_over(cond.shape, &lc.strides, b.cond, &b.out),
+            strides_over(then.shape, &lt.strides, b.then, &b.out),
+            strides_over(else_.shape, &le.strides, b.else_, &b.out),
+            lo.strides,
         ],
+        off: [lc.offset, lt.offset, le.offset, lo.offset],
         out: b.out,
     })
 }
@@ -126,8 +134,11 @@ pub struct EngineConfig {
     /// exact kernel on first sight. Default 2, or `SELECTJIT_EXACT_AFTER`.
     pub exact_after: u32,
     /// Threads a large call is split across (default: the available parallelism). Calls with
-    /// fewer than [`PARALLEL_MIN_BYTES`] of output stay on the calling thread.
+    /// fewer than `parallel_min_bytes` of output stay on the calling thread.
     pub threads: usize,
+    /// Output size from which a call is split across `threads` (default
+    /// [`PARALLEL_MIN_BYTES`], or `SELECTJIT_PARALLEL_MIN_BYTES`).
+    pub parallel_min_bytes: usize,
     /// The code generator (default `Auto`: AVX-512, else AVX2 on x86-64, else Cranelift; or
     /// `SELECTJIT_TIER`). Signatures the x86 tiers do not cover are compiled by Cranelift.
     pub tier: Tier,
@@ -147,8 +158,11 @@ pub const NT_MIN_BYTES: usize = 64 << 20;
 /// The environment variable that overrides [`NT_MIN_BYTES`].
 pub const NT_MIN_BYTES_ENV: &str = "SELECTJIT_NT_MIN_BYTES";
 
-/// Output size from which a call is split across the engine's threads.
+/// Default output size from which a call is split across the engine's threads.
 pub const PARALLEL_MIN_BYTES: usize = 1 << 20;
+
+/// The environment variable that overrides [`PARALLEL_MIN_BYTES`].
+pub const PARALLEL_MIN_BYTES_ENV: &str = "SELECTJIT_PARALLEL_MIN_BYTES";
 
 /// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
 #[derive(Clone, Copy)]
@@ -160,6 +174,14 @@ unsafe impl Send for SharedPtrs {}
 // SAFETY: as for `Send`; the wrapper is only copied, never mutated.
 unsafe impl Sync for SharedPtrs {}
 
+/// A positive integer from the environment variable `name`, or `default`.
+fn env_usize(name: &str, default: usize) -> usize {
+    std::env::var(name)
+        .ok()
+        .and_then(|v| v.trim().parse().ok())
+        .unwrap_or(default)
+}
+
 impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
@@ -167,6 +189,7 @@ impl Default for EngineConfig {
             cache_capacity: capacity_from_env(),
             verify: cfg!(debug_assertions),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
+            parallel_min_bytes: env_usize(PARALLEL_MIN_BYTES_ENV, PARALLEL_MIN_BYTES),
             exact_after: std::env::var("SELECTJIT_EXACT_AFTER")
                 .ok()
                 .and_then(|v| v.trim().parse().ok())
@@ -174,10 +197,7 @@ impl Default for EngineConfig {
             // An unknown name in SELECTJIT_TIER is reported by `Engine::try_with_config` and
             // recorded by `Engine::with_config` (see `Engine::last_codegen_error`).
             tier: Tier::from_env().unwrap_or(Tier::Auto),
-            nt_min_bytes: std::env::var(NT_MIN_BYTES_ENV)
-                .ok()
-                .and_then(|v| v.trim().parse().ok())
-                .unwrap_or(NT_MIN_BYTES),
+            nt_min_bytes: env_usize(NT_MIN_BYTES_ENV, NT_MIN_BYTES),
             emulate: false,
         }
     }
@@ -272,11 +292,13 @@ impl Prepared {
             let c = Checked {
                 out: self.out_shape.iter().copied().collect(),
                 st: std::array::from_fn(|k| st[k].iter().copied().collect()),
+                off: [0; 4],
             };
             let d = |len| Desc {
                 len,
                 shape: &[],
                 strides: None,
+                offset: 0,
             };
             interp_bytes(
                 w,
@@ -306,13 +328,15 @@ impl Prepared {
     }
 }
 
-/// The common case checked cheaply: no explicit strides and one shape for all four operands (a
-/// valid call in every broadcast mode). Returns the element count when every buffer holds it and
+/// The common case checked cheaply: no explicit strides (so no offset either) and one shape for
+/// all four operands (a valid call in every broadcast mode). Returns the element count when every buffer holds it and
 /// the shape is within the limits; `None` sends the call down the general path, which reports
 /// any error.
 fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
     let shape = ops[3].shape;
-    if ops.iter().any(|d| d.strides.is_some() || d.shape != shape)
+    if ops
+        .iter()
+        .any(|d| d.strides.is_some() || d.offset != 0 || d.shape != shape)
         || check_shape("output", shape).is_err()
     {
         return None;
@@ -329,17 +353,26 @@ pub struct Engine {
     cache: Mutex<KernelCache>,
     last_codegen_error: Mutex<Option<String>>,
     /// Worker threads for large calls, built on first use.
-    pool: std::sync::OnceLock<Option<rayon::ThreadPool>>,
+    pool: std::sync::OnceLock<Option<Pool>>,
     /// Identifies the engine in the per-thread memo.
     id: u64,
     /// Calls served by the per-thread memo (counted as cache hits).
     memo_hits: std::sync::atomic::AtomicU64,
 }
 
+/// The last exact kernel a thread got from an engine.
+struct Memo {
+    engine: u64,
+    sig: Signature,
+    kernel: Arc<Kernel>,
+    /// `(width, n)` when `sig` is the plan of `n` contiguous elements of one shape for all four
+    /// operands, so that such calls find the kernel without planning.
+    contiguous: Option<(usize, usize)>,
+}
+
 thread_local! {
-    /// The last exact kernel this thread got from an engine: (engine id, signature, kernel).
-    static MEMO: std::cell::RefCell<Option<(u64, Signature, Arc<Kernel>)>> =
-        const { std::cell::RefCell::new(None) };
+    /// The last exact kernel this thread got from an engine.
+    static MEMO: std::cell::RefCell<Option<Memo>> = const { std::cell::RefCell::new(None) };
 }
 
 static NEXT_ENGINE_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -440,19 +473,9 @@ impl Engine {
     }
 
     /// The worker pool, when the engine has more than one thread.
-    fn pool(&self) -> Option<&rayon::ThreadPool> {
+    fn pool(&self) -> Option<&Pool> {
         self.pool
-            .get_or_init(|| {
-                (self.config.threads > 1)
-                    .then(|| {
-                        rayon::ThreadPoolBuilder::new()
-                            .num_threads(self.config.threads)
-                            .thread_name(|i| format!("selectjit-{i}"))
-                            .build()
-                            .ok()
-                    })
-                    .flatten()
-            })
+            .get_or_init(|| Pool::new(self.config.threads))
             .as_ref()
     }
 
@@ -489,7 +512,7 @@ impl Engine {
         self.cache.lock().unwrap_or_else(|p| p.into_inner()).clear();
         MEMO.with(|m| {
             let mut m = m.borrow_mut();
-            if m.as_ref().is_some_and(|(id, _, _)| *id == self.id) {
+            if m.as_ref().is_some_and(|memo| memo.engine == self.id) {
                 *m = None;
             }
         });
@@ -515,7 +538,17 @@ impl Engine {
         let jit = self.jit.as_ref().ok()?;
         let k = self.kernel_locked(jit, sig, exact_after)?;
         if !k.is_generic() {
-            MEMO.with(|m| *m.borrow_mut() = Some((self.id, sig.clone(), k.clone())));
+            let n = sig.numel();
+            let contiguous =
+                (plan_contiguous(sig.width, n).as_ref() == Some(sig)).then_some((sig.width, n));
+            MEMO.with(|m| {
+                *m.borrow_mut() = Some(Memo {
+                    engine: self.id,
+                    sig: sig.clone(),
+                    kernel: k.clone(),
+                    contiguous,
+                })
+            });
         }
         Some(k)
     }
@@ -527,17 +560,47 @@ impl Engine {
         MEMO.with(|m| {
             let m = m.borrow();
             match &*m {
-                Some((id, s, k)) if *id == self.id && s == sig => {
+                Some(memo) if memo.engine == self.id && memo.sig == *sig => {
                     self.memo_hits
                         .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-                    // SAFETY: as in `run_planned`, whose contract the caller upholds: `k` is the
-                    // exact kernel of `sig` and the range is the whole outer dimension.
-                    unsafe { k.run(sig, p, 0, outer) };
+                    // SAFETY: as in `run_planned`, whose contract the caller upholds: the
+                    // kernel is the exact kernel of `sig` and the range is the whole outer
+                    // dimension.
+                    unsafe { memo.kernel.run(sig, p, 0, outer) };
                     true
                 }
                 _ => false,
             }
         })
+    }
+
+    /// [`Engine::run_memo`] for `n` contiguous elements of one shape for all four operands,
+    /// without planning: the memo knows whether its signature is that call's plan.
+    fn run_memo_contiguous(&self, width: usize, n: usize, p: Ptrs, out_bytes: usize) -> bool {
+        if self.splits(out_bytes, n) {
+            return false;
+        }
+        MEMO.with(|m| {
+            let m = m.borrow();
+            match &*m {
+                Some(memo) if memo.engine == self.id && memo.contiguous == Some((width, n)) => {
+                    self.memo_hits
+                        .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+                    // SAFETY: the caller validated the four buffers for `n` contiguous
+                    // elements, which is exactly the layout `memo.sig` was planned from
+                    // (`plan_contiguous(width, n)`); the range is its whole outer dimension.
+                    unsafe { memo.kernel.run(&memo.sig, p, 0, memo.sig.outer()) };
+                    true
+                }
+                _ => false,
+            }
+        })
+    }
+
+    /// Whether a call with `out_bytes` of output and `outer` outer indices may be split across
+    /// threads.
+    fn splits(&self, out_bytes: usize, outer: usize) -> bool {
+        out_bytes >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2
     }
 
     fn kernel_locked(
@@ -652,8 +715,10 @@ impl Engine {
     }
 
     /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte
-    /// is true. `out` must have the broadcast output shape. Every buffer is checked against its
-    /// shape and strides before anything is read or written; on error `out` is untouched.
+    /// is true. `out` must have the broadcast output shape. Views may have any strides,
+    /// negative ones included (with the offset of their first element, see
+    /// [`TensorRef::with_layout`]). Every buffer is checked against its shape, strides and
+    /// offset before anything is read or written; on error `out` is untouched.
     pub fn select<T: Element>(
         &self,
         cond: TensorRef<'_, u8>,
@@ -662,7 +727,7 @@ impl Engine {
         out: TensorMut<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
-        let (o, shape, strides) = out.into_parts();
+        let (o, shape, strides, offset) = out.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         self.run_bytes(
             T::DTYPE.width(),
@@ -671,13 +736,13 @@ impl Engine {
             Operand::Buf(bytemuck::cast_slice(then.data()), (&then).into()),
             Operand::Buf(bytemuck::cast_slice(else_.data()), (&else_).into()),
             ob,
-            shape,
-            strides,
+            (shape, strides, offset),
         )
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.
-    /// Its shape must be the broadcast output shape.
+    /// Its shape must be the broadcast output shape; it may have any non-overlapping layout,
+    /// reversed included.
     pub fn select_in_place<T: Element>(
         &self,
         cond: TensorRef<'_, u8>,
@@ -686,18 +751,19 @@ impl Engine {
         other: TensorRef<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
-        let (o, shape, strides) = inout.into_parts();
+        let (o, shape, strides, offset) = inout.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         let other = Operand::Buf(bytemuck::cast_slice(other.data()), (&other).into());
         let (t, e) = match role {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(T::DTYPE.width(), mode, cond, t, e, ob, shape, strides)
+        let w = T::DTYPE.width();
+        self.run_bytes(w, mode, cond, t, e, ob, (shape, strides, offset))
     }
 
     /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
-    /// elements of `dtype`; shapes and strides count elements.
+    /// elements of `dtype`; shapes, strides and offsets count elements.
     pub fn select_in_place_dyn(
         &self,
         dtype: DType,
@@ -708,7 +774,7 @@ impl Engine {
         mode: Broadcast,
     ) -> Result<()> {
         let w = dtype.width();
-        let (o, shape, strides) = inout.into_parts();
+        let (o, shape, strides, offset) = inout.into_parts();
         let other = Operand::Buf(
             other.data(),
             Desc {
@@ -720,11 +786,11 @@ impl Engine {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(w, mode, cond, t, e, o, shape, strides)
+        self.run_bytes(w, mode, cond, t, e, o, (shape, strides, offset))
     }
 
     /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
-    /// `dtype`; shapes and strides count elements. Used by the CLI and by the C ABI.
+    /// `dtype`; shapes, strides and offsets count elements. Used by the CLI and by the C ABI.
     pub fn select_dyn(
         &self,
         dtype: DType,
@@ -741,7 +807,7 @@ impl Engine {
                 ..Desc::from(t)
             }
         }
-        let (o, shape, strides) = out.into_parts();
+        let (o, shape, strides, offset) = out.into_parts();
         self.run_bytes(
             w,
             mode,
@@ -749,11 +815,11 @@ impl Engine {
             Operand::Buf(then.data(), elems(&then, w)),
             Operand::Buf(else_.data(), elems(&else_, w)),
             o,
-            shape,
-            strides,
+            (shape, strides, offset),
         )
     }
 
+    /// `out_layout`: the output's shape, strides and offset (elements).
     #[allow(clippy::too_many_arguments)]
     fn run_bytes(
         &self,
@@ -763,19 +829,35 @@ impl Engine {
         then: Operand<'_>,
         else_: Operand<'_>,
         out: &mut [u8],
-        out_shape: &[usize],
-        out_strides: Option<&[isize]>,
+        out_layout: (&[usize], Option<&[isize]>, usize),
     ) -> Result<()> {
         let od = Desc {
             len: out.len() / width,
-            shape: out_shape,
-            strides: out_strides,
+            shape: out_layout.0,
+            strides: out_layout.1,
+            offset: out_layout.2,
         };
         if self.config.backend != Backend::Interp
             && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
         {
+            if self.config.backend == Backend::Jit {
+                let o = out.as_mut_ptr();
+                let src = |x: &Operand<'_>| match x {
+                    Operand::Buf(b, _) => b.as_ptr(),
+                    Operand::Out => o as *const u8,
+                };
+                let p = Ptrs {
+                    cond: cond.data().as_ptr(),
+                    then: src(&then),
+                    else_: src(&else_),
+                    out: o,
+                };
+                if self.run_memo_contiguous(width, n, p, out.len()) {
+                    return Ok(());
+                }
+            }
             let sig = plan_contiguous(width, n);
-            self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+            self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
             return Ok(());
         }
         let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
@@ -783,16 +865,23 @@ impl Engine {
             interp_bytes(width, &c, cond.data(), &then, &else_, out);
             return Ok(());
         }
-        let sig = plan(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]);
-        self.run_planned(sig.as_ref(), cond.data(), &then, &else_, out);
+        let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
+            return Ok(()); // empty output
+        };
+        // Each kernel base: the view's first element moved by the planner's flips, which is an
+        // element the validated view addresses (so the sum is in 0..len).
+        let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
+        self.run_planned(Some(&p.sig), base, cond.data(), &then, &else_, out);
         Ok(())
     }
 
     /// Runs a validated, planned call (`None`: empty output, nothing to do) on the JIT or the
-    /// static kernels.
+    /// static kernels. `base`: per operand, the index (in elements) of the kernel's base
+    /// element in its buffer.
     fn run_planned(
         &self,
         sig: Option<&Signature>,
+        base: [usize; 4],
         cond: &[u8],
         then: &Operand<'_>,
         else_: &Operand<'_>,
@@ -801,56 +890,70 @@ impl Engine {
         let Some(sig) = sig else {
             return;
         };
-        let out_ptr = out.as_mut_ptr();
-        let src = |o: &Operand<'_>| match o {
-            Operand::Buf(b, _) => b.as_ptr(),
+        let w = sig.width;
+        // Safe indexing: each base is an element of a validated view, inside its buffer.
+        let out_ptr = out[base[OUT] * w..].as_mut_ptr();
+        let src = |o: &Operand<'_>, op: usize| match o {
+            Operand::Buf(b, _) => b[base[op] * w..].as_ptr(),
+            // In place: the source is the output, with the output's layout and base.
             Operand::Out => out_ptr as *const u8,
         };
         let p = Ptrs {
-            cond: cond.as_ptr(),
-            then: src(then),
-            else_: src(else_),
+            cond: cond[base[COND]..].as_ptr(),
+            then: src(then, THEN),
+            else_: src(else_, ELSE),
             out: out_ptr,
         };
         let outer = sig.outer();
-        let single = out.len() < PARALLEL_MIN_BYTES || outer < 2 || self.config.threads < 2;
-        if self.config.backend == Backend::Jit && single && self.run_memo(sig, p, outer) {
+        let eligible = self.splits(out.len(), outer);
+        if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }
         let kernel = match self.config.backend {
             Backend::Jit => self.kernel(sig),
             _ => None,
         };
-        // SAFETY (for every call below): the caller validated every buffer against its shape
-        // and strides (`check`, or `same_contiguous` for identical contiguous shapes): all
-        // addressed elements are in bounds, strides are non-negative, the output's elements are
-        // distinct, and the only aliasing is the exact in-place case; `sig` is the plan of
-        // exactly these layouts, and each range lies within the outer dimension.
+        // SAFETY (for every call below): the caller validated every buffer against its shape,
+        // strides and offset (`check`, or `same_contiguous` for identical contiguous shapes):
+        // all addressed elements are in bounds, the output's elements are distinct, and the
+        // only aliasing is the exact in-place case (the same layout and base as the output);
+        // `sig` is the plan of exactly these layouts and the pointers are at the plan's base
+        // elements, so every element `sig` addresses from them (strides of either sign) is one
+        // the views address; each range lies within the outer dimension.
         let run = |p: Ptrs, a: usize, b: usize| match &kernel {
             // SAFETY: see above.
             Some(k) => unsafe { k.run(sig, p, a, b) },
             // SAFETY: see above.
             None => unsafe { kernels::run(sig, p, a, b) },
         };
-        let pool = (out.len() >= PARALLEL_MIN_BYTES && outer >= 2)
-            .then(|| self.pool())
-            .flatten();
-        match pool {
-            Some(pool) => {
-                let parts = pool.current_num_threads().min(outer);
-                let shared = SharedPtrs(p);
-                pool.scope(|s| {
-                    for i in 1..parts {
-                        let run = &run;
-                        s.spawn(move |_| {
-                            let sp = shared;
-                            run(sp.0, outer * i / parts, outer * (i + 1) / parts)
-                        });
-                    }
-                    run(shared.0, 0, outer / parts);
-                });
+        if !eligible {
+            return run(p, 0, outer);
+        }
+        // An exact kernel learns whether splitting pays; otherwise large calls split.
+        let (way, probe) = match &kernel {
+            Some(k) if !k.is_generic() => k.split_choice().next(),
+            _ => (Way::Split, false),
+        };
+        let t = probe.then(std::time::Instant::now);
+        let mut ran = Way::Single;
+        if way == Way::Split
+            && let Some(pool) = self.pool()
+        {
+            let parts = pool.threads().min(outer);
+            let shared = SharedPtrs(p);
+            let part = |i: usize| {
+                let sp = shared;
+                run(sp.0, outer * i / parts, outer * (i + 1) / parts)
+            };
+            if pool.run(parts, &part) {
+                ran = Way::Split;
             }
-            None => run(p, 0, outer),
+        }
+        if ran == Way::Single {
+            run(p, 0, outer);
+        }
+        if let (Some(t), Some(k)) = (t, &kernel) {
+            k.split_choice().record(ran, t.elapsed().as_nanos() as u64);
         }
     }
 }
@@ -879,11 +982,11 @@ fn interp_bytes(
     else_: &Operand,
     out: &mut [u8],
 ) {
-    fn src<'a, const W: usize>(o: &Operand<'a>, st: &'a [isize]) -> Src<'a, [u8; W]> {
+    fn src<'a, const W: usize>(o: &Operand<'a>, st: &'a [isize], off: usize) -> Src<'a, [u8; W]> {
         match *o {
             Operand::Buf(b, _) => {
                 let n = b.len() / W * W;
-                Src::Buf(bytemuck::cast_slice(&b[..n]), st)
+                Src::Buf((bytemuck::cast_slice(&b[..n]), st, off))
             }
             Operand::Out => Src::Out,
         }
@@ -899,10 +1002,10 @@ fn interp_bytes(
         let o: &mut [[u8; W]] = bytemuck::cast_slice_mut(&mut out[..n]);
         interp::run(
             &c.out,
-            (cond, &c.st[0]),
-            src::<W>(then, &c.st[1]),
-            src::<W>(else_, &c.st[2]),
-            (o, &c.st[3]),
+            (cond, &c.st[0], c.off[0]),
+            src::<W>(then, &c.st[1], c.off[1]),
+            src::<W>(else_, &c.st[2], c.off[2]),
+            (o, &c.st[3], c.off[3]),
         );
     }
     match width {
@@ -915,7 +1018,8 @@ fn interp_bytes(
     }
 }
 
-/// Select over any `Clone` element type (strings, ...) through the reference interpreter.
+/// Select over any `Clone` element type (strings, ...) through the reference interpreter. Views
+/// may have any strides and offsets, as in [`Engine::select`].
 pub fn select_generic<T: Clone>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,
@@ -923,19 +1027,20 @@ pub fn select_generic<T: Clone>(
     out: TensorMut<'_, T>,
     mode: Broadcast,
 ) -> Result<()> {
-    let (o, shape, strides) = out.into_parts();
+    let (o, shape, strides, offset) = out.into_parts();
     let od = Desc {
         len: o.len(),
         shape,
         strides,
+        offset,
     };
     let c = check(mode, (&cond).into(), (&then).into(), (&else_).into(), od)?;
     interp::run(
         &c.out,
-        (cond.data(), &c.st[0]),
-        Src::Buf(then.data(), &c.st[1]),
-        Src::Buf(else_.data(), &c.st[2]),
-        (o, &c.st[3]),
+        (cond.data(), &c.st[0], c.off[0]),
+        Src::Buf((then.data(), &c.st[1], c.off[1])),
+        Src::Buf((else_.data(), &c.st[2], c.off[2])),
+        (o, &c.st[3], c.off[3]),
     );
     Ok(())
 }

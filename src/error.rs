@@ -28,22 +28,41 @@ pub enum Error {
     /// A shape has more dimensions than the supported maximum.
     #[error("{what} has rank {rank}, more than the supported maximum of {max}")]
     RankTooLarge {
+        /// The operand (`cond`, `then`, `else`, `output`).
         what: &'static str,
+        /// Its rank.
         rank: usize,
+        /// The largest rank accepted.
         max: usize,
     },
     /// A shape's element count (or a byte extent derived from it) does not fit in `usize`.
     #[error("{what} {shape}: element count or byte extent overflows usize")]
-    Overflow { what: &'static str, shape: String },
-    /// A buffer, its shape and its strides do not fit together.
+    Overflow {
+        /// The operand.
+        what: &'static str,
+        /// Its shape, as in messages.
+        shape: String,
+    },
+    /// A buffer, its shape, strides and offset do not fit together (an addressed element outside
+    /// the buffer, overlapping output elements, a stride count that is not the rank).
     #[error("{what}: {msg}")]
-    Layout { what: &'static str, msg: String },
+    Layout {
+        /// The operand (`cond`, `then`, `else`, `output`).
+        what: &'static str,
+        /// What is wrong, naming the dimension where one is at fault.
+        msg: String,
+    },
     /// The element types of the operands disagree, or a dtype is not allowed where it was given.
     #[error("dtype mismatch: {0}")]
     DType(String),
     /// The output is not the shape the broadcast rule produces.
     #[error("output has shape {got} but the inputs broadcast to {expected}")]
-    OutputShape { got: String, expected: String },
+    OutputShape {
+        /// The output's shape.
+        got: String,
+        /// The broadcast shape of the inputs.
+        expected: String,
+    },
     /// An argument outside the allowed range (e.g. a pdpd axis below -1).
     #[error("invalid argument: {0}")]
     Invalid(String),

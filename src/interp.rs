@@ -1,14 +1,19 @@
 //! The reference interpreter: walks the output coordinates one at a time in row-major order and
-//! computes each operand's offset from its strides over the output.
+//! computes each operand's element index from its offset and its (signed) strides over the
+//! output.
 //!
 //! It is deliberately simple and independent of the loop-collapsing planner (`plan.rs`), because
 //! it is the oracle every fast path is tested against. It also serves any `Clone` element type
 //! (strings), for which there is no machine-code path.
 
-/// A source operand: its buffer, or the output itself (in-place operation, where the source has
-/// exactly the output's layout), with its strides over the output's dimensions.
+/// An operand's buffer, its strides over the output's dimensions (signed), and the index of the
+/// element at output coordinate `[0, 0, ...]`.
+pub(crate) type View<'a, T> = (&'a [T], &'a [isize], usize);
+
+/// A source operand: its buffer with strides and offset, or the output itself (in-place
+/// operation, where the source has exactly the output's layout).
 pub(crate) enum Src<'a, T> {
-    Buf(&'a [T], &'a [isize]),
+    Buf(View<'a, T>),
     Out,
 }
 
@@ -18,32 +23,30 @@ pub(crate) enum Src<'a, T> {
 /// a bug in that validation and panics on the slice index rather than touching memory.
 pub(crate) fn run<T: Clone>(
     shape: &[usize],
-    cond: (&[u8], &[isize]),
+    cond: View<'_, u8>,
     then: Src<'_, T>,
     else_: Src<'_, T>,
-    out: (&mut [T], &[isize]),
+    out: (&mut [T], &[isize], usize),
 ) {
     if shape.contains(&0) {
         return;
     }
-    let (out_buf, out_st) = out;
+    let (out_buf, out_st, out_off) = out;
     let rank = shape.len();
     let mut idx = vec![0usize; rank];
     loop {
-        let off = |st: &[isize]| -> usize {
-            idx.iter()
-                .zip(st)
-                .map(|(&i, &s)| i as isize * s)
-                .sum::<isize>() as usize
+        let off = |st: &[isize], first: usize| -> usize {
+            let rel: isize = idx.iter().zip(st).map(|(&i, &s)| i as isize * s).sum();
+            (first as isize + rel) as usize
         };
-        let o = off(out_st);
-        let pick = if cond.0[off(cond.1)] != 0 {
+        let o = off(out_st, out_off);
+        let pick = if cond.0[off(cond.1, cond.2)] != 0 {
             &then
         } else {
             &else_
         };
         let v = match pick {
-            Src::Buf(b, st) => b[off(st)].clone(),
+            Src::Buf((b, st, first)) => b[off(st, *first)].clone(),
             Src::Out => out_buf[o].clone(),
         };
         out_buf[o] = v;
@@ -76,12 +79,30 @@ mod tests {
         let st = [2isize, 1];
         run(
             &[2, 2],
-            (&cond, &st),
-            Src::Buf(&x, &st),
-            Src::Buf(&y, &st),
-            (&mut out, &st),
+            (&cond, &st, 0),
+            Src::Buf((&x, &st, 0)),
+            Src::Buf((&y, &st, 0)),
+            (&mut out, &st, 0),
         );
         assert_eq!(out, [1, 8, 3, 4]);
+    }
+
+    #[test]
+    fn negative_strides_and_offsets() {
+        // then reversed (x[::-1]), else columns reversed, out rows reversed.
+        let cond = [1u8, 0, 1, 1];
+        let x = [4i64, 3, 2, 1];
+        let y = [8i64, 9, 6, 7];
+        let mut out = [0i64; 4];
+        run(
+            &[2, 2],
+            (&cond, &[2, 1], 0),
+            Src::Buf((&x, &[-2, -1], 3)),
+            Src::Buf((&y, &[2, -1], 1)),
+            (&mut out, &[-2, 1], 2),
+        );
+        // Logical result [[1, 8], [3, 4]], stored with the rows swapped.
+        assert_eq!(out, [3, 4, 1, 8]);
     }
 
     #[test]
@@ -90,10 +111,10 @@ mod tests {
         let mut out = [String::new()];
         run(
             &[],
-            (&cond, &[]),
-            Src::Buf(&["a".to_string()], &[]),
-            Src::Buf(&["b".to_string()], &[]),
-            (&mut out, &[]),
+            (&cond, &[], 0),
+            Src::Buf((&["a".to_string()], &[], 0)),
+            Src::Buf((&["b".to_string()], &[], 0)),
+            (&mut out, &[], 0),
         );
         assert_eq!(out[0], "a");
     }

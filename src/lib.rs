@@ -1,7 +1,8 @@
 //! # selectjit
 //!
 //! Tensor **Select / Where** — `out[i] = cond[i] ? then[i] : else[i]` — with the broadcast modes of
-//! ONNX Where, OpenVINO Select-1 and oneDNN Graph Select, bit-exact for every element type.
+//! ONNX Where, OpenVINO Select-1 and oneDNN Graph Select, bit-exact for every element type, on
+//! kernels compiled per loop shape at run time.
 //!
 //! ```
 //! use selectjit::{Broadcast, Engine, TensorMut, TensorRef};
@@ -28,9 +29,95 @@
 //!     Broadcast::Numpy,
 //! )?;
 //! assert_eq!(out.map(f32::to_bits), [-0.0f32, 2.0, 3.0, -0.0, 5.0, 6.0].map(f32::to_bits));
+//!
+//! // Strided views, negative strides included: `then` reversed (numpy's `x[::-1]`) is
+//! // stride -1 from its last element.
+//! let x = [1u8, 2, 3, 4];
+//! let mut out = [0u8; 4];
+//! selectjit::select(
+//!     TensorRef::new(&[1, 1, 0, 1], &[4]),
+//!     TensorRef::with_layout(&x, &[4], &[-1], 3),
+//!     TensorRef::scalar(&[0u8]),
+//!     TensorMut::new(&mut out, &[4]),
+//!     Broadcast::Numpy,
+//! )?;
+//! assert_eq!(out, [4, 3, 0, 1]);
 //! # Ok::<(), selectjit::Error>(())
 //! ```
+//!
+//! ## How a call flows
+//!
+//! ```text
+//! views ─► shape (mode) ─► plan: canonical loop nest ─► Signature ─► cache ─► kernel(ptrs, outer range)
+//!                                                                     │ miss
+//!                                    seen fewer than `exact_after` times: shape-generic kernel of its pattern
+//!                                    then:                                compile the exact kernel (tier) → insert
+//! ```
+//!
+//! 1. **Views** ([`TensorRef`], [`TensorMut`]): a buffer, a shape, optional element strides (0
+//!    broadcasts, negative walks backwards) and the offset of the first element. Every buffer is
+//!    validated before anything is read; on error the output is untouched ([`Error`]).
+//! 2. **Shape** ([`shape`]): the output shape and where each input lands in it, by the
+//!    [`Broadcast`] mode: `Numpy` (ONNX Where, the default), `TwoStep` (OpenVINO Select-1 /
+//!    oneDNN as documented), `None`, `Pdpd { axis }`.
+//! 3. **Plan** ([`plan`]): size-1 dims dropped, dimensions along which the output runs backwards
+//!    flipped for every operand (kernel base pointers moved accordingly), the output's unit
+//!    stride innermost, dims contiguous for all four operands merged. The result, a
+//!    [`plan::Signature`] (element width, dims, strides), is what machine code depends on:
+//!    f32, i32 and u32 share kernels.
+//! 4. **Cache** ([`cache`]): an LRU of signatures → compiled kernels. A signature seen for the
+//!    first time runs on the shape-generic kernel of its *pattern* (compiled once per pattern;
+//!    dims and strides are arguments); once seen `exact_after` times its exact kernel is compiled
+//!    by the engine's **tier** and kept. Evicted kernels free their code when no caller holds
+//!    them.
+//! 5. **Kernel**: runs a `[begin, end)` range of the outer dimension, so large calls are split
+//!    over threads. If code generation fails, the static kernels ([`kernels`]) serve the call and
+//!    [`Engine::last_codegen_error`] says why. [`Backend::Interp`] runs the reference interpreter
+//!    instead (the oracle every path is tested against); [`select_generic`] serves any `Clone`
+//!    element (strings) through it.
+//!
+//! [`Engine::prepare`] plans a call once for contiguous buffers of fixed shapes and binds its
+//! kernel ([`Prepared::run`]: length checks and the call). [`Engine::select_dyn`] takes raw
+//! bytes with a run-time [`DType`] (the CLI and the C ABI, [`capi`], use it).
+//!
+//! ## Tiers
+//!
+//! [`EngineConfig::tier`] picks the code generator ([`jit::Tier`]): `Auto` (the default: the best
+//! the host runs), `Cranelift` (portable, 128-bit vectors on x86-64), `Avx2` and `Avx512`
+//! (x86-64 machine code emitted directly, for the signatures that generator covers; Cranelift
+//! compiles the others). The environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`,
+//! `avx512`) sets it for engines built with default settings.
+//!
+//! ## Knobs
+//!
+//! | [`EngineConfig`] field | default | environment variable |
+//! |---|---|---|
+//! | `backend` | [`Backend::Jit`] (`Static`, `Interp`) | |
+//! | `cache_capacity` | 1024 signatures | `SELECTJIT_CACHE_CAPACITY` |
+//! | `exact_after` | 2 sightings before the exact kernel is compiled (1: at once) | `SELECTJIT_EXACT_AFTER` |
+//! | `threads` | available parallelism; calls with ≥ 1 MiB of output are split | |
+//! | `tier` | `Auto` | `SELECTJIT_TIER` |
+//! | `nt_min_bytes` | 64 MiB: x86 tiers store larger outputs non-temporally | `SELECTJIT_NT_MIN_BYTES` |
+//! | `verify` | on in debug builds: Cranelift verifier on every kernel | |
+//! | `emulate` | off: run x86-tier kernels the host cannot execute in the emulator | |
+//!
+//! `SELECTJIT_VERBOSE=1` logs one stderr line per compile and per eviction. [`Engine::stats`]
+//! gives hits, misses, generic runs, evictions and compile times.
+//!
+//! ## Features
+//!
+//! * `ndarray` — [the `ndarray` module](crate::ndarray): select on `ndarray` arrays and views of
+//!   any dimensionality and strides (cond `bool` or `u8`), into a new array or a mutable view;
+//!   and an ndarray `Zip` column in `selectjit bench`.
+//!
+//! ## Examples
+//!
+//! `examples/embed_runtime.rs` (one engine shared by threads, prepared kernels, dynamic sequence
+//! lengths, statistics), `examples/ndarray.rs`, `examples/strings.rs` (the generic path) and
+//! `examples/c/select.c` (the C ABI).
+#![warn(missing_docs)]
 
+#[allow(missing_docs)]
 pub mod bench;
 pub mod cache;
 pub mod capi;
@@ -41,9 +128,14 @@ pub mod explain;
 pub(crate) mod interp;
 pub mod jit;
 pub mod kernels;
+#[cfg(feature = "ndarray")]
+pub mod ndarray;
 pub mod npy;
 pub mod plan;
+mod pool;
+pub mod roofline;
 pub mod shape;
+mod split;
 pub mod tensor;
 
 pub use cache::CacheStats;
@@ -53,13 +145,17 @@ pub use error::{Error, Result};
 pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};
 
-/// The process-wide engine used by [`select`].
+/// The process-wide engine used by [`select`] (default settings, built on first use).
 pub fn default_engine() -> &'static Engine {
     static ENGINE: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
     ENGINE.get_or_init(Engine::new)
 }
 
 /// `out = cond ? then : else` on the process-wide default engine. See [`Engine::select`].
+///
+/// # Errors
+/// Shapes the mode refuses, buffers that do not hold what their views address, an output of
+/// the wrong shape or with overlapping elements: the output is then untouched.
 pub fn select<T: Element>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,

@@ -24,11 +24,15 @@ const MAX_HEADER: usize = 1 << 16;
 /// A loaded array: raw little-endian element bytes with shape and strides in elements.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct NpyArray {
+    /// The element type.
     pub dtype: DType,
+    /// The shape.
     pub shape: Vec<usize>,
     /// Row-major for C order, column-major for Fortran order.
     pub strides: Vec<isize>,
+    /// Whether the file stores the array in Fortran (column-major) order.
     pub fortran_order: bool,
+    /// The elements' little-endian bytes, in storage order.
     pub data: Vec<u8>,
 }
 

@@ -1,20 +1,33 @@
 //! Loop-nest canonicalisation: equal work gets equal keys.
 //!
 //! From the output shape and the four operands' strides over it (cond, then, else, out; in
-//! elements) the planner drops size-1 dimensions, orders the rest so that the output's smallest
-//! stride is innermost, and merges adjacent dimensions that are contiguous for all four operands at
-//! once (numpy's nditer coalescing; broadcast strides of 0 merge too). The result is a
-//! [`Signature`]: the element width, the collapsed dims and each operand's strides. The element
-//! *width* is the key, not the dtype, so f32, i32 and u32 share one kernel.
+//! elements, signed) the planner
+//!
+//! 1. drops size-1 dimensions;
+//! 2. **flips** every dimension along which the output's stride is negative, for all four
+//!    operands at once (as numpy's iterator does): the stride changes sign and each operand's
+//!    base moves to the element at the far end of that dimension ([`Plan::base`]). The output
+//!    then walks memory forwards; an input may keep a negative stride (e.g. `then` reversed
+//!    into a forward output), which the kernels handle like any other stride;
+//! 3. orders the dimensions so that the output's smallest stride is innermost;
+//! 4. merges adjacent dimensions that are contiguous for all four operands at once (numpy's
+//!    nditer coalescing; broadcast strides of 0 merge too, and so do reversed runs: a reversed
+//!    contiguous `[4, 5]` input is one dimension of 20 with stride -1).
+//!
+//! The result is a [`Signature`]: the element width, the collapsed dims and each operand's
+//! strides. The element *width* is the key, not the dtype, so f32, i32 and u32 share one kernel.
 
 use smallvec::SmallVec;
 
 use crate::shape::{Dims, Strides};
 
-/// Operand order used everywhere in plans and kernels.
+/// Index of `cond` in the operand order used everywhere in plans and kernels.
 pub const COND: usize = 0;
+/// Index of `then` in the operand order.
 pub const THEN: usize = 1;
+/// Index of `else` in the operand order.
 pub const ELSE: usize = 2;
+/// Index of the output in the operand order.
 pub const OUT: usize = 3;
 
 /// A canonical loop nest: what the machine code depends on, and nothing else.
@@ -74,32 +87,59 @@ pub fn plan_contiguous(width: usize, n: usize) -> Option<Signature> {
         return None;
     }
     let s: isize = if n == 1 { 0 } else { 1 };
-    let st: Strides = smallvec::smallvec![s];
+    // Built in place: cloning inline small vectors costs more than the rest of a tiny call.
+    let one = |v: isize| -> Strides { Strides::from_buf_and_len([v; 8], 1) };
     Some(Signature {
         width,
-        dims: smallvec::smallvec![n],
-        strides: [st.clone(), st.clone(), st.clone(), st],
+        dims: crate::shape::Dims::from_buf_and_len([n; 8], 1),
+        strides: [one(s), one(s), one(s), one(s)],
     })
+}
+
+/// A planned call: its [`Signature`], and where each operand's kernel base pointer is.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Plan {
+    /// The canonical loop nest (the output's strides are all non-negative).
+    pub sig: Signature,
+    /// Per operand (cond, then, else, out), in elements: the kernel's base element relative to
+    /// the view's element at coordinate `[0, 0, ...]`. Non-zero only for operands with a stride
+    /// along a flipped dimension (one where the output's stride was negative): the base moves to
+    /// the far end of it. Adding it to a validated view's offset gives an index of an element
+    /// the view addresses, so it stays inside the buffer.
+    pub base: [isize; 4],
 }
 
 /// Canonicalises one call. Returns `None` when the output is empty (a zero dimension): there is
 /// no work and no kernel to look up.
+///
+/// Only for calls whose output strides are all non-negative, where every base adjustment is 0
+/// (the common case, kept for callers that build contiguous outputs). With a negative output
+/// stride use [`plan_layout`], whose [`Plan::base`] the kernels' pointers must include.
 pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Signature> {
+    plan_layout(width, shape, strides).map(|p| p.sig)
+}
+
+/// Canonicalises one call with any signed strides: flips the dimensions whose output stride is
+/// negative (see the module docs) and returns the signature with the base adjustments. `None`
+/// when the output is empty.
+pub fn plan_layout(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Plan> {
     if shape.contains(&0) {
         return None;
     }
-    // Dimensions that do work, as (size, [strides]).
-    let mut dims: SmallVec<[(usize, [isize; 4]); 8]> = shape
-        .iter()
-        .enumerate()
-        .filter(|(_, d)| **d > 1)
-        .map(|(k, &d)| {
-            (
-                d,
-                [strides[0][k], strides[1][k], strides[2][k], strides[3][k]],
-            )
-        })
-        .collect();
+    let mut base = [0isize; 4];
+    // Dimensions that do work, as (size, [strides]); flipped where the output runs backwards.
+    let mut dims: SmallVec<[(usize, [isize; 4]); 8]> = SmallVec::new();
+    for (k, &d) in shape.iter().enumerate().filter(|(_, d)| **d > 1) {
+        let mut s = [strides[0][k], strides[1][k], strides[2][k], strides[3][k]];
+        if s[OUT] < 0 {
+            for op in 0..4 {
+                // Validated views: the span lies inside the buffer, so it fits in isize.
+                base[op] += (d as isize - 1) * s[op];
+                s[op] = -s[op];
+            }
+        }
+        dims.push((d, s));
+    }
     // Output's smallest stride innermost (stable: row-major order is kept as it is).
     dims.sort_by_key(|&(_, s)| std::cmp::Reverse(s[OUT]));
 
@@ -126,7 +166,7 @@ pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Sig
     for (op, st) in sig.strides.iter_mut().enumerate() {
         *st = out.iter().map(|x| x.1[op]).collect::<Strides>();
     }
-    Some(sig)
+    Some(Plan { sig, base })
 }
 
 #[cfg(test)]
@@ -187,6 +227,47 @@ mod tests {
         let s = sig_for(8, &[], &[1, 1], &[1]);
         assert_eq!(s.dims.as_slice(), &[1]);
         assert!(plan(4, &[3, 0], [&[0, 0], &[0, 0], &[0, 0], &[0, 1]]).is_none());
+    }
+
+    #[test]
+    fn reversed_output_is_flipped_for_every_operand() {
+        // out = x[::-1] of a [4, 5] buffer (both dims reversed), then and cond forward, else
+        // broadcast: the output walks forwards after the flip, then backwards, as one dim.
+        let out: [isize; 2] = [-5, -1];
+        let fwd: [isize; 2] = [5, 1];
+        let p = plan_layout(4, &[4, 5], [&fwd, &fwd, &[0, 0], &out]).unwrap();
+        assert_eq!(p.sig.dims.as_slice(), &[20]);
+        assert_eq!(p.sig.strides[OUT].as_slice(), &[1]);
+        assert_eq!(p.sig.strides[THEN].as_slice(), &[-1]);
+        assert_eq!(p.sig.strides[ELSE].as_slice(), &[0]);
+        // Bases move to the far corner: 19 elements along then/cond, -19 along the output.
+        assert_eq!(p.base, [19, 19, 0, -19]);
+        // Reversed everywhere is the same kernel as forward everywhere.
+        let q = plan_layout(2, &[4, 5], [&out, &out, &out, &out]).unwrap();
+        assert_eq!(q.sig, plan_contiguous(2, 20).unwrap());
+        assert_eq!(q.base, [-19; 4]);
+    }
+
+    #[test]
+    fn mixed_signs_keep_input_strides_negative() {
+        // Output rows reversed, columns forward; then columns reversed: only the row dim flips.
+        let p = plan_layout(8, &[3, 7], [&[7, 1], &[7, -1], &[0, 1], &[-7, 1]]).unwrap();
+        assert_eq!(p.sig.strides[OUT].as_slice(), &[7, 1]);
+        assert_eq!(p.sig.strides[THEN].as_slice(), &[-7, -1]);
+        assert_eq!(p.sig.strides[COND].as_slice(), &[-7, 1]);
+        assert_eq!(p.sig.strides[ELSE].as_slice(), &[0, 1]);
+        assert_eq!(p.base, [14, 14, 0, -14]);
+        assert!(p.sig.strides[OUT].iter().all(|&s| s >= 0));
+        // Size-1 dims are dropped, never flipped.
+        let p = plan_layout(4, &[1, 6], [&[-9, 1], &[-9, 1], &[0, 0], &[-9, 1]]).unwrap();
+        assert_eq!(p.base, [0; 4]);
+        // Forward outputs: no adjustment, and `plan` gives the same signature.
+        let p = plan_layout(4, &[3, 7], [&[7, -1], &[0, 1], &[-7, 1], &[7, 1]]).unwrap();
+        assert_eq!(p.base, [0; 4]);
+        assert_eq!(
+            Some(p.sig),
+            plan(4, &[3, 7], [&[7, -1], &[0, 1], &[-7, 1], &[7, 1]])
+        );
     }
 
     #[test]

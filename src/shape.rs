@@ -51,16 +51,22 @@ impl Broadcast {
 /// Input dims at `len..` (trailing 1s dropped by the pdpd rule) map to no output dimension.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Placement {
+    /// The output dimension that input dimension 0 lands on.
     pub start: usize,
+    /// How many of the input's dimensions land on output dimensions.
     pub len: usize,
 }
 
 /// The result of shape inference.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BroadcastShape {
+    /// The output shape.
     pub out: Dims,
+    /// Where `cond`'s dimensions land.
     pub cond: Placement,
+    /// Where `then`'s dimensions land.
     pub then: Placement,
+    /// Where `else`'s dimensions land.
     pub else_: Placement,
 }
 
@@ -233,7 +239,8 @@ pub(crate) fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
     Ok(())
 }
 
-/// Number of elements of a shape (the caller has run [`check_shape`]).
+/// Number of elements of a shape (whose rank and size limits the caller has checked, e.g. by
+/// [`broadcast_shapes`]).
 pub fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
@@ -333,7 +340,8 @@ pub fn output_shape(
     broadcast_shapes(mode, cond, then, else_).map(|b| b.out)
 }
 
-/// Row-major contiguous strides (in elements) for `shape`. The caller has run [`check_shape`].
+/// Row-major contiguous strides (in elements) for `shape`, whose size limits the caller has
+/// checked (e.g. by [`broadcast_shapes`]).
 pub fn contiguous_strides(shape: &[usize]) -> Strides {
     let mut st: Strides = SmallVec::from_elem(0, shape.len());
     let mut acc: isize = 1;

@@ -1,5 +1,7 @@
 //! The `selectjit` command on real `.npy` files.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -233,7 +235,8 @@ fn two_step_cond_may_not_grow_the_output() {
     }
 }
 
-/// `--backend jit`, `static` and `interp` write the same bytes on every conformance case.
+/// `--backend jit` on every tier (`--tier`, emulated where the host lacks it), `static` and
+/// `interp` write the same bytes on every conformance case.
 #[test]
 fn backends_agree_on_conformance_cases() {
     let text = std::fs::read_to_string(concat!(
@@ -243,6 +246,7 @@ fn backends_agree_on_conformance_cases() {
     .unwrap();
     let v: serde_json::Value = serde_json::from_str(&text).unwrap();
     let d = Dir::new();
+    let tiers = common::tiers();
     let shape = |x: &serde_json::Value| -> Vec<usize> {
         x.as_array()
             .unwrap()
@@ -279,18 +283,35 @@ fn backends_agree_on_conformance_cases() {
         let axis = case["axis"].as_i64().unwrap_or(-1).to_string();
         mode.extend(["--axis", axis.as_str()]);
         let mut outs = Vec::new();
-        for b in ["interp", "jit", "static"] {
-            let out = d.path(&format!("o_{k}_{b}.npy"));
+        let mut runs: Vec<Vec<String>> = vec![
+            vec!["--backend".into(), "interp".into()],
+            vec!["--backend".into(), "static".into()],
+        ];
+        for (tier, emulate) in &tiers {
+            let mut a = vec![
+                "--backend".into(),
+                "jit".into(),
+                "--tier".into(),
+                tier.name().into(),
+            ];
+            if *emulate {
+                a.push("--emulate".into());
+            }
+            runs.push(a);
+        }
+        for (r, extra) in runs.iter().enumerate() {
+            let out = d.path(&format!("o_{k}_{r}.npy"));
             let mut args = mode.clone();
-            args.extend(["--backend", b]);
+            args.extend(extra.iter().map(String::as_str));
             let (code, _, err) = run(&[&c, &t, &e, &out], &args);
-            assert_eq!(code, 0, "case {k} {b}: {err}");
+            assert_eq!(code, 0, "case {k} {extra:?}: {err}");
             let a = read_npy(&out).unwrap();
             assert_eq!(a.shape, shape(&case["expect"]), "case {k}");
             outs.push(std::fs::read(&out).unwrap());
         }
-        assert_eq!(outs[0], outs[1], "case {k}: jit differs from interp");
-        assert_eq!(outs[0], outs[2], "case {k}: static differs from interp");
+        for (r, extra) in runs.iter().enumerate().skip(1) {
+            assert_eq!(outs[0], outs[r], "case {k}: {extra:?} differs from interp");
+        }
         ran += 1;
     }
     assert!(ran >= 20, "only {ran} cases ran");
@@ -424,6 +445,53 @@ fn bench_runs_a_filtered_quick_case_and_writes_json() {
         .output()
         .unwrap();
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// A tier the host cannot run, or an unknown one, is one `error:` line and exit 2 (and no
+/// output); `--emulate` runs an x86 tier the host lacks in the emulator instead.
+#[test]
+fn tiers_on_the_command_line() {
+    let d = Dir::new();
+    let c = d.write("c.npy", DType::Bool, &[3], &[1, 0, 2]);
+    let t = d.write("t.npy", DType::U8, &[3], &[1, 2, 3]);
+    let out = d.path("out.npy");
+    for (tier, emulate) in common::tiers() {
+        let mut args = vec!["--tier", tier.name()];
+        if emulate {
+            let (code, _, err) = run(&[&c, &t, &t, &out], &args);
+            assert_eq!(code, 2, "{tier}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(&format!("tier {tier} needs")), "{err}");
+            assert!(!out.exists());
+            args.push("--emulate");
+        }
+        let (code, _, err) = run(&[&c, &t, &t, &out], &args);
+        assert_eq!(code, 0, "{tier}: {err}");
+        assert_eq!(read_npy(&out).unwrap().data, [1, 2, 3]);
+        std::fs::remove_file(&out).unwrap();
+    }
+    let (code, _, err) = run(&[&c, &t, &t, &out], &["--tier", "avx1024"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(!out.exists());
+    let o = bin()
+        .args(["run", "--cond"])
+        .arg(&c)
+        .arg("--then")
+        .arg(&t)
+        .arg("--else")
+        .arg(&t)
+        .arg("-o")
+        .arg(&out)
+        .env("SELECTJIT_TIER", "bogus")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: invalid argument: unknown tier 'bogus'"),
+        "{err}"
+    );
+    assert!(!out.exists());
 }
 
 /// The tier names a verbose compile line may carry.

@@ -1,25 +1,34 @@
 //! Many threads on one engine with a tiny cache (constant eviction), every result checked.
 
+mod common;
+
 use std::sync::Arc;
 
+use selectjit::jit::Tier;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 #[test]
 fn threads_share_one_engine_under_eviction() {
-    // Exact kernels compiled on every miss, and the generic-first policy.
-    for exact_after in [1, 2] {
-        workload(exact_after);
+    // Every tier; exact kernels compiled on every miss, and the generic-first policy.
+    for (tier, emulate) in common::tiers() {
+        for exact_after in [1, 2] {
+            workload(tier, emulate, exact_after);
+        }
     }
 }
 
-fn workload(exact_after: u32) {
-    let engine = Arc::new(Engine::with_config(EngineConfig {
-        backend: Backend::Jit,
-        cache_capacity: 8,
-        exact_after,
-        threads: 2,
-        ..EngineConfig::default()
-    }));
+fn workload(tier: Tier, emulate: bool, exact_after: u32) {
+    let engine = Arc::new(common::engine(
+        &EngineConfig {
+            cache_capacity: 8,
+            exact_after,
+            threads: 2,
+            ..EngineConfig::default()
+        },
+        Backend::Jit,
+        tier,
+        emulate,
+    ));
     let interp = Arc::new(Engine::with_backend(Backend::Interp));
     let handles: Vec<_> = (0..8)
         .map(|t| {
@@ -62,7 +71,10 @@ fn workload(exact_after: u32) {
                         )
                         .unwrap();
                     }
-                    assert!(got == want, "thread {t} call {i}: {c:?} {th:?} {e:?} {dt}");
+                    assert!(
+                        got == want,
+                        "{tier} thread {t} call {i}: {c:?} {th:?} {e:?} {dt}"
+                    );
                     checked += 1;
                 }
                 checked
@@ -72,7 +84,7 @@ fn workload(exact_after: u32) {
     let total: usize = handles.into_iter().map(|h| h.join().unwrap()).sum();
     assert_eq!(total, 2400);
     let s = engine.stats();
-    println!("concurrency: {total} calls checked, {s:?}");
+    println!("concurrency {tier} (emulated: {emulate}): {total} calls checked, {s:?}");
     assert!(s.evictions > 0 && s.len <= 8, "{s:?}");
     if exact_after == 1 {
         assert!(s.compiles > 100, "{s:?}");

@@ -1,6 +1,9 @@
-//! Every case of the shared conformance file (`tests/data/shapes.json` is its copy).
+//! Every case of the shared conformance file (`tests/data/shapes.json` is its copy): the shape
+//! rule, and the values of every backend and tier against the interpreter.
 
-use selectjit::{Broadcast, output_shape};
+mod common;
+
+use selectjit::{Broadcast, DType, EngineConfig, TensorMut, TensorRef, output_shape};
 use serde_json::Value;
 
 fn load(path: &str) -> Value {
@@ -67,6 +70,84 @@ fn every_case_gives_the_expected_shape_or_error() {
         }
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+/// Every backend and tier on every case: the interpreter's bytes where the case has a shape
+/// (every width, cond bytes other than 0/1), an error and an untouched output where it has none.
+#[test]
+fn every_backend_and_tier_on_every_case() {
+    let v = load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/tests/data/shapes.json"
+    ));
+    let engines = common::all_engines(&EngineConfig {
+        exact_after: 1,
+        verify: true,
+        ..EngineConfig::default()
+    });
+    let mut checked = 0;
+    for (k, c) in v["cases"].as_array().unwrap().iter().enumerate() {
+        let (cs, ts, es) = (shape(&c["cond"]), shape(&c["then"]), shape(&c["else"]));
+        let m = mode(c);
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        for dt in [
+            DType::U8,
+            DType::F16,
+            DType::F32,
+            DType::F64,
+            DType::Complex128,
+        ] {
+            let w = dt.width();
+            let cond: Vec<u8> = (0..n(&cs))
+                .map(|i| [0u8, 1, 0, 0x80, 0xff][i % 5])
+                .collect();
+            let tv: Vec<u8> = (0..n(&ts) * w).map(|i| (i * 7 + 1) as u8).collect();
+            let ev: Vec<u8> = (0..n(&es) * w).map(|i| (i * 13 + 200) as u8).collect();
+            // Where the mode refuses the case, an output of the numpy shape (if any) is offered.
+            let out_shape = match &c["expect"] {
+                Value::Array(_) => shape(&c["expect"]),
+                _ => match output_shape(Broadcast::Numpy, &cs, &ts, &es) {
+                    Ok(s) => s.to_vec(),
+                    Err(_) => continue,
+                },
+            };
+            let mut results: Vec<(String, Result<Vec<u8>, String>)> = Vec::new();
+            for (name, e) in &engines {
+                let mut out = vec![0x5au8; n(&out_shape) * w];
+                let r = e.select_dyn(
+                    dt,
+                    TensorRef::new(&cond, &cs),
+                    TensorRef::new(&tv, &ts),
+                    TensorRef::new(&ev, &es),
+                    TensorMut::new(&mut out, &out_shape),
+                    m,
+                );
+                if r.is_err() {
+                    assert!(
+                        out.iter().all(|&b| b == 0x5a),
+                        "case {k} {dt}: {name} wrote on error"
+                    );
+                }
+                results.push((name.clone(), r.map(|_| out).map_err(|e| e.to_string())));
+            }
+            let want = &results[0].1;
+            for (name, got) in &results {
+                match (&c["expect"], got) {
+                    (Value::Array(_), Ok(out)) => {
+                        assert_eq!(Ok(out), want.as_ref(), "case {k} {c} {dt}: {name}")
+                    }
+                    (Value::String(_), Err(_)) => {}
+                    (want, got) => panic!("case {k} {c} {dt}: {name} expected {want}, got {got:?}"),
+                }
+            }
+            checked += 1;
+        }
+    }
+    println!(
+        "{checked} case/dtype pairs checked on {} engines",
+        engines.len()
+    );
+    assert!(checked >= 100);
 }
 
 /// The crate's copy equals the shared file whenever the shared file is beside the crate.

@@ -130,47 +130,100 @@ fn reference_shape(mode: Broadcast, s: [&[usize]; 3]) -> Option<(Vec<usize>, [Ma
     }
 }
 
-/// An input laid out in memory: element bytes, shape, element strides.
+/// An input laid out in memory: element bytes, shape, element strides (signed), and the index of
+/// the element at coordinate `[0, 0, ...]`.
 struct Laid {
     data: Vec<u8>,
     shape: Vec<usize>,
     strides: Vec<isize>,
+    offset: usize,
 }
 
-/// Lays out `n` logical row-major elements (given by `elem(i)`) of `shape` in one of three ways:
-/// contiguous, transposed (column-major), or sliced (every other element of a larger buffer).
-fn lay_out(rng: &mut Rng, shape: &[usize], w: usize, elem: &dyn Fn(usize) -> Vec<u8>) -> Laid {
-    let n: usize = shape.iter().product();
+/// A strided layout of `shape`: element strides (signed), the offset of the first element and
+/// the buffer length in elements. Kinds: 0 contiguous, 1 transposed (column-major), 2 sliced
+/// (every other element), 3 reversed (`x[::-1, ::-1, ...]`), 4 sliced with a negative step
+/// (`x[::-2, ...]` on some dims), 5 mixed signs in a random axis order (some dims reversed,
+/// some forward, some stepping 2).
+fn layout(rng: &mut Rng, shape: &[usize], kind: usize) -> (Vec<isize>, usize, usize) {
     let r = shape.len();
-    let kind = rng.below(3);
-    let mut strides = vec![0isize; r];
-    let mut acc = 1isize;
-    let order: Vec<usize> = if kind == 1 {
+    let mut order: Vec<usize> = if kind == 1 {
         (0..r).collect()
     } else {
         (0..r).rev().collect()
     };
-    let step = if kind == 2 { 2 } else { 1 };
-    for &k in &order {
-        strides[k] = acc * step;
-        acc *= shape[k].max(1) as isize;
+    if kind == 5 {
+        for k in (1..r).rev() {
+            order.swap(k, rng.below(k + 1));
+        }
     }
-    let len = if n == 0 { 0 } else { (acc * step) as usize };
+    let mut strides = vec![0isize; r];
+    let mut acc = 1isize;
+    for &k in &order {
+        let (neg, step) = match kind {
+            2 => (false, 2),
+            3 => (true, 1),
+            4 => (rng.below(2) == 0, 1 + rng.below(2) as isize),
+            5 => (rng.below(2) == 0, if rng.below(4) == 0 { 2 } else { 1 }),
+            _ => (false, 1),
+        };
+        let s = acc * step;
+        strides[k] = if neg { -s } else { s };
+        acc = s * shape[k].max(1) as isize;
+    }
+    if kind == 4 && !strides.iter().any(|&s| s < 0) && r > 0 {
+        let k = rng.below(r);
+        strides[k] = -strides[k]; // at least one negative step
+    }
+    let n: usize = shape.iter().product();
+    let offset: isize = shape
+        .iter()
+        .zip(&strides)
+        .map(|(&d, &s)| {
+            if s < 0 {
+                (d.max(1) as isize - 1) * -s
+            } else {
+                0
+            }
+        })
+        .sum();
+    let len = if n == 0 { 0 } else { acc as usize };
+    (strides, if n == 0 { 0 } else { offset as usize }, len)
+}
+
+/// Element index of row-major element `i` of `shape` in a layout.
+fn index_of(i: usize, shape: &[usize], strides: &[isize], offset: usize) -> usize {
+    let mut rem = i;
+    let mut off = offset as isize;
+    for k in (0..shape.len()).rev() {
+        off += (rem % shape[k]) as isize * strides[k];
+        rem /= shape[k];
+    }
+    off as usize
+}
+
+/// Lays out `n` logical row-major elements (given by `elem(i)`) of `shape` in one of the
+/// layouts of [`layout`], chosen at random.
+fn lay_out(rng: &mut Rng, shape: &[usize], w: usize, elem: &dyn Fn(usize) -> Vec<u8>) -> Laid {
+    let n: usize = shape.iter().product();
+    let kind = rng.below(6);
+    let (strides, offset, len) = layout(rng, shape, kind);
     let mut data = vec![0xeeu8; len * w];
     // Write logical element i at its strided position.
     for i in 0..n {
-        let mut rem = i;
-        let mut off = 0isize;
-        for k in (0..r).rev() {
-            off += (rem % shape[k]) as isize * strides[k];
-            rem /= shape[k];
-        }
-        data[off as usize * w..off as usize * w + w].copy_from_slice(&elem(i));
+        let at = index_of(i, shape, &strides, offset);
+        data[at * w..at * w + w].copy_from_slice(&elem(i));
     }
     Laid {
         data,
         shape: shape.to_vec(),
         strides,
+        offset,
+    }
+}
+
+impl Laid {
+    fn view(&self) -> TensorRef<'_, u8> {
+        TensorRef::with_layout(&self.data, &self.shape, &self.strides, self.offset)
     }
 }
 
@@ -409,9 +462,9 @@ fn check_call(seed: u64, engines: &[(String, Engine)]) -> Result<(), TestCaseErr
                 let mut out = vec![0x5au8; n(&np) * w];
                 let r = eng.select_dyn(
                     dt,
-                    TensorRef::with_strides(&lc.data, &lc.shape, &lc.strides),
-                    TensorRef::with_strides(&lt.data, &lt.shape, &lt.strides),
-                    TensorRef::with_strides(&le.data, &le.shape, &le.strides),
+                    lc.view(),
+                    lt.view(),
+                    le.view(),
                     TensorMut::new(&mut out, &np),
                     mode,
                 );
@@ -423,50 +476,50 @@ fn check_call(seed: u64, engines: &[(String, Engine)]) -> Result<(), TestCaseErr
     };
     prop_assert_eq!(lib.unwrap().to_vec(), out_shape.clone());
     let exp = expected(&out_shape, &maps, [&s[0], &s[1], &s[2]], &cond, &tv, &ev);
-    // Output layout: row-major or column-major.
-    let r = out_shape.len();
-    let mut ost = vec![0isize; r];
-    let mut acc = 1isize;
-    let order: Vec<usize> = if fortran_out {
-        (0..r).collect()
+    // Output layout: row-major, column-major, or (one call in three) reversed, sliced with a
+    // negative step, or mixed-sign.
+    let out_kind = if fortran_out {
+        1
     } else {
-        (0..r).rev().collect()
+        [0, 0, 0, 3, 4, 5][rng.below(6)]
     };
-    for &k in &order {
-        ost[k] = acc;
-        acc *= out_shape[k].max(1) as isize;
-    }
+    let (ost, ooff, olen) = layout(&mut rng, &out_shape, out_kind);
     let total = n(&out_shape);
+    let at: Vec<usize> = (0..total)
+        .map(|i| index_of(i, &out_shape, &ost, ooff))
+        .collect();
     for (name, eng) in engines {
-        let mut out = vec![0x5au8; total * w];
+        let mut out = vec![0x5au8; olen * w];
         eng.select_dyn(
             dt,
-            TensorRef::with_strides(&lc.data, &lc.shape, &lc.strides),
-            TensorRef::with_strides(&lt.data, &lt.shape, &lt.strides),
-            TensorRef::with_strides(&le.data, &le.shape, &le.strides),
-            TensorMut::with_strides(&mut out, &out_shape, &ost),
+            lc.view(),
+            lt.view(),
+            le.view(),
+            TensorMut::with_layout(&mut out, &out_shape, &ost, ooff),
             mode,
         )
         .map_err(|e| TestCaseError::fail(format!("{name}: {e}")))?;
-        // Read the output back in row-major order.
+        // Read the output back in row-major order; blank it, and every other byte (the gaps of
+        // a sliced output) must still hold the fill.
         let mut got = Vec::with_capacity(total * w);
-        for i in 0..total {
-            let mut rem = i;
-            let mut off = 0isize;
-            for k in (0..r).rev() {
-                off += (rem % out_shape[k]) as isize * ost[k];
-                rem /= out_shape[k];
-            }
-            got.extend_from_slice(&out[off as usize * w..off as usize * w + w]);
+        for &o in &at {
+            got.extend_from_slice(&out[o * w..o * w + w]);
+            out[o * w..o * w + w].fill(0x5a);
         }
         prop_assert!(
             got == exp,
-            "{} differs: {:?} {:?} {} fortran_out={}",
+            "{} differs: {:?} {:?} {} out strides {:?} offset {}",
             name,
             mode,
             s,
             dt,
-            fortran_out
+            ost,
+            ooff
+        );
+        prop_assert!(
+            out.iter().all(|&b| b == 0x5a),
+            "{} wrote outside the view",
+            name
         );
     }
     Ok(())

@@ -1,30 +1,45 @@
-//! JIT (exact and shape-generic), static kernels and the interpreter must agree byte for byte,
-//! and on whether a call is an error, for arbitrary widths, modes, shapes, strides and data.
+//! JIT (exact and shape-generic, every code-generation tier: x86 tiers the CPU lacks run in the
+//! emulator), static kernels and the interpreter must agree byte for byte, and on whether a call
+//! is an error, for arbitrary widths, modes, shapes, strides and data.
 #![no_main]
 
 use std::sync::OnceLock;
 
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
+use selectjit::jit::Tier;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
-fn engines() -> &'static [Engine; 4] {
-    static E: OnceLock<[Engine; 4]> = OnceLock::new();
+/// The interpreter first, then every other engine.
+fn engines() -> &'static [Engine] {
+    static E: OnceLock<Vec<Engine>> = OnceLock::new();
     E.get_or_init(|| {
-        let cfg = |backend, exact_after| EngineConfig {
+        let cfg = |backend, tier, exact_after, emulate| EngineConfig {
             backend,
+            tier,
             exact_after,
+            emulate,
             cache_capacity: 4, // constant eviction
             verify: true,
             threads: 1,
             ..EngineConfig::default()
         };
-        [
-            Engine::with_config(cfg(Backend::Interp, 1)),
-            Engine::with_config(cfg(Backend::Jit, 1)),
-            Engine::with_config(cfg(Backend::Jit, u32::MAX)),
-            Engine::with_config(cfg(Backend::Static, 1)),
-        ]
+        let mut v = vec![
+            Engine::with_config(cfg(Backend::Interp, Tier::Auto, 1, false)),
+            Engine::with_config(cfg(Backend::Static, Tier::Auto, 1, false)),
+        ];
+        for tier in [Tier::Cranelift, Tier::Avx2, Tier::Avx512] {
+            let emulate = !tier.available();
+            if emulate && !cfg!(target_arch = "x86_64") {
+                continue;
+            }
+            for exact_after in [1, u32::MAX] {
+                let e = Engine::try_with_config(cfg(Backend::Jit, tier, exact_after, emulate))
+                    .expect("every tier runs here, natively or emulated");
+                v.push(e);
+            }
+        }
+        v
     })
 }
 
@@ -32,34 +47,67 @@ struct Input {
     data: Vec<u8>,
     shape: Vec<usize>,
     strides: Vec<isize>,
+    offset: usize,
 }
 
-/// A shape and a layout for it: contiguous, column-major, sliced (step 2), or with some
-/// dimensions broadcast by a 0 stride.
+impl Input {
+    fn view(&self) -> TensorRef<'_, u8> {
+        TensorRef::with_layout(&self.data, &self.shape, &self.strides, self.offset)
+    }
+}
+
+/// Strides for `shape` in one of several layouts — 0 contiguous, 1 column-major, 2 sliced (step
+/// 2), 3 some dims broadcast (stride 0), 4 reversed (every stride negative), 5 mixed signs (each
+/// dim forward or backwards, step 1 or 2) — and the offset of the first element that keeps the
+/// lowest addressed element at 0, and the buffer length.
+fn layout(u: &mut Unstructured, shape: &[usize], kind: u8) -> Result<(Vec<isize>, usize, usize)> {
+    let r = shape.len();
+    let mut strides = vec![0isize; r];
+    let mut acc: isize = 1;
+    let order: Vec<usize> = if kind == 1 { (0..r).collect() } else { (0..r).rev().collect() };
+    for &k in &order {
+        let zero = kind == 3 && u.ratio(1, 3)?;
+        let (neg, step) = match kind {
+            2 => (false, 2),
+            4 => (true, 1),
+            5 => (u.arbitrary::<bool>()?, if u.ratio(1, 4)? { 2 } else { 1 }),
+            _ => (false, 1),
+        };
+        if zero {
+            continue;
+        }
+        strides[k] = if neg { -acc * step } else { acc * step };
+        acc *= step * shape[k].max(1) as isize;
+    }
+    let empty = shape.contains(&0);
+    let offset: isize = shape
+        .iter()
+        .zip(&strides)
+        .map(|(&d, &s)| if s < 0 { (d as isize - 1) * -s } else { 0 })
+        .sum();
+    let len = if empty { 0 } else { acc as usize };
+    Ok((strides, if empty { 0 } else { offset as usize }, len))
+}
+
+/// A shape and a layout for it (see [`layout`]).
 fn input(u: &mut Unstructured, w: usize) -> Result<Input> {
     let rank = u.int_in_range(0..=6)?;
     let mut shape = Vec::with_capacity(rank);
     for _ in 0..rank {
         shape.push(u.int_in_range(0..=5)?);
     }
-    let r = rank;
-    let kind = u.int_in_range(0..=3)?;
-    let mut strides = vec![0isize; r];
-    let mut acc: isize = 1;
-    let order: Vec<usize> = if kind == 1 { (0..r).collect() } else { (0..r).rev().collect() };
-    for &k in &order {
-        let zero = kind == 3 && u.ratio(1, 3)?;
-        strides[k] = if zero { 0 } else { acc * if kind == 2 { 2 } else { 1 } };
-        if !zero {
-            acc *= shape[k].max(1) as isize;
-        }
-    }
-    let len = if shape.contains(&0) { 0 } else { (acc * if kind == 2 { 2 } else { 1 }) as usize };
-    // Occasionally one element short, which must be an error everywhere.
-    let len = if len > 0 && u.ratio(1, 16)? { len - 1 } else { len };
+    let kind = u.int_in_range(0..=5)?;
+    let (strides, offset, len) = layout(u, &shape, kind)?;
+    // Occasionally one element short, which must be an error everywhere (a negative-stride
+    // view then also steps one element before the start when its offset is lowered instead).
+    let (len, offset) = match (len > 0, u.int_in_range(0..=31)?) {
+        (true, 0) => (len - 1, offset),
+        (true, 1) if offset > 0 => (len, offset - 1),
+        _ => (len, offset),
+    };
     let mut data = vec![0u8; len * w];
     u.fill_buffer(&mut data)?;
-    Ok(Input { data, shape, strides })
+    Ok(Input { data, shape, strides, offset })
 }
 
 fn run(data: &[u8]) -> Result<()> {
@@ -79,14 +127,7 @@ fn run(data: &[u8]) -> Result<()> {
         // Every engine reports the error.
         for eng in engines() {
             let mut out = vec![0u8; 16];
-            let r = eng.select_dyn(
-                dt,
-                TensorRef::with_strides(&c.data, &c.shape, &c.strides),
-                TensorRef::with_strides(&t.data, &t.shape, &t.strides),
-                TensorRef::with_strides(&e.data, &e.shape, &e.strides),
-                TensorMut::new(&mut out, &[]),
-                mode,
-            );
+            let r = eng.select_dyn(dt, c.view(), t.view(), e.view(), TensorMut::new(&mut out, &[]), mode);
             assert!(r.is_err());
         }
         return Ok(());
@@ -95,24 +136,19 @@ fn run(data: &[u8]) -> Result<()> {
     if n > 1 << 16 {
         return Ok(());
     }
-    let fortran = u.arbitrary::<bool>()?;
-    let r = out_shape.len();
-    let mut ost = vec![0isize; r];
-    let mut acc = 1isize;
-    let order: Vec<usize> = if fortran { (0..r).collect() } else { (0..r).rev().collect() };
-    for &k in &order {
-        ost[k] = acc;
-        acc *= out_shape[k].max(1) as isize;
-    }
+    // Output: row-major, column-major, sliced, reversed or mixed signs (no broadcast).
+    let out_kind = *u.choose(&[0u8, 1, 2, 4, 5])?;
+    let fortran = out_kind != 0;
+    let (ost, ooff, olen) = layout(&mut u, &out_shape, out_kind)?;
     let mut results = Vec::new();
     for eng in engines() {
-        let mut out = vec![0x5au8; n * w];
+        let mut out = vec![0x5au8; olen * w];
         let r = eng.select_dyn(
             dt,
-            TensorRef::with_strides(&c.data, &c.shape, &c.strides),
-            TensorRef::with_strides(&t.data, &t.shape, &t.strides),
-            TensorRef::with_strides(&e.data, &e.shape, &e.strides),
-            TensorMut::with_strides(&mut out, &out_shape, &ost),
+            c.view(),
+            t.view(),
+            e.view(),
+            TensorMut::with_layout(&mut out, &out_shape, &ost, ooff),
             mode,
         );
         results.push(r.map(|_| out));
@@ -135,14 +171,36 @@ fn run(data: &[u8]) -> Result<()> {
             let mut io = t.data.clone();
             eng.select_in_place_dyn(
                 dt,
-                TensorRef::with_strides(&c.data, &c.shape, &c.strides),
+                c.view(),
                 TensorMut::new(&mut io, &out_shape),
                 InPlace::Then,
-                TensorRef::with_strides(&e.data, &e.shape, &e.strides),
+                e.view(),
                 mode,
             )
             .expect("valid in-place call");
             assert!(&io == want, "in-place result differs");
+        }
+    }
+    // In place on a reversed then (output exactly then: same buffer, strides and offset): the
+    // interpreter's in-place result is the reference.
+    if results[0].is_ok() && t.shape == out_shape.as_slice() && t.strides.iter().all(|&s| s < 0) {
+        let mut want = t.data.clone();
+        let run_in_place = |eng: &Engine, io: &mut Vec<u8>| {
+            eng.select_in_place_dyn(
+                dt,
+                c.view(),
+                TensorMut::with_layout(io, &t.shape, &t.strides, t.offset),
+                InPlace::Then,
+                e.view(),
+                mode,
+            )
+            .expect("valid reversed in-place call");
+        };
+        run_in_place(&engines()[0], &mut want);
+        for eng in &engines()[1..] {
+            let mut io = t.data.clone();
+            run_in_place(eng, &mut io);
+            assert!(io == want, "reversed in-place result differs");
         }
     }
     Ok(())

@@ -3,8 +3,8 @@
 use std::path::PathBuf;
 
 use selectjit::bench::{
-    BUILTIN_CASES, Options, TABLE_HEADER, geomean_speedup, measure_dynamic, measure_overheads,
-    parse_cases, run_suite, table_row,
+    BUILTIN_CASES, Measurement, Options, TABLE_NOTES, geomean, host_tiers, measure_dynamic,
+    measure_overheads, parse_cases, run_suite, table_header, table_row,
 };
 use selectjit::{Error, Result};
 
@@ -40,31 +40,54 @@ pub fn run(a: Args) -> Result<()> {
     } else {
         Options::full()
     };
-    println!("single-threaded unless marked -mt; ratios are time ratios (< 1: the JIT is faster)");
-    println!("{TABLE_HEADER}");
+    let tiers = host_tiers();
+    println!("{}", table_header(&tiers));
     let ms = run_suite(&cases, &a.filter, opts, |m| println!("{}", table_row(m)))?;
     if ms.is_empty() {
         return Err(Error::Invalid(format!("no case matches '{}'", a.filter)));
     }
-    println!(
-        "geometric mean speed-up of the JIT over the static kernels: {:.3}x",
-        geomean_speedup(&ms)
-    );
-    let big: Vec<_> = ms.iter().filter(|m| m.elements >= 1 << 16).collect();
-    if let Some(worst) = big
-        .iter()
-        .max_by(|x, y| x.jit_over_memcpy.total_cmp(&y.jit_over_memcpy))
-    {
+    println!("{TABLE_NOTES}");
+    for (k, t) in tiers.iter().enumerate() {
         println!(
-            "worst jit/copy on cases of 64K elements or more: {:.3} ({})",
-            worst.jit_over_memcpy, worst.case
+            "geometric mean of {t}/static time: {:.3} ({} of {} cases faster than static)",
+            geomean(&ms, |m| m.tiers[k].ns / m.static_ns),
+            ms.iter().filter(|m| m.tiers[k].ns < m.static_ns).count(),
+            ms.len()
+        );
+    }
+    let worst = |big: bool| {
+        ms.iter()
+            .filter(|m| (m.elements >= 1 << 16) == big)
+            .max_by(|x, y| x.jit_over_roofline.total_cmp(&y.jit_over_roofline))
+    };
+    for (big, label) in [(true, ">= 64K"), (false, "< 64K")] {
+        if let Some(w) = worst(big) {
+            println!(
+                "worst jit/copy roofline on cases of {label} elements: {:.3} ({})",
+                w.jit_over_roofline, w.case
+            );
+        }
+    }
+    let worst_mt: Option<&Measurement> = ms
+        .iter()
+        .max_by(|x, y| x.mt_over_jit.total_cmp(&y.mt_over_jit));
+    if let Some(w) = worst_mt {
+        println!(
+            "worst jit-mt/jit ({} threads): {:.3} ({})",
+            w.threads, w.mt_over_jit, w.case
         );
     }
     let o = measure_overheads(opts)?;
     println!(
-        "cache-hit call (16 f32): {:.0} ns; prepared call: {:.0} ns; compile of a new signature: median {:.0} us, p90 {:.0} us ({} signatures)",
-        o.hit_call_ns, o.prepared_call_ns, o.compile_median_us, o.compile_p90_us, o.compiled
+        "cache-hit call (16 f32): {:.0} ns (static kernels: {:.0} ns); prepared call: {:.0} ns",
+        o.hit_call_ns, o.static_call_ns, o.prepared_call_ns
     );
+    for c in &o.compile {
+        println!(
+            "compile of a new signature, {}: median {:.1} us, p90 {:.1} us ({} signatures, {} by the tier itself)",
+            c.tier, c.median_us, c.p90_us, c.compiled, c.by_tier
+        );
+    }
     let dynamic = if a.dynamic > 0 {
         let d = measure_dynamic(a.dynamic, opts)?;
         println!(

@@ -58,6 +58,12 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
     writeln!(w, "tier used  {chosen}").map_err(io)?;
     writeln!(
         w,
+        "static     {} (kernels compiled ahead of time, chosen at run time)",
+        selectjit::kernels::level().name()
+    )
+    .map_err(io)?;
+    writeln!(
+        w,
         "profile    {}",
         if cfg!(debug_assertions) {
             "debug"

@@ -50,6 +50,8 @@ pub struct Kernel {
     entry: Option<KernelFn>,
     code_bytes: usize,
     code: Code,
+    /// Whether calls of this kernel gain from being split across threads.
+    split: crate::split::SplitChoice,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -80,7 +82,13 @@ impl Kernel {
             entry,
             code_bytes,
             code,
+            split: Default::default(),
         }
+    }
+
+    /// The learnt choice between one thread and several for this kernel's calls.
+    pub(crate) fn split_choice(&self) -> &crate::split::SplitChoice {
+        &self.split
     }
 
     /// A kernel compiled by Cranelift into `module`, entered at `entry`.

@@ -31,7 +31,9 @@ pub use tier::{TIER_ENV, Tier};
 /// kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct Pattern {
+    /// Element width in bytes.
     pub width: usize,
+    /// Rank of the collapsed loop nest.
     pub rank: usize,
     /// Per operand (cond, then, else, out): 0, 1, or 2 for any other stride.
     pub inner: [u8; 4],

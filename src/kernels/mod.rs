@@ -6,7 +6,7 @@
 //! (contiguous select with either input broadcast, in place, cond constant along the row, which
 //! becomes a `memcpy` or a fill, and a strided fallback), with branch-free loops over
 //! non-aliasing slices that LLVM vectorises, and a run-time choice (made once per process) of an
-//! AVX2 build of the same code where the CPU has it.
+//! AVX2 or AVX-512 build of the same code where the CPU has it.
 
 use crate::plan::{COND, ELSE, OUT, Signature, THEN};
 use crate::shape::MAX_RANK;
@@ -14,9 +14,13 @@ use crate::shape::MAX_RANK;
 /// Raw operand base pointers (validated by the engine before any kernel runs).
 #[derive(Clone, Copy, Debug)]
 pub struct Ptrs {
+    /// cond's base (the plan's base element).
     pub cond: *const u8,
+    /// then's base.
     pub then: *const u8,
+    /// else's base.
     pub else_: *const u8,
+    /// The output's base.
     pub out: *mut u8,
 }
 
@@ -27,30 +31,44 @@ pub enum Level {
     Portable,
     /// Compiled with AVX2 enabled (256-bit vectors).
     Avx2,
+    /// Compiled with AVX-512 F/BW/VL enabled (512-bit vectors, opmask registers).
+    Avx512,
 }
 
 impl Level {
     /// The best level this CPU runs.
     pub fn detect() -> Level {
         #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            return Level::Avx2;
+        {
+            use std::arch::is_x86_feature_detected as has;
+            if has!("avx512f") && has!("avx512bw") && has!("avx512vl") {
+                return Level::Avx512;
+            }
+            if has!("avx2") {
+                return Level::Avx2;
+            }
         }
         Level::Portable
     }
+
+    /// Every level, from the most portable.
+    pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
 
     /// Whether this CPU can run kernels of this level.
     pub fn supported(self) -> bool {
         match self {
             Level::Portable => true,
-            Level::Avx2 => Level::detect() == Level::Avx2,
+            Level::Avx2 => Level::detect() != Level::Portable,
+            Level::Avx512 => Level::detect() == Level::Avx512,
         }
     }
 
+    /// The level's name (`portable`, `avx2`).
     pub fn name(self) -> &'static str {
         match self {
             Level::Portable => "portable",
             Level::Avx2 => "avx2",
+            Level::Avx512 => "avx512",
         }
     }
 }
@@ -83,9 +101,12 @@ pub unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end
         #[cfg(target_arch = "x86_64")]
         // SAFETY: the caller checked `Level::Avx2.supported()`, i.e. the CPU has AVX2.
         Level::Avx2 => unsafe { run_avx2(sig, p, begin, end) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked `Level::Avx512.supported()`.
+        Level::Avx512 => unsafe { run_avx512(sig, p, begin, end) },
         #[cfg(not(target_arch = "x86_64"))]
         // SAFETY: the caller's contract.
-        Level::Avx2 => unsafe { run_portable(sig, p, begin, end) },
+        Level::Avx2 | Level::Avx512 => unsafe { run_portable(sig, p, begin, end) },
     }
 }
 
@@ -102,6 +123,15 @@ unsafe fn run_portable(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 #[target_feature(enable = "avx2")]
 unsafe fn run_avx2(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX2 here.
+    unsafe { walk(sig, p, begin, end) }
+}
+
+/// # Safety
+/// See [`run`]; the CPU has AVX-512 F, BW and VL.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn run_avx512(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX-512 here.
     unsafe { walk(sig, p, begin, end) }
 }
 
@@ -358,12 +388,15 @@ mod tests {
         let b = broadcast_shapes(Broadcast::Numpy, c, t, e).unwrap();
         let n = |s: &[usize]| s.iter().product::<usize>();
         let tst = t_strides.unwrap_or_else(|| contiguous_strides(t).to_vec());
-        let t_len = t
+        // Signed strides: the buffer spans the lowest to the highest addressed element, and the
+        // first element sits `t_off` elements in.
+        let spans = t
             .iter()
             .zip(&tst)
-            .map(|(d, s)| (d.max(&1) - 1) * *s as usize)
-            .sum::<usize>()
-            + 1;
+            .map(|(d, s)| (*d.max(&1) as isize - 1) * s);
+        let lo: isize = spans.clone().filter(|&x| x < 0).sum();
+        let hi: isize = spans.filter(|&x| x > 0).sum();
+        let (t_len, t_off) = ((hi - lo + 1) as usize, (-lo) as usize);
         let cond: Vec<u8> = (0..n(c))
             .map(|i| [0u8, 1, 0x80, 0, 0xff, 2, 0][i % 7])
             .collect();
@@ -376,10 +409,10 @@ mod tests {
         let mut want = vec![[0u8; W]; n(&b.out)];
         interp::run(
             &b.out,
-            (&cond, &sc),
-            interp::Src::Buf(&tv, &st),
-            interp::Src::Buf(&ev, &se),
-            (&mut want, &so),
+            (&cond, &sc, 0),
+            interp::Src::Buf((&tv, &st, t_off)),
+            interp::Src::Buf((&ev, &se, 0)),
+            (&mut want, &so, 0),
         );
         let Some(sig) = plan(W, &b.out, [&sc, &st, &se, &so]) else {
             return;
@@ -387,7 +420,7 @@ mod tests {
         let mut got = vec![[0x5au8; W]; n(&b.out)];
         let p = Ptrs {
             cond: cond.as_ptr(),
-            then: tv.as_ptr() as *const u8,
+            then: tv[t_off..].as_ptr() as *const u8,
             else_: ev.as_ptr() as *const u8,
             out: got.as_mut_ptr() as *mut u8,
         };
@@ -416,13 +449,25 @@ mod tests {
         check::<W>(level, &[5, 7], &[5, 7], &[7], Some(vec![1, 5]), true);
         // Sliced then: every other element.
         check::<W>(level, &[4, 9], &[4, 9], &[], Some(vec![18, 2]), false);
+        // Reversed then (both dims), rows reversed, and reversed with step -2 into a forward
+        // output: negative input strides reach the kernels as they are.
+        for n in [1usize, 15, 16, 17, 65] {
+            let ni = n as isize;
+            check::<W>(level, &[3, n], &[3, n], &[n], Some(vec![-ni, -1]), true);
+            check::<W>(level, &[1, n], &[3, n], &[], Some(vec![-ni, 1]), true);
+            check::<W>(level, &[n], &[3, n], &[1], Some(vec![2 * ni, -2]), true);
+        }
         check::<W>(level, &[2, 1, 19], &[19], &[2, 3, 1], None, true);
     }
 
     #[test]
     fn every_level_and_width_matches_the_interpreter() {
-        for level in [Level::Portable, Level::Avx2] {
+        for level in Level::ALL {
             if !level.supported() {
+                println!(
+                    "static kernels: level {} skipped, this CPU lacks it",
+                    level.name()
+                );
                 continue;
             }
             all_layouts::<1>(level);
@@ -435,8 +480,12 @@ mod tests {
 
     #[test]
     fn in_place_rows() {
-        for level in [Level::Portable, Level::Avx2] {
+        for level in Level::ALL {
             if !level.supported() {
+                println!(
+                    "static kernels: level {} skipped, this CPU lacks it",
+                    level.name()
+                );
                 continue;
             }
             let n = 37;

@@ -19,10 +19,15 @@ static int checks = 0, failures = 0;
         }                                                                    \
     } while (0)
 
+static SelectjitTensor tensor_at(const void *data, size_t len, const size_t *shape, size_t rank,
+                                 const ptrdiff_t *strides, size_t offset) {
+    SelectjitTensor t = {(const uint8_t *)data, len, shape, rank, strides, offset};
+    return t;
+}
+
 static SelectjitTensor tensor(const void *data, size_t len, const size_t *shape, size_t rank,
                               const ptrdiff_t *strides) {
-    SelectjitTensor t = {(const uint8_t *)data, len, shape, rank, strides};
-    return t;
+    return tensor_at(data, len, shape, rank, strides, 0);
 }
 
 static void onnx_example(int backend) {
@@ -181,6 +186,55 @@ static void two_step_one_way(int backend) {
     selectjit_engine_free(e);
 }
 
+/* Negative strides: `offset` is the element index of coordinate [0, 0, ...] in the buffer. */
+static void negative_strides(int backend) {
+    SelectjitEngine *e = selectjit_engine_new(backend, 0, 1);
+    size_t s23[2] = {2, 3};
+    uint8_t cond[6] = {1, 0, 1, 0, 0x80, 1};
+    int32_t t[6] = {1, 2, 3, 4, 5, 6}, el[6] = {-1, -2, -3, -4, -5, -6}, out[6];
+    ptrdiff_t rev[2] = {-3, -1}, rows[2] = {-3, 1}, cols[2] = {3, -1};
+    /* then = t[::-1, ::-1], else rows reversed, out columns reversed. */
+    SelectjitTensor c = tensor(cond, 6, s23, 2, NULL), tt = tensor_at(t, sizeof t, s23, 2, rev, 5),
+                    ee = tensor_at(el, sizeof el, s23, 2, rows, 3),
+                    o = tensor_at(out, sizeof out, s23, 2, cols, 2);
+    int s = selectjit_select(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &c, &tt, &ee, &o);
+    CHECK(s == SELECTJIT_OK, "negative strides (backend %d) -> %s", backend, selectjit_status_name(s));
+    /* Logical then [[6,5,4],[3,2,1]], else [[-4,-5,-6],[-1,-2,-3]]; result
+     * [[6,-5,4],[-1,2,1]], stored with each row reversed. */
+    int32_t want[6] = {4, -5, 6, 1, 2, -1};
+    CHECK(memcmp(out, want, sizeof want) == 0, "negative-stride values (backend %d)", backend);
+
+    /* In place on a reversed view: out is exactly then (same strides and offset). */
+    int32_t io[6] = {1, 2, 3, 4, 5, 6};
+    SelectjitTensor iot = tensor_at(io, sizeof io, s23, 2, rev, 5);
+    s = selectjit_select(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &c, &iot, &ee, &iot);
+    CHECK(s == SELECTJIT_OK, "reversed in place -> %s", selectjit_status_name(s));
+    int32_t want_io[6] = {1, 2, -1, 4, -5, 6};
+    CHECK(memcmp(io, want_io, sizeof want_io) == 0, "reversed in-place values (backend %d)", backend);
+    /* Another layout of the same buffer is not exactly then: an overlap. */
+    SelectjitTensor iot4 = tensor_at(io, sizeof io, s23, 2, rows, 3);
+    s = selectjit_select(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &c, &iot, &ee, &iot4);
+    CHECK(s == SELECTJIT_ERR_OVERLAP, "shifted in place -> %s", selectjit_status_name(s));
+
+    /* Stepping before the buffer: a layout error naming the operand and the dimension. */
+    for (int i = 0; i < 6; i++) out[i] = 42;
+    SelectjitTensor bad = tensor_at(t, sizeof t, s23, 2, cols, 1);
+    s = selectjit_select(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &c, &bad, &ee, &o);
+    CHECK(s == SELECTJIT_ERR_LAYOUT, "out of buffer -> %s", selectjit_status_name(s));
+    CHECK(strstr(selectjit_last_error(), "then") && strstr(selectjit_last_error(), "dim 1"),
+          "message names then and dim 1");
+    int untouched = 1;
+    for (int i = 0; i < 6; i++) untouched &= out[i] == 42;
+    CHECK(untouched, "output untouched on a layout error");
+    /* A zero-size reversed view addresses nothing. */
+    size_t s03[2] = {0, 3};
+    SelectjitTensor zc = tensor_at(cond, 0, s03, 2, rev, 7), zt = tensor_at(t, 0, s03, 2, rev, 0),
+                    ze = tensor_at(el, 0, s03, 2, rows, 3), zo = tensor_at(out, 0, s03, 2, rev, 9);
+    s = selectjit_select(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &zc, &zt, &ze, &zo);
+    CHECK(s == SELECTJIT_OK, "zero-size reversed -> %s", selectjit_status_name(s));
+    selectjit_engine_free(e);
+}
+
 int main(void) {
     onnx_example(SELECTJIT_BACKEND_JIT);
     onnx_example(SELECTJIT_BACKEND_STATIC);
@@ -191,6 +245,9 @@ int main(void) {
     two_step_one_way(SELECTJIT_BACKEND_JIT);
     two_step_one_way(SELECTJIT_BACKEND_STATIC);
     two_step_one_way(SELECTJIT_BACKEND_INTERP);
+    negative_strides(SELECTJIT_BACKEND_JIT);
+    negative_strides(SELECTJIT_BACKEND_STATIC);
+    negative_strides(SELECTJIT_BACKEND_INTERP);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }

@@ -1,0 +1,62 @@
+//! Helpers shared by the integration tests: the engines every backend and tier test runs.
+#![allow(dead_code)]
+
+use selectjit::jit::Tier;
+use selectjit::{Backend, Engine, EngineConfig};
+
+/// The code-generation tiers to test on this host, each with whether its kernels run in the
+/// built-in emulator (x86 tiers the CPU lacks). Prints a line for every tier not run natively.
+pub fn tiers() -> Vec<(Tier, bool)> {
+    let mut v = vec![(Tier::Cranelift, false)];
+    for t in [Tier::Avx2, Tier::Avx512] {
+        if t.available() {
+            v.push((t, false));
+        } else if cfg!(target_arch = "x86_64") {
+            println!(
+                "tier {t}: {}; its kernels run in the emulator",
+                t.unavailable_reason().unwrap_or_default()
+            );
+            v.push((t, true));
+        } else {
+            println!(
+                "tier {t} skipped: {}",
+                t.unavailable_reason().unwrap_or_default()
+            );
+        }
+    }
+    v
+}
+
+/// An engine for `backend` (and `tier`, emulated or not) with `base`'s other settings.
+pub fn engine(base: &EngineConfig, backend: Backend, tier: Tier, emulate: bool) -> Engine {
+    Engine::try_with_config(EngineConfig {
+        backend,
+        tier,
+        emulate,
+        ..base.clone()
+    })
+    .unwrap_or_else(|e| panic!("engine {backend:?} {tier}: {e}"))
+}
+
+/// Named engines: the interpreter, the static kernels, and the JIT on every tier.
+pub fn all_engines(base: &EngineConfig) -> Vec<(String, Engine)> {
+    let mut v = vec![
+        (
+            "interp".to_string(),
+            engine(base, Backend::Interp, Tier::Auto, false),
+        ),
+        (
+            "static".to_string(),
+            engine(base, Backend::Static, Tier::Auto, false),
+        ),
+    ];
+    for (t, emu) in tiers() {
+        let name = if emu {
+            format!("jit-{t}-emulated")
+        } else {
+            format!("jit-{t}")
+        };
+        v.push((name, engine(base, Backend::Jit, t, emu)));
+    }
+    v
+}
