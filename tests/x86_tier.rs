@@ -121,11 +121,13 @@ impl Rng {
     }
 }
 
-/// One input: shape and optional element strides (over a buffer of `len` elements).
+/// A view's layout: shape, optional element strides (negative ones walk backwards), the index
+/// of the element at coordinate `[0, 0, ...]`, and the buffer length in elements.
 #[derive(Clone)]
 struct In {
     shape: Vec<usize>,
     strides: Option<Vec<isize>>,
+    offset: usize,
     len: usize,
 }
 
@@ -133,87 +135,116 @@ fn dense(shape: &[usize]) -> In {
     In {
         shape: shape.to_vec(),
         strides: None,
+        offset: 0,
         len: shape.iter().product(),
+    }
+}
+
+/// `shape` with the given element strides (any signs), in the smallest buffer that holds it.
+fn strided(shape: &[usize], strides: &[isize]) -> In {
+    let (mut lo, mut hi) = (0isize, 0isize);
+    for (&d, &s) in shape.iter().zip(strides) {
+        let span = (d.max(1) as isize - 1) * s;
+        if span < 0 {
+            lo += span;
+        } else {
+            hi += span;
+        }
+    }
+    let empty = shape.contains(&0);
+    In {
+        shape: shape.to_vec(),
+        strides: Some(strides.to_vec()),
+        offset: if empty { 0 } else { (-lo) as usize },
+        len: if empty { 0 } else { (hi - lo + 1) as usize },
     }
 }
 
 /// A `[rows, cols]` view of a column-major buffer (transposed: strided rows).
 fn transposed(rows: usize, cols: usize) -> In {
-    In {
-        shape: vec![rows, cols],
-        strides: Some(vec![1, rows as isize]),
-        len: rows * cols,
-    }
+    strided(&[rows, cols], &[1, rows as isize])
 }
 
 /// Every other element of a buffer twice as long (strided rows).
 fn sliced(n: usize) -> In {
-    In {
-        shape: vec![n],
-        strides: Some(vec![2]),
-        len: 2 * n,
+    strided(&[n], &[2])
+}
+
+/// Row-major `shape` with the dims in `rev` walked backwards (`x[::-1]` on those dims).
+fn reversed(shape: &[usize], rev: &[usize]) -> In {
+    let mut st = vec![0isize; shape.len()];
+    let mut acc = 1isize;
+    for k in (0..shape.len()).rev() {
+        st[k] = if rev.contains(&k) { -acc } else { acc };
+        acc *= shape[k].max(1) as isize;
     }
+    strided(shape, &st)
 }
 
 fn view<'a>(data: &'a [u8], i: &'a In) -> TensorRef<'a, u8> {
     match &i.strides {
-        Some(s) => TensorRef::with_strides(data, &i.shape, s),
+        Some(s) => TensorRef::with_layout(data, &i.shape, s, i.offset),
         None => TensorRef::new(data, &i.shape),
     }
 }
 
-/// Runs `cond ? then : else` on `engine`, in place when `place` says so (then or else must
-/// then be dense with the output's shape).
+fn view_mut<'a>(data: &'a mut [u8], i: &'a In) -> TensorMut<'a, u8> {
+    match &i.strides {
+        Some(s) => TensorMut::with_layout(data, &i.shape, s, i.offset),
+        None => TensorMut::new(data, &i.shape),
+    }
+}
+
+/// One call: cond, then, else, and the output's layout (in place: then's or else's buffer
+/// holds the output, with the output's layout).
+struct Call {
+    ins: [In; 3],
+    out: In,
+}
+
+/// Runs `cond ? then : else` on `engine` into a copy of `init` (the output buffer, or in
+/// place the buffer of then or else), and returns that buffer.
 fn run(
     engine: &Engine,
     dt: DType,
     bufs: &[Vec<u8>; 3],
-    ins: &[In; 3],
-    out_shape: &[usize],
+    call: &Call,
+    init: &[u8],
     place: Option<InPlace>,
 ) -> Vec<u8> {
-    let w = dt.width();
-    let n: usize = out_shape.iter().product();
-    let c = view(&bufs[0], &ins[0]);
-    match place {
-        None => {
-            let mut out = vec![0x5au8; n * w];
-            engine
-                .select_dyn(
-                    dt,
-                    c,
-                    view(&bufs[1], &ins[1]),
-                    view(&bufs[2], &ins[2]),
-                    TensorMut::new(&mut out, out_shape),
-                    Broadcast::Numpy,
-                )
-                .unwrap();
-            out
-        }
+    let mut io = init.to_vec();
+    let c = view(&bufs[0], &call.ins[0]);
+    let r = match place {
+        None => engine.select_dyn(
+            dt,
+            c,
+            view(&bufs[1], &call.ins[1]),
+            view(&bufs[2], &call.ins[2]),
+            view_mut(&mut io, &call.out),
+            Broadcast::Numpy,
+        ),
         Some(role) => {
-            let (mine, other) = match role {
-                InPlace::Then => (1, 2),
-                InPlace::Else => (2, 1),
+            let other = match role {
+                InPlace::Then => 2,
+                InPlace::Else => 1,
             };
-            let mut io = bufs[mine].clone();
-            engine
-                .select_in_place_dyn(
-                    dt,
-                    c,
-                    TensorMut::new(&mut io, out_shape),
-                    role,
-                    view(&bufs[other], &ins[other]),
-                    Broadcast::Numpy,
-                )
-                .unwrap();
-            io
+            engine.select_in_place_dyn(
+                dt,
+                c,
+                view_mut(&mut io, &call.out),
+                role,
+                view(&bufs[other], &call.ins[other]),
+                Broadcast::Numpy,
+            )
         }
-    }
+    };
+    r.unwrap_or_else(|e| panic!("{dt} {:?}: {e}", call.out.shape));
+    io
 }
 
-/// Checks one call on every tier (exact and generic) against the interpreter, and that the
-/// tier compiled it.
-fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], seed: u64) {
+/// Checks one call on every tier (exact and generic) against the interpreter, own output and
+/// in place (where then or else has the output's shape), and that the tier compiled it.
+fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], out: Option<In>, seed: u64) {
     let w = dt.width();
     let mut rng = Rng(seed);
     let bufs = [
@@ -229,39 +260,52 @@ fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], seed: u64) 
     )
     .unwrap();
     let out_shape = b.out.to_vec();
+    let out = out.unwrap_or_else(|| dense(&out_shape));
+    assert_eq!(out.shape, out_shape);
+    let init = rng.bytes(out.len * w);
     let mut places = vec![None];
     for (role, k) in [(InPlace::Then, 1), (InPlace::Else, 2)] {
-        if ins[k].strides.is_none() && ins[k].shape == out_shape {
+        if ins[k].shape == out_shape {
             places.push(Some(role));
         }
     }
-    let st = |k: usize| {
-        let s = ins[k]
+    let st = |x: &In, p| {
+        let s = x
             .strides
             .clone()
-            .unwrap_or_else(|| contiguous_strides(&ins[k].shape).to_vec());
-        let p = [b.cond, b.then, b.else_][k];
-        strides_over(&ins[k].shape, &s, p, &b.out)
+            .unwrap_or_else(|| contiguous_strides(&x.shape).to_vec());
+        strides_over(&x.shape, &s, p, &b.out)
     };
+    let so = out
+        .strides
+        .clone()
+        .unwrap_or_else(|| contiguous_strides(&out_shape).to_vec());
     let sig = plan(
         w,
         &out_shape,
-        [&st(0), &st(1), &st(2), &contiguous_strides(&out_shape)],
+        [
+            &st(&ins[0], b.cond),
+            &st(&ins[1], b.then),
+            &st(&ins[2], b.else_),
+            &so,
+        ],
     );
+    let call = Call { ins, out };
     for place in places {
-        let want = run(interp, dt, &bufs, &ins, &out_shape, place);
+        let want = run(interp, dt, &bufs, &call, &init, place);
         for t in tiers {
             for (kind, e) in [("exact", &t.exact), ("generic", &t.generic)] {
-                let got = run(e, dt, &bufs, &ins, &out_shape, place);
+                let got = run(e, dt, &bufs, &call, &init, place);
                 if got != want {
                     let at = got.iter().zip(&want).position(|(a, b)| a != b);
                     panic!(
-                        "{} {kind} {dt} cond {:?} then {:?} else {:?} {place:?}: output \
-                         differs from the interpreter at byte {at:?} (signature {:?})",
+                        "{} {kind} {dt} cond {:?} then {:?} else {:?} out {:?} {place:?}: \
+                         output differs from the interpreter at byte {at:?} (signature {:?})",
                         t.name,
-                        ins[0].shape,
-                        ins[1].shape,
-                        ins[2].shape,
+                        call.ins[0].strides,
+                        call.ins[1].strides,
+                        call.ins[2].strides,
+                        call.out.strides,
                         sig.as_ref().map(|s| s.to_string())
                     );
                 }
@@ -294,6 +338,30 @@ fn layouts(n: usize) -> Vec<[In; 3]> {
         // Strided rows.
         [d(&[3, n]), transposed(3, n), d(&[3, n])],
         [sliced(n), d(&[n]), sliced(n)],
+        // Negative strides: reversed rows (strided), reversed outer dims (vector rows and row
+        // copies walking backwards), a reversed broadcast cond.
+        [reversed(&[n], &[0]), d(&[n]), reversed(&[n], &[0])],
+        [d(&[3, n]), reversed(&[3, n], &[0]), reversed(&[3, n], &[0])],
+        [reversed(&[3, 1], &[0]), reversed(&[3, n], &[0]), d(&[n])],
+        [strided(&[3, n], &[-1, 3]), d(&[]), d(&[3, n])],
+    ]
+}
+
+/// Layouts with a reversed or strided output (the planner flips the output's negative strides,
+/// and with them every input's).
+fn output_layouts(n: usize) -> Vec<([In; 3], In)> {
+    let d = dense;
+    vec![
+        // Fully reversed output: every input walks backwards along the row.
+        ([d(&[n]), d(&[n]), d(&[n])], reversed(&[n], &[0])),
+        // Rows in reverse order, each forward: vector rows with negative outer strides.
+        ([d(&[4, n]), d(&[4, n]), d(&[])], reversed(&[4, n], &[0])),
+        ([d(&[4, 1]), d(&[4, n]), d(&[n])], reversed(&[4, n], &[0])),
+        // A column-major output.
+        (
+            [d(&[3, n]), d(&[3, n]), d(&[3, 1])],
+            strided(&[3, n], &[1, 3]),
+        ),
     ]
 }
 
@@ -315,7 +383,22 @@ fn every_width_row_shape_and_length_matches_the_interpreter() {
     for dt in DTYPES {
         for n in lengths() {
             for l in layouts(n) {
-                check(&tiers, &interp, dt, l, seed);
+                check(&tiers, &interp, dt, l, None, seed);
+                seed += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn reversed_and_strided_outputs() {
+    let tiers = tiers(1);
+    let interp = Engine::with_backend(Backend::Interp);
+    let mut seed = 30_000;
+    for dt in DTYPES {
+        for n in (1..=70).chain([127, 128, 129, 255, 256, 257, 1000]) {
+            for (ins, out) in output_layouts(n) {
+                check(&tiers, &interp, dt, ins, Some(out), seed);
                 seed += 1;
             }
         }
@@ -338,7 +421,7 @@ fn split_outer_ranges_and_long_rows() {
             [dense(&[5, 1, 1]), dense(&[5, 4, n / 4]), dense(&[])],
             [dense(&[7, 1]), dense(&[7, n / 2]), dense(&[7, 1])],
         ] {
-            check(&tiers, &interp, dt, l, seed);
+            check(&tiers, &interp, dt, l, None, seed);
             seed += 1;
         }
     }
@@ -366,7 +449,7 @@ fn higher_ranks() {
                 d(&[1, 2, 1, 2, 1, 9]),
             ],
         ] {
-            check(&tiers, &interp, dt, l, seed);
+            check(&tiers, &interp, dt, l, None, seed);
             seed += 1;
         }
     }
