@@ -31,7 +31,7 @@ mod avx512;
 mod regs;
 
 use iced_x86::code_asm::*;
-use iced_x86::{Encoder, IcedError, Register};
+use iced_x86::{Encoder, IcedError, Instruction, Register};
 
 use super::Level;
 use crate::plan::{COND, ELSE, OUT, Signature, THEN};
@@ -170,10 +170,27 @@ pub(super) struct Emitter<'s> {
     frame: i32,
 }
 
+/// The encoding of one instruction (at most 15 bytes).
+#[derive(Clone, Copy)]
+struct Encoded {
+    len: u8,
+    bytes: [u8; 15],
+}
+
+/// Encodings kept per thread: kernels repeat most of their instructions, and a lookup costs a
+/// fraction of an encoding. Cleared when it grows past this many entries.
+const MAX_CACHED: usize = 8192;
+
+/// A thread's reusable emission state: the assembler and encoder (for their buffers) and the
+/// encodings seen so far.
+struct Scratch {
+    a: CodeAssembler,
+    enc: Encoder,
+    cache: rustc_hash::FxHashMap<Instruction, Encoded>,
+}
+
 thread_local! {
-    /// This thread's assembler and encoder, kept between kernels for their buffers.
-    static SCRATCH: std::cell::RefCell<Option<(CodeAssembler, Encoder)>> =
-        const { std::cell::RefCell::new(None) };
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
 }
 
 /// The machine code of `sig`'s kernel (or of its pattern's shape-generic kernel), and the
@@ -184,14 +201,22 @@ pub(super) fn emit_kernel(
     level: Level,
     nt: bool,
 ) -> Result<(Vec<u8>, usize), EmitError> {
-    let (mut a, mut enc) = match SCRATCH.with(|s| s.borrow_mut().take()) {
-        Some(x) => x,
-        None => (CodeAssembler::new(64)?, Encoder::new(64)),
+    let mut s = match SCRATCH.with(|s| s.borrow_mut().take()) {
+        Some(s) => s,
+        None => Scratch {
+            a: CodeAssembler::new(64)?,
+            enc: Encoder::new(64),
+            cache: Default::default(),
+        },
     };
-    a.reset();
-    let mut e = Emitter::new(a, sig, generic, level, nt);
-    let r = e.emit_all(&mut enc);
-    SCRATCH.with(|s| *s.borrow_mut() = Some((e.a, enc)));
+    s.a.reset();
+    if s.cache.len() > MAX_CACHED {
+        s.cache.clear();
+    }
+    let mut e = Emitter::new(s.a, sig, generic, level, nt);
+    let r = e.emit_all(&mut s.enc, &mut s.cache);
+    s.a = e.a;
+    SCRATCH.with(|x| *x.borrow_mut() = Some(s));
     r
 }
 
@@ -233,11 +258,15 @@ impl<'s> Emitter<'s> {
         }
     }
 
-    fn emit_all(&mut self, enc: &mut Encoder) -> Result<(Vec<u8>, usize), EmitError> {
+    fn emit_all(
+        &mut self,
+        enc: &mut Encoder,
+        cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
+    ) -> Result<(Vec<u8>, usize), EmitError> {
         self.prologue()?;
         self.body()?;
         self.epilogue()?;
-        self.finish(enc)
+        self.finish(enc, cache)
     }
 
     // ---- labels and branches -----------------------------------------------------------
@@ -301,7 +330,11 @@ impl<'s> Emitter<'s> {
     /// Encodes everything: each instruction once, branches in their short form where the
     /// target is within reach and near otherwise, constants after the code (32-byte aligned),
     /// RIP-relative operands pointed at them. Returns the bytes and the length of the code.
-    fn finish(&mut self, enc: &mut Encoder) -> Result<(Vec<u8>, usize), EmitError> {
+    fn finish(
+        &mut self,
+        enc: &mut Encoder,
+        cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
+    ) -> Result<(Vec<u8>, usize), EmitError> {
         let ins = self.a.instructions();
         let n = ins.len();
         // Encode every non-branch instruction once at address 0 (their bytes do not depend on
@@ -312,27 +345,44 @@ impl<'s> Emitter<'s> {
             is_branch[b.at] = true;
         }
         let mut rip_rel = Vec::new();
-        let mut pos = 0;
+        let mut body: Vec<u8> = Vec::with_capacity(8 * n);
         for (i, x) in ins.iter().enumerate() {
-            start.push(pos);
+            start.push(body.len());
             if is_branch[i] {
                 continue;
             }
             if x.memory_base() == Register::None && x.memory_index() == Register::None {
                 let d = x.memory_displacement64();
                 if d >= CONST_MARK && d < CONST_MARK + self.consts.len() as u64 {
+                    // Encoded for its length now, at its address below.
                     let mut x = *x;
                     x.set_memory_base(Register::RIP);
                     x.set_memory_displacement64(0);
-                    pos += enc.encode(&x, 0)?;
+                    let len = enc.encode(&x, 0)?;
+                    body.resize(body.len() + len, 0);
                     rip_rel.push((i, x, (d - CONST_MARK) as usize));
                     continue;
                 }
             }
-            pos += enc.encode(x, 0)?;
+            let e = match cache.get(x) {
+                Some(e) => *e,
+                None => {
+                    let len = enc.encode(x, 0)?;
+                    let buf = enc.take_buffer();
+                    let mut e = Encoded {
+                        len: len as u8,
+                        bytes: [0; 15],
+                    };
+                    e.bytes[..len].copy_from_slice(&buf[buf.len() - len..]);
+                    enc.set_buffer(recycle(buf));
+                    cache.insert(*x, e);
+                    e
+                }
+            };
+            body.extend_from_slice(&e.bytes[..e.len as usize]);
         }
-        start.push(pos);
-        let mut body = enc.take_buffer();
+        start.push(body.len());
+        let _ = enc.take_buffer();
         // Branch sizes: short until the displacement does not fit, then near (a fixpoint:
         // sizes only grow).
         let mut size: Vec<usize> = (0..n)
@@ -407,10 +457,10 @@ impl<'s> Emitter<'s> {
             if enc.encode(&x, at[i] as u64)? != size[i] {
                 return Err(bug("RIP-relative instruction changed its length"));
             }
-            out[at[i]..at[i] + size[i]].copy_from_slice(&enc.take_buffer());
+            let buf = enc.take_buffer();
+            out[at[i]..at[i] + size[i]].copy_from_slice(&buf);
+            enc.set_buffer(recycle(buf));
         }
-        body.clear();
-        enc.set_buffer(body);
         Ok((out, code_len))
     }
 
@@ -755,6 +805,12 @@ impl<'s> Emitter<'s> {
             w => ptr(p + r8 * w as u32 + off),
         }
     }
+}
+
+/// An emptied buffer, to give back to the encoder (which appends to it).
+fn recycle(mut buf: Vec<u8>) -> Vec<u8> {
+    buf.clear();
+    buf
 }
 
 /// The 32-bit register of a 64-bit one.
