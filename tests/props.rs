@@ -6,7 +6,8 @@
 mod aot_host;
 
 use proptest::prelude::*;
-use selectjit::jit::Jit;
+use selectjit::jit::x86::{Level, emu};
+use selectjit::jit::{Jit, Tier};
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 /// A small deterministic generator driven by proptest's seed.
@@ -369,7 +370,35 @@ fn engines() -> Vec<(String, Engine)> {
         "aot".into(),
         aot_host::aot_only_engine(cfg(Backend::Static, 1), aot_host::generic_rank2_table()),
     ));
+    // The x86 tiers, exact and shape-generic: natively where the host runs them, AVX-512 in the
+    // emulator otherwise (when it is built).
+    for (tier, level) in [(Tier::Avx2, Level::Avx2), (Tier::Avx512, Level::Avx512)] {
+        let emulate = !level.host_supports();
+        if emulate && (tier == Tier::Avx2 || !emulator_available()) {
+            println!("skipped: tier {tier} (not runnable on this host)");
+            continue;
+        }
+        for (kind, exact_after) in [("", 1), ("-generic", u32::MAX)] {
+            let e = Engine::try_with_config(EngineConfig {
+                tier,
+                emulate,
+                ..cfg(Backend::Jit, exact_after)
+            })
+            .unwrap();
+            v.push((format!("jit-{tier}{kind}"), e));
+        }
+    }
     v
+}
+
+/// Whether the x86 emulator is built (its placeholder refuses every call).
+fn emulator_available() -> bool {
+    let cfg = emu::EmuConfig {
+        max_steps: 10,
+        avx512: true,
+    };
+    // SAFETY: the code is a lone `ret`; no region is given, so nothing is accessed.
+    unsafe { emu::call(&[0xc3], 0, &[], &[], &cfg) }.is_ok()
 }
 
 /// One random call, checked on every engine.

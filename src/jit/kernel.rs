@@ -224,7 +224,7 @@ impl Kernel {
             if let Code::Emulated(code) = &self.code {
                 // SAFETY: the caller's contract: every element `sig` addresses in `begin..end`
                 // lies inside its buffer, which is what the regions describe.
-                return unsafe { emulate(code, sig, p, begin, end, dims, strides) };
+                return unsafe { emulate(code, self.tier, sig, p, begin, end, dims, strides) };
             }
             return;
         };
@@ -314,8 +314,10 @@ fn operand_regions(sig: &Signature, p: Ptrs, begin: usize, end: usize) -> [(u64,
 /// # Safety
 /// As for [`Kernel::run`].
 #[cfg(target_arch = "x86_64")]
+#[allow(clippy::too_many_arguments)]
 unsafe fn emulate(
     code: &[u8],
+    tier: Tier,
     sig: &Signature,
     p: Ptrs,
     begin: usize,
@@ -325,13 +327,15 @@ unsafe fn emulate(
 ) {
     use super::x86::emu;
     let r = operand_regions(sig, p, begin, end);
-    let mut regions: Vec<emu::Region> = r
-        .iter()
-        .enumerate()
-        .map(|(op, &(addr, len))| emu::Region {
-            addr,
-            len,
-            writable: op == crate::plan::OUT,
+    // The output first: in place it is the same memory as then or else, and the emulator
+    // takes the first region that holds an address.
+    let out = crate::plan::OUT;
+    let mut regions: Vec<emu::Region> = std::iter::once(out)
+        .chain((0..4).filter(|&op| op != out))
+        .map(|op| emu::Region {
+            addr: r[op].0,
+            len: r[op].1,
+            writable: op == out,
         })
         .collect();
     if !dims.is_null() {
@@ -359,7 +363,8 @@ unsafe fn emulate(
     ];
     let cfg = emu::EmuConfig {
         max_steps: 1 << 36,
-        avx512: true,
+        // AVX2 kernels must not use EVEX encodings or opmasks.
+        avx512: tier == Tier::Avx512,
     };
     // SAFETY: the regions are the bytes `sig` addresses from validated pointers (the caller's
     // contract), the dims/strides arrays live on the caller's stack for this call; only `out`

@@ -1,5 +1,17 @@
-//! The x86-64 tier: AVX2 and AVX-512 machine code emitted directly for the signatures it covers.
+//! The x86-64 tier: AVX2 and AVX-512 machine code emitted directly with `iced-x86`.
+//!
+//! The generator covers every signature (element widths 1, 2, 4, 8 and 16, every rank up to
+//! the planner's limit, any strides, exact and shape-generic kernels), with the row shapes of the
+//! Cranelift tier: a vector select (AVX2: `vpcmpeq*` lane masks and `vpblendvb` / `vblendvps` /
+//! `vblendvpd`; AVX-512: `vptestmb` opmasks, `kshiftr`, `vpblendm*` and masked tails), a row copy
+//! or fill when cond is constant along the row, and a branch-free strided loop for everything
+//! else. Exact kernels whose output reaches [`X86Gen::nt_min_bytes`] write long rows with
+//! non-temporal stores (aligned, then `sfence`). See `emit.rs` for the register plan and the
+//! loop nest, and `emit/avx2.rs` / `emit/avx512.rs` for the rows. Nothing is left to Cranelift:
+//! [`X86Gen::covers`] refuses only what no tier compiles (widths other than 1, 2, 4, 8, 16,
+//! empty or over-long dim lists).
 
+mod emit;
 #[doc(hidden)]
 pub mod emu;
 
@@ -68,14 +80,33 @@ impl X86Gen {
     }
 
     /// Whether this generator emits code for `sig` (otherwise Cranelift compiles it).
-    pub fn covers(&self, _sig: &Signature) -> bool {
-        false
+    pub fn covers(&self, sig: &Signature) -> bool {
+        [1, 2, 4, 8, 16].contains(&sig.width)
+            && !sig.dims.is_empty()
+            && sig.rank() <= crate::shape::MAX_RANK
+            && sig.strides.iter().all(|s| s.len() == sig.rank())
+    }
+
+    /// Whether the exact kernel of `sig` stores its output with non-temporal stores.
+    pub fn uses_nt(&self, sig: &Signature) -> bool {
+        sig.numel().saturating_mul(sig.width) >= self.nt_min_bytes
     }
 
     /// The machine code of `sig`'s kernel (exact, or shape-generic for its pattern), entered at
-    /// its first byte.
-    pub fn emit(&self, sig: &Signature, _generic: bool) -> Result<Vec<u8>> {
-        Err(Error::Codegen(format!("x86 tier does not cover {sig}")))
+    /// its first byte: position-independent, constants included.
+    pub fn emit(&self, sig: &Signature, generic: bool) -> Result<Vec<u8>> {
+        self.emit_parts(sig, generic).map(|(code, _)| code)
+    }
+
+    /// Like [`X86Gen::emit`], with the length of the instruction part: the constants the code
+    /// reads (RIP-relative) follow it.
+    pub fn emit_parts(&self, sig: &Signature, generic: bool) -> Result<(Vec<u8>, usize)> {
+        if !self.covers(sig) {
+            return Err(Error::Codegen(format!("x86 tier does not cover {sig}")));
+        }
+        let nt = !generic && self.uses_nt(sig);
+        emit::emit_kernel(sig, generic, self.level, nt)
+            .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))
     }
 }
 
@@ -93,3 +124,6 @@ pub fn disassemble(code: &[u8]) -> String {
     }
     out
 }
+
+#[cfg(test)]
+mod tests;
