@@ -1,9 +1,10 @@
 //! Benchmark cases and measurements shared by `selectjit bench` and the criterion benches.
 //!
 //! A case (from `benches/cases.json`) names a dtype, three shapes broadcast with the numpy rule
-//! and a cond fill. The yardstick is a plain memory copy of half the case's traffic (each input's
-//! own bytes plus the output's bytes), so that copy reads + writes move as many bytes as the
-//! select does. Backends and the copy are timed interleaved, in one run, and compared as ratios.
+//! and a cond fill. The yardstick is the copy roofline ([`crate::roofline`]) for half the case's
+//! traffic (each input's own bytes plus the output's bytes), so that the copy's reads + writes
+//! move as many bytes as the select does. Tiers, static kernels and peers are timed interleaved
+//! in one run and compared as ratios; each copy is timed on its own right after them.
 
 use std::time::Instant;
 
@@ -277,8 +278,15 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Times several contenders interleaved: each is calibrated to batches of at least
-/// `opts.min_batch_ns`, then every round runs one batch of each in turn. Returns the median
-/// time per call of each, in order.
+/// `opts.min_batch_ns`, then every round runs one batch of each in turn, each timed batch
+/// preceded by an untimed one of the same length. Returns the median time per call of each, in
+/// order.
+///
+/// The untimed batch matters for working sets near the size of the last-level cache: after the
+/// other contenders ran, a copy of 6.5 MB here needs about eight calls before its buffers are
+/// back in the cache (its time falls from ~800 to ~270 µs), while a faster contender gets more
+/// calls per batch and would be timed warmer. With it every contender is timed in its steady
+/// state, as a runtime calling the same shapes again sees it.
 fn interleaved(opts: Options, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
     let reps: Vec<usize> = fs
         .iter_mut()
@@ -287,6 +295,7 @@ fn interleaved(opts: Options, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
     let mut times = vec![Vec::new(); fs.len()];
     for _ in 0..opts.rounds {
         for (k, f) in fs.iter_mut().enumerate() {
+            time_batch(reps[k], *f);
             times[k].push(time_batch(reps[k], *f));
         }
     }
@@ -385,9 +394,6 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     fs.push(Box::new(|| {
         inp.run(&stat, &mut out_static).expect("validated above")
     }));
-    for (k, b) in kinds.iter().zip(copies.iter_mut()) {
-        fs.push(Box::new(move || b.copy(*k).expect("available")));
-    }
     fs.push(Box::new(|| {
         inp.run(&jit_mt, &mut out_mt).expect("validated above")
     }));
@@ -400,9 +406,19 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     drop(fs);
     let nt = tiers.len();
     let static_ns = t[nt];
-    let copy_ns: Vec<f64> = t[nt + 1..nt + 1 + kinds.len()].to_vec();
-    let jit_mt_ns = t[nt + 1 + kinds.len()];
-    let ndarray_ns = zip.is_some().then(|| t[nt + 2 + kinds.len()]);
+    let jit_mt_ns = t[nt + 1];
+    let ndarray_ns = zip.is_some().then(|| t[nt + 2]);
+    // The copies, each timed on its own (back-to-back batches, no other working set between
+    // them): the roofline is the best this machine does, not a copy disturbed by the select's
+    // contenders.
+    let copy_ns: Vec<f64> = kinds
+        .iter()
+        .zip(copies.iter_mut())
+        .map(|(k, b)| {
+            let mut f = || b.copy(*k).expect("available");
+            interleaved(opts, &mut [&mut f])[0]
+        })
+        .collect();
     let (best_k, roofline_ns) = copy_ns
         .iter()
         .enumerate()
