@@ -545,3 +545,41 @@ fn decoded_length_matches() {
         }
     }
 }
+
+/// Non-temporal stores on both sides of the threshold: an output one element short of
+/// `nt_min_bytes` is stored with ordinary stores only, one of exactly `nt_min_bytes` with
+/// non-temporal stores and an `sfence`; shape-generic kernels (whose size is not known when
+/// they are emitted) never use them.
+#[test]
+fn non_temporal_stores_from_the_threshold() {
+    const T: usize = 1 << 20;
+    for level in [Level::Avx2, Level::Avx512] {
+        for width in WIDTHS {
+            let xg = X86Gen::new(level, T);
+            let n = T / width;
+            let at = |n: usize| sig(width, &[n], [&[1], &[1], &[1], &[1]]);
+            let text =
+                |s: &Signature, generic: bool| disassemble(&xg.emit(s, generic).expect("emits"));
+            let (below, at_t) = (at(n - 1), at(n));
+            assert!(
+                !xg.uses_nt(&below) && xg.uses_nt(&at_t),
+                "{level:?} w{width}"
+            );
+            let below = text(&below, false);
+            assert!(
+                !below.contains("vmovnt") && !below.contains("sfence"),
+                "{level:?} w{width}: non-temporal stores below the threshold:\n{below}"
+            );
+            let above = text(&at_t, false);
+            assert!(
+                above.contains("vmovnt") && above.contains("sfence"),
+                "{level:?} w{width}: no non-temporal stores at the threshold:\n{above}"
+            );
+            let generic = text(&at(n), true);
+            assert!(
+                !generic.contains("vmovnt"),
+                "{level:?} w{width}: generic kernel"
+            );
+        }
+    }
+}
