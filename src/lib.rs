@@ -84,8 +84,8 @@
 //!
 //! [`EngineConfig::tier`] picks the code generator ([`jit::Tier`]): `Auto` (the default: the best
 //! the host runs), `Cranelift` (portable, 128-bit vectors on x86-64), `Avx2` and `Avx512`
-//! (x86-64 machine code emitted directly, for the signatures that generator covers; Cranelift
-//! compiles the others). The environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`,
+//! (x86-64 machine code emitted directly; it covers every signature the planner produces, and
+//! Cranelift would compile any it did not). The environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`,
 //! `avx512`) sets it for engines built with default settings.
 //!
 //! ## Knobs
@@ -95,11 +95,13 @@
 //! | `backend` | [`Backend::Jit`] (`Static`, `Interp`) | |
 //! | `cache_capacity` | 1024 signatures | `SELECTJIT_CACHE_CAPACITY` |
 //! | `exact_after` | 2 sightings before the exact kernel is compiled (1: at once) | `SELECTJIT_EXACT_AFTER` |
-//! | `threads` | available parallelism; calls with ≥ 1 MiB of output are split | |
+//! | `threads` | available parallelism (1: never split) | |
+//! | `parallel_min_bytes` | 1 MiB: from this much output a kernel times its first calls on one thread and on all, and keeps the faster way | `SELECTJIT_PARALLEL_MIN_BYTES` |
 //! | `tier` | `Auto` | `SELECTJIT_TIER` |
 //! | `nt_min_bytes` | 64 MiB: x86 tiers store larger outputs non-temporally | `SELECTJIT_NT_MIN_BYTES` |
 //! | `verify` | on in debug builds: Cranelift verifier on every kernel | |
 //! | `emulate` | off: run x86-tier kernels the host cannot execute in the emulator | |
+//! | `aot` | none: an ahead-of-time kernel table ([`aot`]) served before any code generation | |
 //!
 //! `SELECTJIT_VERBOSE=1` logs one stderr line per compile and per eviction. [`Engine::stats`]
 //! gives hits, misses, generic runs, evictions and compile times.
