@@ -98,7 +98,7 @@
 //! | `threads` | available parallelism (1: never split) | |
 //! | `parallel_min_bytes` | 1 MiB: from this much output a kernel times its first calls on one thread and on all, and keeps the faster way | `SELECTJIT_PARALLEL_MIN_BYTES` |
 //! | `tier` | `Auto` | `SELECTJIT_TIER` |
-//! | `nt_min_bytes` | 64 MiB: x86 tiers store larger outputs non-temporally | `SELECTJIT_NT_MIN_BYTES` |
+//! | `nt_min_bytes` | 32 MiB: x86 tiers store larger outputs non-temporally | `SELECTJIT_NT_MIN_BYTES` |
 //! | `verify` | on in debug builds: Cranelift verifier on every kernel | |
 //! | `emulate` | off: run x86-tier kernels the host cannot execute in the emulator | |
 //! | `aot` | none: an ahead-of-time kernel table ([`aot`]) served before any code generation | |

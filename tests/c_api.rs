@@ -18,7 +18,10 @@ fn ensure_shared_library(lib: &std::path::Path) {
         return;
     }
     let mut cmd = Command::new(env!("CARGO"));
-    cmd.args(["build", "--lib"])
+    // `--tests` too: with the test targets in the build, dependencies get the same features as
+    // under `cargo test` (dev-dependencies unify some), so nothing but the shared library is
+    // built anew.
+    cmd.args(["build", "--lib", "--tests"])
         .current_dir(env!("CARGO_MANIFEST_DIR"));
     if lib.file_name().is_some_and(|n| n == "release") {
         cmd.arg("--release");
