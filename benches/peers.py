@@ -1,0 +1,541 @@
+#!/usr/bin/env python3
+"""selectjit against the Where/Select of numpy, ONNX Runtime and OpenVINO (CPU), single-threaded.
+
+For every case of cases.json: runs `selectjit bench` on that case alone, then times the peers
+(interleaved rounds, median, like src/bench.rs) and checks their output bytes against a bytewise
+reference. Then probes every dtype with cond bytes other than 0/1 and with values that do not
+survive a round trip through a narrower type, on the peers and on `selectjit run`.
+
+Needs: pip install numpy ml-dtypes onnx onnxruntime openvino; and `cargo build --release`.
+"""
+
+import argparse
+import datetime
+import gc
+import importlib.util
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+PIP = "pip install numpy ml-dtypes onnx onnxruntime openvino"
+PACKAGES = [("numpy", "numpy"), ("ml_dtypes", "ml-dtypes"), ("onnx", "onnx"),
+            ("onnxruntime", "onnxruntime"), ("openvino", "openvino")]
+missing = [pkg for mod, pkg in PACKAGES if importlib.util.find_spec(mod) is None]
+if missing:
+    sys.exit(f"peers.py needs the Python package(s) {', '.join(missing)}; install with:\n  {PIP}")
+
+import ml_dtypes  # noqa: E402
+import numpy as np  # noqa: E402
+import onnx  # noqa: E402
+import onnxruntime as ort  # noqa: E402
+import openvino as ov  # noqa: E402
+import openvino.opset13 as ov_ops  # noqa: E402
+from onnx import TensorProto, helper  # noqa: E402
+
+ROOT = Path(__file__).resolve().parent.parent
+# dtype name: (numpy dtype, ONNX element type, OpenVINO element type or None)
+DTYPES = {
+    "bool": (np.bool_, TensorProto.BOOL, ov.Type.boolean),
+    "i8": (np.int8, TensorProto.INT8, ov.Type.i8),
+    "i16": (np.int16, TensorProto.INT16, ov.Type.i16),
+    "i32": (np.int32, TensorProto.INT32, ov.Type.i32),
+    "i64": (np.int64, TensorProto.INT64, ov.Type.i64),
+    "u8": (np.uint8, TensorProto.UINT8, ov.Type.u8),
+    "u16": (np.uint16, TensorProto.UINT16, ov.Type.u16),
+    "u32": (np.uint32, TensorProto.UINT32, ov.Type.u32),
+    "u64": (np.uint64, TensorProto.UINT64, ov.Type.u64),
+    "f16": (np.float16, TensorProto.FLOAT16, ov.Type.f16),
+    "bf16": (ml_dtypes.bfloat16, TensorProto.BFLOAT16, ov.Type.bf16),
+    "f32": (np.float32, TensorProto.FLOAT, ov.Type.f32),
+    "f64": (np.float64, TensorProto.DOUBLE, ov.Type.f64),
+    "complex64": (np.complex64, TensorProto.COMPLEX64, None),
+    "complex128": (np.complex128, TensorProto.COMPLEX128, None),
+}
+UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
+PEERS = ["numpy", "ort", "openvino"]
+TITLES = {"numpy": "numpy.where", "ort": "ONNX Runtime", "openvino": "OpenVINO",
+          "selectjit": "selectjit"}
+
+
+class NotAvailable(Exception):
+    """The peer does not run this dtype (the message says why)."""
+
+
+# ---------------------------------------------------------------- inputs and reference
+
+def make_inputs(case, rng):
+    """cond (uint8), then, else for a case: cond as src/bench.rs fills it, values random bytes."""
+    dt = np.dtype(DTYPES[case["dtype"]][0])
+    shape = tuple(case["cond"])
+    if case["cond_fill"] == "true":
+        cond = np.ones(shape, np.uint8)
+    elif case["cond_fill"] == "causal":  # lower-triangular over the last two dims
+        rows = shape[-2] if len(shape) >= 2 else 1
+        cols = shape[-1] if len(shape) >= 1 else 1
+        tri = (np.arange(cols)[None, :] <= np.arange(rows)[:, None]).astype(np.uint8)
+        cond = np.broadcast_to(tri.reshape(shape[-2:]), shape).copy()
+    else:
+        cond = rng.integers(0, 2, shape, np.uint8)
+
+    def fill(s):
+        raw = rng.integers(0, 256, math.prod(s) * dt.itemsize, np.uint8)
+        if dt == np.bool_:
+            raw &= 1
+        return raw.view(dt).reshape(s)
+    return cond, fill(tuple(case["then"])), fill(tuple(case["else"]))
+
+
+def as_bytes(a):
+    """The elements of `a` as a uint8 array with one trailing axis of the element's bytes."""
+    return np.ascontiguousarray(a).reshape(-1).view(np.uint8).reshape(a.shape + (a.itemsize,))
+
+
+def reference(cond, then, else_):
+    """out = cond ? then : else, byte by byte (any non-zero cond byte is true)."""
+    return np.where((cond != 0)[..., None], as_bytes(then), as_bytes(else_))
+
+
+# ---------------------------------------------------------------- peers
+# Each takes (cond as uint8, then, else) and returns (call, output): `call()` runs one select,
+# `output()` gives the last result as an array. Setup (models, sessions, buffers) is not timed.
+
+def numpy_peer(cond, then, else_):
+    c, box = cond.view(np.bool_), [None]
+
+    def call():
+        box[0] = np.where(c, then, else_)  # allocates its output, as users call it
+    return call, lambda: box[0]
+
+
+def ort_peer(cond, then, else_):
+    elem = DTYPES[dtype_name(then)][1]
+    out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
+    info = helper.make_tensor_value_info
+    graph = helper.make_graph(
+        [helper.make_node("Where", ["c", "t", "e"], ["y"])], "where",
+        [info("c", TensorProto.BOOL, cond.shape), info("t", elem, then.shape),
+         info("e", elem, else_.shape)], [info("y", elem, out.shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = so.inter_op_num_threads = 1
+    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+    except Exception as e:  # no kernel or no type support: ORT's own words
+        raise NotAvailable(str(e).split(" : ")[-1].strip().splitlines()[0][:120]) from e
+    io = sess.io_binding()  # inputs and output wrap the numpy buffers: no copies per call
+
+    def value(a, t):
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(
+            np.ascontiguousarray(a).view(UINT[a.itemsize]), t)
+    values = [value(cond, TensorProto.BOOL), value(then, elem), value(else_, elem)]
+    for name, v in zip("cte", values):
+        io.bind_ortvalue_input(name, v)
+    io.bind_ortvalue_output("y", value(out, elem))
+
+    def call():
+        sess.run_with_iobinding(io)
+    call.keep = values  # the bound values live as long as the call
+    return call, lambda: out
+
+
+OV_CORE = None
+
+
+def openvino_peer(cond, then, else_):
+    global OV_CORE
+    typ = DTYPES[dtype_name(then)][2]
+    if typ is None:
+        raise NotAvailable("openvino.Type has no complex element type")
+    OV_CORE = OV_CORE or ov.Core()
+    out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
+    params = [ov_ops.parameter(list(a.shape), t)
+              for a, t in [(cond, ov.Type.boolean), (then, typ), (else_, typ)]]
+    model = ov.Model([ov_ops.select(*params, auto_broadcast="numpy")], params)
+    compiled = OV_CORE.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1,
+                                                    "NUM_STREAMS": 1})
+    req = compiled.create_infer_request()
+
+    def tensor(a, t):  # shares the numpy buffer
+        return ov.Tensor(np.ascontiguousarray(a).reshape(-1).view(UINT[a.itemsize]),
+                         list(a.shape), t)
+    tensors = [tensor(cond, ov.Type.boolean), tensor(then, typ), tensor(else_, typ)]
+    for k, t in enumerate(tensors):
+        req.set_input_tensor(k, t)
+    req.set_output_tensor(tensor(out, typ))  # the result lands in `out`
+
+    def call():
+        req.infer()
+    call.keep = tensors
+    return call, lambda: out
+
+
+PEER_FNS = {"numpy": numpy_peer, "ort": ort_peer, "openvino": openvino_peer}
+
+
+def dtype_name(a):
+    return next(k for k, v in DTYPES.items() if np.dtype(v[0]) == a.dtype)
+
+
+# ---------------------------------------------------------------- selectjit
+
+def selectjit_bench(exe, case, quick):
+    """`selectjit bench` on this one case; its JSON measurement."""
+    with tempfile.TemporaryDirectory() as d:
+        cases, out = Path(d, "case.json"), Path(d, "out.json")
+        cases.write_text(json.dumps({"cases": [case]}))
+        cmd = [exe, "bench", "--cases", cases, "--json", out] + (["--quick"] if quick else [])
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"selectjit bench failed on {case['name']}:\n{r.stdout}{r.stderr}")
+        return json.loads(out.read_text())["cases"][0]
+
+
+def selectjit_peer(exe, tmp):
+    """`selectjit run` on .npy files, as a peer of the probe (not timed)."""
+    def peer(cond, then, else_):
+        files = [Path(tmp, n) for n in ("c.npy", "t.npy", "e.npy", "o.npy")]
+        for f, a in zip(files, [cond.view(np.bool_), then, else_]):
+            np.save(f, a)
+        args = [exe, "run", "--cond", files[0], "--then", files[1], "--else", files[2],
+                "-o", files[3]]
+        r = subprocess.run([str(a) for a in args], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise NotAvailable(r.stderr.strip()[:120])
+        return (lambda: None), lambda: np.load(files[3]).view(then.dtype)
+    return peer
+
+
+# ---------------------------------------------------------------- timing
+
+def timeit(fns, rounds, min_batch_ns):
+    """Median ns per call of each function: each is calibrated to batches of at least
+    `min_batch_ns`, then every round runs one batch of each in turn (as src/bench.rs)."""
+    def batch(f, reps):
+        t = time.perf_counter_ns()
+        for _ in range(reps):
+            f()
+        return (time.perf_counter_ns() - t) / reps
+
+    reps = []
+    for f in fns:
+        r = 1
+        while (t := batch(f, r) * r) < min_batch_ns and r < 1 << 24:
+            r = min(r * min(max(math.ceil(min_batch_ns / max(t, 1) * 1.2), 2), 100), 1 << 24)
+        reps.append(r)
+    times = [[] for _ in fns]
+    gc.disable()
+    for _ in range(rounds):
+        for k, f in enumerate(fns):
+            times[k].append(batch(f, reps[k]))
+    gc.enable()
+    return [sorted(t)[len(t) // 2] for t in times]
+
+
+# ---------------------------------------------------------------- correctness
+
+def differences(got, want, then):
+    """Indices of output elements whose bytes differ, and a description of the first."""
+    g, w = as_bytes(np.asarray(got).astype(then.dtype, copy=False)), want
+    if g.shape != w.shape:
+        return 1, f"output shape {g.shape[:-1]}, expected {w.shape[:-1]}"
+    bad = np.flatnonzero((g != w).any(axis=-1).reshape(-1))
+    if len(bad) == 0:
+        return 0, ""
+    i = bad[0]
+    return len(bad), (f"{len(bad)} of {w[..., 0].size} elements differ, e.g. "
+                      f"{show(w.reshape(-1, w.shape[-1])[i], then.dtype)} -> "
+                      f"{show(g.reshape(-1, g.shape[-1])[i], then.dtype)}")
+
+
+def show(b, dt):
+    """An element given by its bytes: value and bit pattern."""
+    v = np.frombuffer(b.tobytes(), dt)[0]
+    return f"{v!r}".replace("np.", "") + f" (0x{b.tobytes()[::-1].hex()})"
+
+
+COND_BYTES = [1, 2, 0x7F, 0x80, 0xFE, 0xFF, 0x10, 0]
+# Values that are exact in their type but change through f32 / i32 (or another narrowing),
+# signalling NaNs and NaN payloads (bit patterns for the float types), extremes.
+SPECIALS = {
+    "bool": [0, 1],
+    "i8": [-128, 127, -1], "u8": [255, 128, 1],
+    "i16": [-32768, 32767, 257], "u16": [65535, 32768, 257],
+    "i32": [-2**31, 2**31 - 1, 2**24 + 1], "u32": [2**32 - 1, 2**31, 2**24 + 1],
+    "i64": [2**40 + 1, -2**63, 2**63 - 1, 2**31, -2**31 - 1],
+    "u64": [2**64 - 1, 2**63, 2**40 + 1],
+    "f16": [0x7C01, 0x7E01, 0xFE55, 0x0001, 0x8000, 0x7BFF],
+    "bf16": [0x7F81, 0xFFC1, 0x0001, 0x8000, 0x7F7F, 0x3F81],
+    "f32": [0x7F800001, 0x7FC00123, 0x00000001, 0x80000000, 0x4B800001, 0x7F7FFFFF],
+    "f64": [0x7E37E43C8800759C, 0x4270000000001000, 0x7FF0000000000001, 0x7FF8000000000123,
+            0x0000000000000001, 0x8000000000000000, 0x3FD5555555555555, 0x7FF0000000000000],
+    "complex64": [0x7F800001, 0x4B800001, 0x00000001, 0x7F7FFFFF],
+    "complex128": [0x7E37E43C8800759C, 0x4270000000001000, 0x7FF0000000000001,
+                   0x0000000000000001],
+}
+
+
+def specials(name):
+    dt = np.dtype(DTYPES[name][0])
+    if dt.kind in "fcV":  # bit patterns of the (component) float type
+        width = dt.itemsize // (2 if dt.kind == "c" else 1)
+        return np.array(SPECIALS[name], UINT[width]).view(dt)
+    return np.array(SPECIALS[name], dt)
+
+
+def probe(peer, name):
+    """Findings of one peer on one dtype: cond bytes other than 0/1, then special values."""
+    dt = np.dtype(DTYPES[name][0])
+    found = []
+    cond = np.array(COND_BYTES, np.uint8)
+    n = len(cond)
+    then = (np.ones(n) if name == "bool" else np.arange(1, n + 1)).astype(dt)
+    else_ = (np.zeros(n) if name == "bool" else np.arange(11, n + 11)).astype(dt)
+    call, output = peer(cond, then, else_)
+    call()
+    got = as_bytes(np.asarray(output()).astype(dt, copy=False)).reshape(n, -1)
+    tb, eb, kinds = as_bytes(then), as_bytes(else_), {}
+    for i, b in enumerate(COND_BYTES):
+        is_then, is_else = (got[i] == tb[i]).all(), (got[i] == eb[i]).all()
+        if is_then if b else is_else:
+            continue
+        kind = ("treated as false" if is_else else "treated as true" if is_then else
+                f"gives neither then nor else ({show(got[i], dt)})")
+        kinds.setdefault(kind, []).append(f"0x{b:02x}")
+    found += [f"cond byte {' '.join(bs)} {k}" for k, bs in kinds.items()]
+
+    vals = specials(name)
+    k = len(vals)
+    zero = np.zeros(k, dt)
+    cond = np.array([1] * k + [0] * k, np.uint8)
+    call, output = peer(cond, np.concatenate([vals, zero]), np.concatenate([zero, vals]))
+    call()
+    got = as_bytes(np.asarray(output()).astype(dt, copy=False)).reshape(2 * k, -1)
+    want = as_bytes(np.concatenate([vals, vals]))
+    changed = [f"{show(want[i], dt)} -> {show(got[i], dt)}" for i in range(2 * k)
+               if (got[i] != want[i]).any()]
+    return found + list(dict.fromkeys(changed))  # from then and from else: once if alike
+
+
+# ---------------------------------------------------------------- run and report
+
+def run_cases(cases, exe, opts):
+    rows = []
+    for case in cases:
+        sj = selectjit_bench(exe, case, opts.quick)
+        cond, then, else_ = make_inputs(case, np.random.default_rng(0x9E3779B9))
+        want = reference(cond, then, else_)
+        row = {"case": case["name"], "dtype": case["dtype"], "elements": sj["elements"],
+               "selectjit": sj, "peers": {}}
+        runners = {}
+        for p in PEERS:
+            try:
+                call, output = PEER_FNS[p](cond, then, else_)
+            except NotAvailable as e:
+                row["peers"][p] = {"status": "n/a", "reason": str(e)}
+                continue
+            call()
+            nbad, what = differences(output(), want, then)
+            row["peers"][p] = {"status": "wrong" if nbad else "ok", "wrong": what}
+            runners[p] = call
+        times = timeit(list(runners.values()), opts.rounds, opts.min_batch_ns)
+        for p, t in zip(runners, times):
+            row["peers"][p].update(ns=t, ratio=t / sj["jit_ns"])
+        del runners
+        rows.append(row)
+        print(table_line(row), flush=True)
+    return rows
+
+
+def cell(row, p):
+    r = row["peers"][p]
+    if r["status"] == "n/a":
+        return ["n/a", ""]
+    mark = "!" if r["status"] == "wrong" else ""
+    return [f"{r['ns'] / 1e3:.2f}{mark}", f"{r['ratio']:.2f}"]
+
+
+def table_cells(row):
+    sj = row["selectjit"]
+    kt = next((t["kernel_tier"] for t in sj["tiers"] if t["tier"] == sj["jit_tier"]),
+              sj["jit_tier"])
+    tier = sj["jit_tier"] + ("" if kt == sj["jit_tier"] else f"->{kt}")
+    out = [row["case"], row["dtype"], str(row["elements"]), f"{sj['jit_ns'] / 1e3:.2f}", tier,
+           f"{sj['static_ns'] / 1e3:.2f}", f"{sj['roofline_ns'] / 1e3:.2f}"]
+    for p in PEERS:
+        out += cell(row, p)
+    return out
+
+
+HEADER = ["case", "dtype", "elements", "selectjit", "tier", "static", "roofline",
+          "numpy", "np/sj", "ORT", "ORT/sj", "OpenVINO", "OV/sj"]
+WIDTHS = [22, 10, 9, 10, 6, 9, 9, 10, 6, 10, 7, 10, 6]
+
+
+def table_line(cells_or_row):
+    cells = cells_or_row if isinstance(cells_or_row, list) else table_cells(cells_or_row)
+    return " ".join(c.ljust(w) if k < 2 else c.rjust(w)
+                    for k, (c, w) in enumerate(zip(cells, WIDTHS)))
+
+
+def summaries(rows):
+    """One line per peer: cases where selectjit is faster, geometric mean ratio, wrong results,
+    and dtypes it does not run."""
+    out = {}
+    for p in PEERS:
+        ran = [r for r in rows if r["peers"][p]["status"] != "n/a"]
+        ratios = [r["peers"][p]["ratio"] for r in ran]
+        faster = sum(x > 1 for x in ratios)
+        gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        wrong = [f"{r['case']}: {r['peers'][p]['wrong']}" for r in ran
+                 if r["peers"][p]["status"] == "wrong"]
+        na = sorted({f"{r['dtype']} ({r['peers'][p]['reason']})" for r in rows
+                     if r["peers"][p]["status"] == "n/a"})
+        out[p] = {"cases": len(rows), "ran": len(ran), "selectjit_faster": faster,
+                  "geomean_ratio": gm, "wrong_on_cases": wrong, "n/a": na,
+                  "line": (f"{TITLES[p]}: selectjit faster on {faster} of {len(ran)} cases it "
+                           f"runs; geometric mean {p}/selectjit time {gm:.2f}; "
+                           f"wrong output on {len(wrong)} case(s); n/a on {len(rows) - len(ran)}")}
+    return out
+
+
+def run_probes(exe, dtypes):
+    """Probe findings per peer, each finding with the dtypes that showed it."""
+    res = {}
+    with tempfile.TemporaryDirectory() as tmp:
+        peers = dict(PEER_FNS, selectjit=selectjit_peer(exe, tmp))
+        for p, fn in peers.items():
+            res[p] = {"findings": {}, "n/a": {}}
+            for name in dtypes:
+                try:
+                    for f in probe(fn, name):
+                        res[p]["findings"].setdefault(f, []).append(name)
+                except NotAvailable as e:
+                    res[p]["n/a"][name] = str(e)
+    return res
+
+
+def probe_lines(probes):
+    lines = []
+    for p, r in probes.items():
+        tested = [d for d in DTYPES if d not in r["n/a"]]
+        lines.append(f"{TITLES[p]} (probed: {' '.join(tested)}):")
+        by_dtypes = {}
+        for f, ds in r["findings"].items():
+            by_dtypes.setdefault(" ".join(ds), []).append(f)
+        for ds, fs in by_dtypes.items():
+            lines += [f"  {ds}: {f}" for f in fs]
+        if not r["findings"]:
+            lines.append("  every probe bit-exact")
+    return lines
+
+
+def environment(exe, opts):
+    cpu = next((ln.split(":", 1)[1].strip() for ln in open("/proc/cpuinfo")
+                if ln.startswith("model name")), platform.processor())
+    version = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout
+    return {"date": datetime.date.today().isoformat(), "cpu": cpu, "vcpus": os.cpu_count(),
+            "python": platform.python_version(), "selectjit": version.strip(),
+            "numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__,
+            "onnx": onnx.__version__, "onnxruntime": ort.__version__,
+            "openvino": ov.__version__.split("-")[0],
+            "mode": "quick" if opts.quick else "full", "filter": opts.filter,
+            "rounds": opts.rounds, "min_batch_ms": opts.min_batch_ns / 1e6}
+
+
+NOTES = [
+    "Times in µs per call, medians of interleaved rounds, single-threaded; ratios are peer "
+    "time / selectjit time (above 1: selectjit is faster), all from this one run.",
+    "selectjit = the tier `auto` picks (`->` names the tier that compiled the kernel where the "
+    "picked one does not cover it); static = the crate's precompiled kernels; roofline = the "
+    "fastest copy of the same traffic (a bound, not a select).",
+    "numpy = `np.where(cond, then, else)`, which allocates its output (included). ORT = a "
+    "one-node `Where` model, I/O bound to preallocated buffers, `run_with_iobinding`. "
+    "OpenVINO = `opset13.select(auto_broadcast='numpy')` compiled for CPU, one inference "
+    "thread, one reused infer request writing into a preallocated output tensor.",
+    "Peer times include the Python call (about a microsecond), which dominates tiny cases; "
+    "selectjit's are Rust calls. `!` = the peer's output differs from the reference bytes.",
+]
+
+
+def markdown(env, rows, summ, probes, note):
+    md = ["# selectjit and its peers", "",
+          f"Measured {env['date']} on {env['cpu']}, {env['vcpus']} vCPU, {env['mode']} run "
+          f"({env['rounds']} rounds, batches of at least {env['min_batch_ms']:g} ms). "
+          f"{env['selectjit']}; numpy {env['numpy']}, ml_dtypes {env['ml_dtypes']}, "
+          f"onnxruntime {env['onnxruntime']}, openvino {env['openvino']}, Python {env['python']}.",
+          ""]
+    if note:
+        md += [note, ""]
+    md += ["Generated by `python3 benches/peers.py --markdown benches/peers.md`; see "
+           "benches/README.md.", "",
+           "| " + " | ".join(HEADER[:3] + ["selectjit µs", "tier", "static µs", "roofline µs",
+                                            "numpy µs", "numpy/sj", "ORT µs", "ORT/sj",
+                                            "OpenVINO µs", "OV/sj"]) + " |",
+           "|" + "---|" * 2 + "---:|" * (len(HEADER) - 2)]
+    md += ["| " + " | ".join(table_cells(r)) + " |" for r in rows]
+    md += [""] + [f"- {n}" for n in NOTES] + ["", "## Summary", ""]
+    for p, s in summ.items():
+        md.append(f"- {s['line']}.")
+        md += [f"  - n/a: {x}" for x in s["n/a"]]
+        md += [f"  - wrong: {x}" for x in s["wrong_on_cases"]]
+    md += ["", "## Correctness probe", "",
+           f"cond bytes `{' '.join(f'0x{b:02x}' for b in COND_BYTES)}` in a bool tensor "
+           "(then 1..8, else 11..18), then each dtype's special values (below) selected from "
+           "then and from else with a 0/1 cond; compared bytewise. Values are shown as "
+           "`value (bits)`.", "", "```"] + probe_lines(probes) + ["```", ""]
+    return "\n".join(md)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--quick", action="store_true", help="5 rounds of 1 ms batches")
+    ap.add_argument("--filter", default="", help="only cases whose name contains this")
+    ap.add_argument("--cases", default=ROOT / "benches" / "cases.json", type=Path)
+    ap.add_argument("--selectjit", default=ROOT / "target" / "release" / "selectjit",
+                    type=Path, help="the selectjit binary (cargo build --release)")
+    ap.add_argument("--json", type=Path, help="write the combined results here")
+    ap.add_argument("--markdown", type=Path, help="write the table and findings here")
+    ap.add_argument("--note", default="", help="a line for the markdown (e.g. machine load)")
+    opts = ap.parse_args()
+    opts.rounds, opts.min_batch_ns = (5, 1e6) if opts.quick else (15, 4e6)
+    if not opts.selectjit.is_file():
+        sys.exit(f"no selectjit binary at {opts.selectjit}: run `cargo build --release` first "
+                 "(or pass --selectjit)")
+    cases = [c for c in json.loads(opts.cases.read_text())["cases"]
+             if opts.filter in c["name"]]
+    if not cases:
+        sys.exit(f"no case matches '{opts.filter}'")
+
+    env = environment(opts.selectjit, opts)
+    print(table_line(HEADER))
+    rows = run_cases(cases, opts.selectjit, opts)
+    print("\n".join(NOTES))
+    summ = summaries(rows)
+    for s in summ.values():
+        print(s["line"])
+        for x in s["n/a"]:
+            print(f"  n/a: {x}")
+        for x in s["wrong_on_cases"]:
+            print(f"  wrong: {x}")
+    probes = run_probes(opts.selectjit, list(DTYPES))
+    print("correctness probe (cond bytes other than 0/1; values that change through narrower "
+          "types):")
+    print("\n".join(probe_lines(probes)))
+    if opts.json:
+        opts.json.write_text(json.dumps({"environment": env, "cases": rows, "summary": summ,
+                                         "probe": probes}, indent=1, default=str))
+    if opts.markdown:
+        opts.markdown.write_text(markdown(env, rows, summ, probes, opts.note))
+
+
+if __name__ == "__main__":
+    main()
