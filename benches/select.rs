@@ -6,10 +6,10 @@
 //! traffic. All single-threaded.
 
 use criterion::{Criterion, Throughput, criterion_group, criterion_main};
-use selectjit::bench::{BUILTIN_CASES, Inputs, host_tiers, parse_cases};
-use selectjit::jit::Tier;
-use selectjit::roofline::{CopyBuffers, CopyKind};
+use selectjit::Tier;
 use selectjit::{Backend, Engine, EngineConfig};
+use selectjit_bench::roofline::{CopyBuffers, CopyKind};
+use selectjit_bench::{BUILTIN_CASES, Inputs, host_tiers, parse_cases};
 
 fn engine(backend: Backend, tier: Tier) -> Engine {
     Engine::with_config(EngineConfig {
@@ -50,9 +50,8 @@ fn cases(c: &mut Criterion) {
                 b.iter(|| copy.copy(k).unwrap())
             });
         }
-        #[cfg(feature = "ndarray")]
         {
-            let mut zip = selectjit::bench::ndarray_zip(&inp).expect("numpy-mode case");
+            let mut zip = selectjit_bench::ndarray_zip(&inp).expect("numpy-mode case");
             g.bench_function("ndarray", |b| b.iter(|| zip.run()));
         }
         g.finish();

@@ -5,7 +5,7 @@
 
 use std::path::PathBuf;
 
-use selectjit::aot::{ExportOptions, KernelSet, Kinds, export};
+use selectjit_aot::{ExportOptions, KernelSet, Kinds, export};
 use selectjit::{Broadcast, DType};
 
 fn main() {

@@ -5,6 +5,10 @@
 //! such, so that it is not compiled again on every call (the engine serves it with the static
 //! kernels). A signature seen fewer times than the engine's `exact_after` is remembered with its
 //! count and served by the shape-generic kernel of its pattern, kept in a second, small LRU.
+//!
+//! A build without the `jit` feature compiles nothing, so its engines' caches stay empty: only
+//! their counters are read.
+#![cfg_attr(not(feature = "jit"), allow(dead_code))]
 
 use std::num::NonZeroUsize;
 use std::sync::Arc;
@@ -12,23 +16,11 @@ use std::sync::Arc;
 use lru::LruCache;
 use rustc_hash::FxBuildHasher;
 
-use crate::jit::{Kernel, Pattern};
-use crate::plan::Signature;
+use crate::kernel::Kernel;
+use crate::plan::{Pattern, Signature};
 
 /// Default number of kernels kept.
 pub const DEFAULT_CAPACITY: usize = 1024;
-
-/// The environment variable that overrides the default capacity.
-pub const CAPACITY_ENV: &str = "SELECTJIT_CACHE_CAPACITY";
-
-/// Capacity from `SELECTJIT_CACHE_CAPACITY`, or the default when unset or not a positive integer.
-pub fn capacity_from_env() -> usize {
-    std::env::var(CAPACITY_ENV)
-        .ok()
-        .and_then(|v| v.trim().parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or(DEFAULT_CAPACITY)
-}
 
 /// Counters of a cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

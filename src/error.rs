@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Shapes as they appear in messages: `[2,3,4]`, `[]` for a scalar.
-pub(crate) struct ShapeFmt<'a>(pub &'a [usize]);
+pub struct ShapeFmt<'a>(pub &'a [usize]);
 
 impl fmt::Display for ShapeFmt<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

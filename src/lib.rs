@@ -120,32 +120,34 @@
 #![warn(missing_docs)]
 
 pub mod aot;
-pub mod bench;
 pub mod cache;
-pub mod capi;
 pub mod dtype;
 pub mod engine;
+pub mod env;
 pub mod error;
-pub mod explain;
 pub(crate) mod interp;
+#[cfg(feature = "jit")]
 pub mod jit;
+pub mod kernel;
 pub mod kernels;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
-pub mod npy;
 pub mod plan;
-mod pool;
-pub mod roofline;
+pub mod pool;
 pub mod shape;
 mod split;
 pub mod tensor;
+pub mod tier;
 
 pub use cache::CacheStats;
 pub use dtype::{DType, Element};
-pub use engine::{Backend, Engine, EngineConfig, InPlace, Prepared, select_generic};
+pub use engine::{Backend, CallTimer, Engine, EngineConfig, InPlace, Prepared, select_generic};
 pub use error::{Error, Result};
+pub use kernel::Kernel;
+pub use plan::{Pattern, RowShape, Signature};
 pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};
+pub use tier::Tier;
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).
 pub fn default_engine() -> &'static Engine {

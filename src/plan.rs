@@ -16,6 +16,11 @@
 //!
 //! The result is a [`Signature`]: the element width, the collapsed dims and each operand's
 //! strides. The element *width* is the key, not the dtype, so f32, i32 and u32 share one kernel.
+//!
+//! The signature also describes, once for every back end, how its loop nest runs: the outer
+//! dims are plain loops that advance each operand by [`Signature::byte_stride`], and the
+//! innermost dim, the *row*, has one [`RowShape`] ([`Signature::row_shape`]). A shape-generic
+//! kernel serves every signature of one [`Pattern`].
 
 use smallvec::SmallVec;
 
@@ -61,6 +66,158 @@ impl Signature {
     /// Inner-dimension size.
     pub fn inner(&self) -> usize {
         self.dims[self.rank() - 1]
+    }
+    /// Bytes operand `op` moves per step along dim `k`: its stride times its element size
+    /// (1 for cond, the width for the others).
+    pub fn byte_stride(&self, op: usize, k: usize) -> isize {
+        self.strides[op][k] * operand_width(op, self.width) as isize
+    }
+    /// How the row (the innermost dim) runs.
+    pub fn row_shape(&self) -> RowShape {
+        let s = |op| self.inner_stride(op);
+        let unit_or_bcast = |v: isize| v == 0 || v == 1;
+        if s(OUT) == 1 && unit_or_bcast(s(THEN)) && unit_or_bcast(s(ELSE)) {
+            let (then_bcast, else_bcast) = (s(THEN) == 0, s(ELSE) == 0);
+            match s(COND) {
+                1 => {
+                    return RowShape::Select {
+                        then_bcast,
+                        else_bcast,
+                    };
+                }
+                0 => {
+                    return RowShape::Copy {
+                        then_bcast,
+                        else_bcast,
+                    };
+                }
+                _ => {}
+            }
+        }
+        RowShape::Strided
+    }
+}
+
+/// Bytes per element of operand `op` (cond is one byte per element) for element width `width`.
+pub fn operand_width(op: usize, width: usize) -> usize {
+    if op == COND { 1 } else { width }
+}
+
+/// How the innermost dimension of a loop nest runs: the rule every back end (the static
+/// kernels, the Cranelift tier, the x86 tiers) follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum RowShape {
+    /// A vector select: cond and out have unit stride along the row, then and else unit stride
+    /// or stride 0 (`*_bcast`: one element broadcast along the row, splatted once).
+    Select {
+        /// then has stride 0 along the row.
+        then_bcast: bool,
+        /// else has stride 0 along the row.
+        else_bcast: bool,
+    },
+    /// cond is constant along the row (stride 0), out has unit stride and then / else unit or
+    /// zero stride: one test, then a copy (or a fill) of the chosen input.
+    Copy {
+        /// then has stride 0 along the row.
+        then_bcast: bool,
+        /// else has stride 0 along the row.
+        else_bcast: bool,
+    },
+    /// Any other strides: one element at a time.
+    Strided,
+}
+
+impl RowShape {
+    /// Whether operand `op` (then or else) is one element broadcast along the row.
+    pub fn bcast(self, op: usize) -> bool {
+        match self {
+            RowShape::Select {
+                then_bcast,
+                else_bcast,
+            }
+            | RowShape::Copy {
+                then_bcast,
+                else_bcast,
+            } => {
+                if op == THEN {
+                    then_bcast
+                } else {
+                    op == ELSE && else_bcast
+                }
+            }
+            RowShape::Strided => false,
+        }
+    }
+}
+
+/// What a shape-generic kernel depends on: the element width, the collapsed rank, the class of
+/// each operand's stride along the innermost dimension (0, 1, or any other value), which decides
+/// the row shape, and which outer strides are 0. Dims and all other strides are arguments of the
+/// kernel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Pattern {
+    /// Element width in bytes.
+    pub width: usize,
+    /// Rank of the collapsed loop nest.
+    pub rank: usize,
+    /// Per operand (cond, then, else, out): 0, 1, or 2 for any other stride.
+    pub inner: [u8; 4],
+    /// Per operand, bit `k` set when its stride along outer dim `k` is 0 (broadcast): such
+    /// strides are constants of the kernel instead of arguments.
+    pub outer_zero: [u64; 4],
+}
+
+impl Pattern {
+    /// The pattern of a signature.
+    pub fn of(sig: &Signature) -> Pattern {
+        Pattern {
+            width: sig.width,
+            rank: sig.rank(),
+            inner: std::array::from_fn(|op| match sig.inner_stride(op) {
+                0 => 0,
+                1 => 1,
+                _ => 2,
+            }),
+            outer_zero: std::array::from_fn(|op| {
+                let st = &sig.strides[op];
+                (0..sig.rank() - 1)
+                    .filter(|&k| st[k] == 0)
+                    .fold(0u64, |m, k| m | (1 << k))
+            }),
+        }
+    }
+
+    /// A signature with this pattern (dims of 2, outer strides of 0 or 2), from which code
+    /// generators read only the width, the rank, the inner-stride classes and the zero strides.
+    pub fn representative(&self) -> Signature {
+        let r = self.rank;
+        Signature {
+            width: self.width,
+            dims: smallvec::smallvec![2; r],
+            strides: std::array::from_fn(|op| {
+                let mut st: Strides = (0..r)
+                    .map(|k| {
+                        if self.outer_zero[op] >> k & 1 == 1 {
+                            0
+                        } else {
+                            2
+                        }
+                    })
+                    .collect();
+                st[r - 1] = self.inner[op] as isize;
+                st
+            }),
+        }
+    }
+}
+
+impl std::fmt::Display for Pattern {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "generic w{} rank{} inner{:?}",
+            self.width, self.rank, self.inner
+        )
     }
 }
 

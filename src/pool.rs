@@ -5,6 +5,9 @@
 //! back-to-back calls find them awake), and then park on a condition variable until the next
 //! job's generation number is published. A call that finds the pool busy (another thread of the
 //! program is using it) runs on its own thread instead of waiting.
+//!
+//! Public so that a benchmark can split a copy over the same kind of workers (the
+//! multi-threaded copy yardstick of `selectjit bench`).
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
@@ -59,7 +62,7 @@ struct Shared {
 }
 
 /// Worker threads that run the parts of one job at a time.
-pub(crate) struct Pool {
+pub struct Pool {
     shared: Arc<Shared>,
     /// Held by the caller whose job runs; other callers run on their own thread.
     busy: Mutex<()>,
@@ -69,7 +72,7 @@ pub(crate) struct Pool {
 impl Pool {
     /// A pool of `threads - 1` workers (the caller is the first thread); `None` when `threads`
     /// is below 2 or no thread could be started.
-    pub(crate) fn new(threads: usize) -> Option<Pool> {
+    pub fn new(threads: usize) -> Option<Pool> {
         if threads < 2 {
             return None;
         }
@@ -102,14 +105,14 @@ impl Pool {
     }
 
     /// Threads a job can use: the workers and the caller.
-    pub(crate) fn threads(&self) -> usize {
+    pub fn threads(&self) -> usize {
         self.workers.len() + 1
     }
 
     /// Runs `f(0)`, …, `f(parts - 1)`, part 0 on the calling thread and the others on the
     /// workers (at most [`Pool::threads`] parts). Returns false, having run nothing, when the pool
     /// is busy with another caller's job.
-    pub(crate) fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
+    pub fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
         let _guard = match self.busy.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),

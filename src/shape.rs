@@ -216,7 +216,7 @@ impl Ctx<'_> {
 }
 
 /// Checks rank and element-count limits of one shape.
-pub(crate) fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
+pub fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
     if shape.len() > MAX_RANK {
         return Err(Error::RankTooLarge {
             what,

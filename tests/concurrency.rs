@@ -4,7 +4,7 @@ mod common;
 
 use std::sync::Arc;
 
-use selectjit::jit::Tier;
+use selectjit::Tier;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 #[test]

@@ -6,8 +6,9 @@
 mod aot_host;
 
 use proptest::prelude::*;
+use selectjit::Tier;
+use selectjit::jit::Jit;
 use selectjit::jit::x86::Level;
-use selectjit::jit::{Jit, Tier};
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 /// A small deterministic generator driven by proptest's seed.
@@ -381,7 +382,7 @@ fn engines() -> Vec<(String, Engine)> {
         for (kind, exact_after) in [("", 1), ("-generic", u32::MAX)] {
             let e = Engine::try_with_config(EngineConfig {
                 tier,
-                emulate,
+                runner: emulate.then(selectjit_emu::Emulator::runner),
                 ..cfg(Backend::Jit, exact_after)
             })
             .unwrap();

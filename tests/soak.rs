@@ -6,7 +6,8 @@
 
 mod common;
 
-use selectjit::jit::{Tier, live_kernels};
+use selectjit::Tier;
+use selectjit::kernel::live_kernels;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 const CAPACITY: usize = 64;

@@ -1,7 +1,7 @@
 //! Large calls split across threads give the interpreter's bytes.
 
-use selectjit::bench::{Case, Inputs};
 use selectjit::{Backend, Broadcast, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
+use selectjit_bench::{Case, Inputs};
 
 fn engine(backend: Backend, threads: usize) -> Engine {
     Engine::with_config(EngineConfig {

@@ -4,7 +4,7 @@
 //! exact and shape-generic kernels, outer ranges split across threads. AVX2 runs natively;
 //! AVX-512 natively when the host has it, else in the emulator (with a printed line).
 
-use selectjit::jit::Tier;
+use selectjit::Tier;
 use selectjit::jit::x86::Level;
 use selectjit::plan::plan;
 use selectjit::shape::{broadcast_shapes, contiguous_strides, strides_over};
@@ -23,7 +23,7 @@ fn engines_of(tier: Tier, emulate: bool, threads: usize) -> Tiered {
     let cfg = |exact_after| EngineConfig {
         tier,
         exact_after,
-        emulate,
+        runner: emulate.then(selectjit_emu::Emulator::runner),
         threads,
         verify: true,
         cache_capacity: 64,

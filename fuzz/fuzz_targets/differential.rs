@@ -11,7 +11,7 @@ use std::sync::OnceLock;
 use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
-use selectjit::jit::Tier;
+use selectjit::Tier;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 unsafe extern "C" {
@@ -36,7 +36,7 @@ fn engines() -> &'static [Engine] {
             backend,
             tier,
             exact_after,
-            emulate,
+            runner: emulate.then(selectjit_emu::Emulator::runner),
             cache_capacity: 4, // constant eviction
             verify: true,
             threads: 1,

@@ -6,7 +6,7 @@
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use selectjit::npy::read_npy_bytes;
+use selectjit_cli::npy::read_npy_bytes;
 use selectjit::{Backend, DType, Engine, TensorMut};
 
 fn engines() -> &'static (Engine, Engine) {

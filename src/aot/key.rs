@@ -12,8 +12,7 @@
 //!   `k` for dim `k`; only bits below `rank - 1`).
 
 use crate::error::{Error, Result};
-use crate::jit::Pattern;
-use crate::plan::Signature;
+use crate::plan::{Pattern, Signature};
 use crate::shape::{MAX_RANK, Strides};
 
 /// Length of a pattern key.

@@ -1,10 +1,11 @@
 //! Ahead-of-time kernels, for hosts that forbid generating code at run time.
 //!
-//! [`export`] compiles the kernels of a [`KernelSet`] (exact kernels by [`Signature`],
-//! shape-generic kernels by [`Pattern`]) for any Cranelift target into one relocatable object,
-//! with a table ([`SelectjitAotTable`], C layout) that maps each kernel's key ([`key`]) to its
-//! function, and a C header. Linked into a program, the table is registered with
-//! [`AotTable::from_raw`], which checks it against the host, and given to an engine
+//! The `selectjit-aot` crate (and `selectjit aot` on the command line) compiles kernels (exact
+//! kernels by [`Signature`], shape-generic kernels by [`Pattern`]) for any Cranelift target
+//! into one relocatable object, with a table ([`SelectjitAotTable`], C layout, see [`format`])
+//! that maps each kernel's key ([`key`]) to its function, and a C header. This module is the
+//! side a program links: linked into it, the table is registered with [`AotTable::from_raw`],
+//! which checks it against the host, and given to an engine
 //! ([`crate::EngineConfig::aot`], [`crate::Engine::with_aot`]): the engine then runs the exact
 //! kernel of a signature when the table has it, else the shape-generic kernel of its pattern,
 //! else the static kernels (or its code generator, if it has one).
@@ -28,24 +29,27 @@
 //! # fn main() {} // (this example is not linked with a table)
 //! ```
 //!
+//! Nothing here needs Cranelift: the no-JIT build (`default-features = false`) registers and
+//! serves tables too.
+//!
 //! [`Signature`]: crate::plan::Signature
-//! [`Pattern`]: crate::jit::Pattern
+//! [`Pattern`]: crate::plan::Pattern
 
-mod export;
+pub mod format;
+mod host;
 pub mod key;
-mod object;
-mod shapes;
 mod table;
 
-pub use export::{DEFAULT_SYMBOL, ExportOptions, Exported, KernelSet, Kinds, export};
-pub use object::{ObjectSummary, check_object};
-pub use shapes::{ShapesFile, parse_shapes};
-pub use table::{
-    AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_VERSION, AotTable,
-    C_TYPES, SelectjitAotEntry, SelectjitAotTable, SelectjitKernelFn,
+pub use format::{
+    AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_VERSION, C_TYPES,
+    SelectjitAotEntry, SelectjitAotTable, SelectjitKernelFn,
 };
+pub use table::AotTable;
+
+/// The symbol of a table unless its exporter was told otherwise.
+pub const DEFAULT_SYMBOL: &str = "selectjit_aot_table";
 
 /// The architecture of this host as tables name it (`x86_64`, `aarch64`, `s390x`, `riscv64`).
 pub fn host_arch() -> String {
-    table::arch_name(target_lexicon::Triple::host().architecture)
+    format::arch_name(target_lexicon::Triple::host().architecture)
 }

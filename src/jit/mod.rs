@@ -1,175 +1,143 @@
-//! Code generation: turning a [`Signature`] into machine code.
+//! Code generation at run time (feature `jit`): turning a [`Signature`] into machine code.
 //!
 //! The plan and the [`Signature`] are shared; what turns a signature into machine code is a
-//! **tier** ([`Tier`]), chosen once per engine:
+//! **tier** ([`Tier`]):
 //!
 //! * [`cranelift`] — Cranelift IR compiled for the host by Cranelift (every architecture it
 //!   targets; 128-bit vectors on x86-64);
-//! * `x86` — on x86-64, AVX2 or AVX-512 machine code emitted directly, for every signature it
-//!   covers (the others go to Cranelift).
+//! * `x86` — on x86-64, AVX2 or AVX-512 machine code emitted directly.
 //!
-//! [`CodeGen`] is the one entry point the engine uses; a [`Kernel`] records its tier, and the
-//! engine and the cache never learn how it was made.
+//! [`CodeGen`] is the one entry point the engine uses: it holds a generator for each tier the
+//! engine may use and compiles a signature with the one it is asked for. A [`Kernel`] records
+//! its tier, and the engine and the cache never learn how it was made.
 
 pub mod cranelift;
 mod exec;
-mod kernel;
-mod tier;
 #[cfg(target_arch = "x86_64")]
 pub mod x86;
 
+use std::sync::Arc;
+
 use crate::error::{Error, Result};
-use crate::plan::Signature;
+use crate::kernel::{CodeRunner, Kernel};
+use crate::plan::{Pattern, Signature};
+use crate::tier::Tier;
 
 pub use cranelift::Jit;
-pub use kernel::{Kernel, live_kernels};
-pub use tier::{TIER_ENV, Tier};
-
-/// What a shape-generic kernel depends on: the element width, the collapsed rank, the class of
-/// each operand's stride along the innermost dimension (0, 1, or any other value), which decides
-/// the row shape, and which outer strides are 0. Dims and all other strides are arguments of the
-/// kernel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub struct Pattern {
-    /// Element width in bytes.
-    pub width: usize,
-    /// Rank of the collapsed loop nest.
-    pub rank: usize,
-    /// Per operand (cond, then, else, out): 0, 1, or 2 for any other stride.
-    pub inner: [u8; 4],
-    /// Per operand, bit `k` set when its stride along outer dim `k` is 0 (broadcast): such
-    /// strides are constants of the kernel instead of arguments.
-    pub outer_zero: [u64; 4],
-}
-
-impl Pattern {
-    /// The pattern of a signature.
-    pub fn of(sig: &Signature) -> Pattern {
-        Pattern {
-            width: sig.width,
-            rank: sig.rank(),
-            inner: std::array::from_fn(|op| match sig.inner_stride(op) {
-                0 => 0,
-                1 => 1,
-                _ => 2,
-            }),
-            outer_zero: std::array::from_fn(|op| {
-                let st = &sig.strides[op];
-                (0..sig.rank() - 1)
-                    .filter(|&k| st[k] == 0)
-                    .fold(0u64, |m, k| m | (1 << k))
-            }),
-        }
-    }
-
-    /// A signature with this pattern (dims of 2, outer strides of 0 or 2), from which the
-    /// emitter reads only the width, the rank, the inner-stride classes and the zero strides.
-    pub(crate) fn representative(&self) -> Signature {
-        let r = self.rank;
-        Signature {
-            width: self.width,
-            dims: smallvec::smallvec![2; r],
-            strides: std::array::from_fn(|op| {
-                let mut st: crate::shape::Strides = (0..r)
-                    .map(|k| {
-                        if self.outer_zero[op] >> k & 1 == 1 {
-                            0
-                        } else {
-                            2
-                        }
-                    })
-                    .collect();
-                st[r - 1] = self.inner[op] as isize;
-                st
-            }),
-        }
-    }
-}
-
-impl std::fmt::Display for Pattern {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "generic w{} rank{} inner{:?}",
-            self.width, self.rank, self.inner
-        )
-    }
-}
+pub(crate) use exec::ExecMem;
 
 /// Settings of a [`CodeGen`].
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct CodeGenOptions {
     /// Run the Cranelift verifier on every Cranelift function.
     pub verify: bool,
-    /// x86 tier: exact kernels whose output is at least this many bytes write it with
+    /// x86 tiers: exact kernels whose output is at least this many bytes write it with
     /// non-temporal stores (`usize::MAX`: never).
     pub nt_min_bytes: usize,
-    /// x86 tier: when the host lacks the tier's instructions, run its kernels in the built-in
-    /// emulator instead of refusing the tier (slow; for verifying the generator).
-    pub emulate: bool,
+    /// x86 tiers the host lacks: run their kernels through this runner (an emulator) instead of
+    /// refusing the tier (slow; for verifying the generator).
+    pub runner: Option<Arc<dyn CodeRunner>>,
 }
 
-/// The code generators of one engine: the chosen tier, and Cranelift for every signature the
-/// chosen tier does not cover.
+/// The code generators of one engine: the tiers it may compile with (one, or for `Auto` every
+/// fast tier the host runs, among which the engine chooses by measuring), and Cranelift for
+/// every signature an x86 tier does not cover.
 pub struct CodeGen {
-    tier: Tier,
+    /// The tiers kernels may be compiled with, the preferred one (the widest) last.
+    tiers: Vec<Tier>,
+    /// Whether the engine's tier was `Auto`.
+    auto: bool,
     cranelift: Jit,
     #[cfg(target_arch = "x86_64")]
-    x86: Option<x86::X86Gen>,
-    /// x86 kernels run in the emulator.
-    emulate: bool,
+    x86: Vec<x86::X86Gen>,
+    /// x86 kernels run through this instead of on the CPU.
+    runner: Option<Arc<dyn CodeRunner>>,
 }
 
 impl std::fmt::Debug for CodeGen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CodeGen({}, {:?})", self.tier, self.cranelift)
+        write!(f, "CodeGen({:?}, {:?})", self.tiers, self.cranelift)
     }
 }
 
 impl CodeGen {
-    /// The generators of `tier` (`Auto`: the best the host runs). A tier the host cannot run is
-    /// an error, unless `opts.emulate` asks for its kernels to run in the emulator.
+    /// The generators of `tier`: a concrete tier, or for `Auto` the x86 tiers the host runs
+    /// (Cranelift where it runs none). A tier the host cannot run is an error, unless
+    /// `opts.runner` is given to run its kernels.
     pub fn new(tier: Tier, opts: CodeGenOptions) -> Result<CodeGen> {
-        let tier = tier.resolve();
         let cranelift = Jit::host(opts.verify)?;
-        let emulate = tier.is_x86() && opts.emulate && !tier.available();
-        if !emulate && let Some(why) = tier.unavailable_reason() {
-            return Err(Error::Invalid(why));
-        }
-        #[cfg(target_arch = "x86_64")]
-        let x86 = match tier {
-            Tier::Avx2 => Some(x86::X86Gen::new(x86::Level::Avx2, opts.nt_min_bytes)),
-            Tier::Avx512 => Some(x86::X86Gen::new(x86::Level::Avx512, opts.nt_min_bytes)),
-            _ => None,
+        let auto = tier == Tier::Auto;
+        let tiers = if auto {
+            let x: Vec<Tier> = Tier::host_tiers()
+                .into_iter()
+                .filter(|t| t.is_x86())
+                .collect();
+            if x.is_empty() {
+                vec![Tier::Cranelift]
+            } else {
+                x
+            }
+        } else {
+            vec![tier]
         };
+        let runner = if !auto && tier.is_x86() && !tier.available() {
+            let Some(r) = opts.runner else {
+                let why = tier.unavailable_reason().unwrap_or_default();
+                return Err(Error::Invalid(why));
+            };
+            Some(r)
+        } else {
+            if let Some(why) = tier.unavailable_reason() {
+                return Err(Error::Invalid(why));
+            }
+            None
+        };
+        #[cfg(target_arch = "x86_64")]
+        let x86 = tiers
+            .iter()
+            .filter_map(|&t| x86::X86Gen::for_tier(t, opts.nt_min_bytes))
+            .collect();
         Ok(CodeGen {
-            tier,
+            tiers,
+            auto,
             cranelift,
             #[cfg(target_arch = "x86_64")]
             x86,
-            emulate,
+            runner,
         })
     }
 
     /// Cranelift alone, as configured by the caller (e.g. with [`Jit::set_blendv`]).
     pub fn from_cranelift(jit: Jit) -> CodeGen {
         CodeGen {
-            tier: Tier::Cranelift,
+            tiers: vec![Tier::Cranelift],
+            auto: false,
             cranelift: jit,
             #[cfg(target_arch = "x86_64")]
-            x86: None,
-            emulate: false,
+            x86: Vec::new(),
+            runner: None,
         }
     }
 
-    /// The tier (never `Auto`).
+    /// The preferred tier: the one asked for, or for `Auto` the widest the host runs (what
+    /// kernels are compiled with before anything was measured).
     pub fn tier(&self) -> Tier {
-        self.tier
+        *self.tiers.last().expect("at least one tier")
     }
 
-    /// Whether x86 kernels run in the emulator.
+    /// The tiers this generator compiles with (more than one: the engine measures them).
+    pub fn tiers(&self) -> &[Tier] {
+        &self.tiers
+    }
+
+    /// Whether the engine's tier was `Auto` (chosen by measuring).
+    pub fn is_auto(&self) -> bool {
+        self.auto
+    }
+
+    /// Whether x86 kernels run through a [`CodeRunner`] (an emulator).
     pub fn emulates(&self) -> bool {
-        self.emulate
+        self.runner.is_some()
     }
 
     /// The Cranelift generator (the tier itself, or the fallback of the x86 tiers).
@@ -177,59 +145,70 @@ impl CodeGen {
         &self.cranelift
     }
 
-    /// The x86 generator, when the tier is an x86 one.
+    /// The x86 generator of `tier`, if this generator has one.
     #[cfg(target_arch = "x86_64")]
-    pub fn x86(&self) -> Option<&x86::X86Gen> {
-        self.x86.as_ref()
+    pub fn x86(&self, tier: Tier) -> Option<&x86::X86Gen> {
+        self.x86.iter().find(|g| g.tier() == tier)
     }
 
-    /// The tier that compiles `sig`: the engine's, or Cranelift where the x86 generator does not
-    /// cover the signature.
-    pub fn tier_for(&self, sig: &Signature) -> Tier {
+    /// The tier that compiles `sig` when asked for `tier`: `tier`, or Cranelift where the x86
+    /// generator does not cover the signature.
+    pub fn tier_for(&self, tier: Tier, sig: &Signature) -> Tier {
         #[cfg(target_arch = "x86_64")]
-        if let Some(x) = &self.x86
-            && x.covers(sig)
-        {
-            return self.tier;
+        if self.x86(tier).is_some_and(|x| x.covers(sig)) {
+            return tier;
         }
-        let _ = sig;
+        let _ = (tier, sig);
         Tier::Cranelift
     }
 
-    /// The host as this generator sees it: the tier, and Cranelift's target and ISA flags.
+    /// The host as this generator sees it: the tiers, and Cranelift's target and ISA flags.
     pub fn describe(&self) -> String {
-        let emu = if self.emulate { " (emulated)" } else { "" };
+        let emu = if self.emulates() { " (emulated)" } else { "" };
+        let names: Vec<&str> = self.tiers.iter().map(|t| t.name()).collect();
+        let how = if self.auto {
+            "auto, measured among "
+        } else {
+            ""
+        };
         format!(
-            "tier {}{emu}; cranelift {}",
-            self.tier,
+            "tier {how}{}{emu}; cranelift {}",
+            names.join(", "),
             self.cranelift.describe()
         )
     }
 
-    /// Compiles `sig` with its dims and strides baked in.
+    /// Compiles `sig` with its dims and strides baked in, with the preferred tier.
     pub fn compile(&self, sig: &Signature) -> Result<Kernel> {
-        self.compile_as(sig, false)
+        self.compile_with(self.tier(), sig, false)
     }
 
-    /// Compiles the shape-generic kernel of `p`.
+    /// Compiles the shape-generic kernel of `p` with the preferred tier.
     pub fn compile_generic(&self, p: &Pattern) -> Result<Kernel> {
-        self.compile_as(&p.representative(), true)
+        self.compile_with(self.tier(), &p.representative(), true)
     }
 
-    fn compile_as(&self, sig: &Signature, generic: bool) -> Result<Kernel> {
+    /// Compiles `sig` (exact, or `generic`: the shape-generic kernel of its pattern) with
+    /// `tier`, one of [`CodeGen::tiers`] (Cranelift where the x86 generator does not cover it).
+    pub fn compile_with(&self, tier: Tier, sig: &Signature, generic: bool) -> Result<Kernel> {
         #[cfg(target_arch = "x86_64")]
-        if let Some(x) = &self.x86
-            && x.covers(sig)
-        {
+        if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
             let code = x.emit(sig, generic)?;
-            if self.emulate {
-                return Ok(Kernel::emulated(sig.clone(), generic, self.tier, code));
+            if let Some(r) = &self.runner {
+                return Ok(Kernel::with_runner(
+                    sig.clone(),
+                    generic,
+                    tier,
+                    code,
+                    r.clone(),
+                ));
             }
             // SAFETY: `emit` returns a complete kernel function for `sig` (or its pattern) in
-            // the `KernelFn` convention, using the instructions of `self.tier`, which this
-            // host runs (checked in `new`: otherwise `emulate` is set).
-            return unsafe { Kernel::mapped(sig.clone(), generic, self.tier, &code) };
+            // the `KernelFn` convention, using the instructions of `tier`, which this host runs
+            // (checked in `new`: otherwise a runner is set).
+            return unsafe { Kernel::mapped(sig.clone(), generic, tier, &code) };
         }
+        let _ = tier;
         if generic {
             self.cranelift.compile_generic(&Pattern::of(sig))
         } else {
@@ -237,15 +216,26 @@ impl CodeGen {
         }
     }
 
-    /// The machine code of `sig`'s exact kernel as text, and the tier that made it.
-    pub fn disassembly(&self, sig: &Signature) -> Result<(Tier, String)> {
+    /// The machine code of `sig`'s exact kernel from `tier` (bytes of x86 code, or Cranelift's
+    /// listing), and the tier that made it.
+    pub fn machine_code(&self, tier: Tier, sig: &Signature) -> Result<(Tier, MachineCode)> {
         #[cfg(target_arch = "x86_64")]
-        if let Some(x) = &self.x86
-            && x.covers(sig)
-        {
-            let code = x.emit(sig, false)?;
-            return Ok((self.tier, x86::disassemble(&code)));
+        if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
+            return Ok((tier, MachineCode::X86(x.emit(sig, false)?)));
         }
-        Ok((Tier::Cranelift, self.cranelift.disassembly(sig)?))
+        let _ = tier;
+        Ok((
+            Tier::Cranelift,
+            MachineCode::Listing(self.cranelift.disassembly(sig)?),
+        ))
     }
+}
+
+/// The machine code of a kernel, for inspection.
+#[derive(Debug, Clone)]
+pub enum MachineCode {
+    /// x86-64 machine code (an x86 tier's), entered at its first byte.
+    X86(Vec<u8>),
+    /// Cranelift's own listing of the code it generated.
+    Listing(String),
 }

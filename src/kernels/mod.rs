@@ -8,7 +8,7 @@
 //! non-aliasing slices that LLVM vectorises, and a run-time choice (made once per process) of an
 //! AVX2 or AVX-512 build of the same code where the CPU has it.
 
-use crate::plan::{COND, ELSE, OUT, Signature, THEN};
+use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
 use crate::shape::MAX_RANK;
 
 /// Raw operand base pointers (validated by the engine before any kernel runs).
@@ -152,41 +152,16 @@ unsafe fn walk(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     }
 }
 
-/// How the innermost dimension is run.
-#[derive(Clone, Copy)]
-enum RowKind {
-    /// cond and out unit stride; then/else unit stride (false) or broadcast (true).
-    Select { t_bcast: bool, e_bcast: bool },
-    /// cond constant along the row: copy (or fill) one input.
-    Copy { t_bcast: bool, e_bcast: bool },
-    /// Anything else.
-    Strided,
-}
-
-fn row_kind(sig: &Signature) -> RowKind {
-    let s = |op| sig.inner_stride(op);
-    let ok = |v: isize| v == 0 || v == 1;
-    if s(OUT) == 1 && ok(s(THEN)) && ok(s(ELSE)) {
-        let (t_bcast, e_bcast) = (s(THEN) == 0, s(ELSE) == 0);
-        match s(COND) {
-            1 => return RowKind::Select { t_bcast, e_bcast },
-            0 => return RowKind::Copy { t_bcast, e_bcast },
-            _ => {}
-        }
-    }
-    RowKind::Strided
-}
-
 /// # Safety
 /// See [`run`]; `W == sig.width`.
 #[inline(always)]
 unsafe fn walk_w<const W: usize>(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     let rank = sig.rank();
     let l = rank - 1;
-    let kind = row_kind(sig);
+    let kind = sig.row_shape();
     let ipt = std::ptr::eq(p.then, p.out);
     let ipe = std::ptr::eq(p.else_, p.out);
-    let bytes = |op: usize, k: usize| sig.strides[op][k] * if op == COND { 1 } else { W as isize };
+    let bytes = |op: usize, k: usize| sig.byte_stride(op, k);
     // Pointers advanced by `off[op]` bytes.
     let at = |off: [isize; 4]| -> Ptrs {
         // SAFETY: callers only pass offsets of elements inside the buffers (see `run`).
@@ -289,7 +264,7 @@ fn select_in_place<const W: usize>(
 /// The row's elements, by its strides from `p`, lie inside the buffers; aliasing as in [`run`].
 #[inline(always)]
 unsafe fn row<const W: usize>(
-    kind: RowKind,
+    kind: RowShape,
     sig: &Signature,
     p: Ptrs,
     n: usize,
@@ -306,7 +281,10 @@ unsafe fn row<const W: usize>(
         let elems = |ptr: *const u8| std::slice::from_raw_parts(ptr as *const [u8; W], n);
         let one = |ptr: *const u8| Splat((ptr as *const [u8; W]).read_unaligned());
         match kind {
-            RowKind::Select { t_bcast, e_bcast } => {
+            RowShape::Select {
+                then_bcast: t_bcast,
+                else_bcast: e_bcast,
+            } => {
                 let c = std::slice::from_raw_parts(p.cond, n);
                 let o = std::slice::from_raw_parts_mut(p.out as *mut [u8; W], n);
                 match (ipt, ipe, t_bcast, e_bcast) {
@@ -320,7 +298,10 @@ unsafe fn row<const W: usize>(
                     (false, false, true, true) => select(c, one(p.then), one(p.else_), o),
                 }
             }
-            RowKind::Copy { t_bcast, e_bcast } => {
+            RowShape::Copy {
+                then_bcast: t_bcast,
+                else_bcast: e_bcast,
+            } => {
                 let take_then = *p.cond != 0;
                 let (src, bcast) = if take_then {
                     (p.then, t_bcast)
@@ -337,7 +318,7 @@ unsafe fn row<const W: usize>(
                     o.copy_from_slice(elems(src));
                 }
             }
-            RowKind::Strided => strided::<W>(sig, p, n),
+            RowShape::Strided => strided::<W>(sig, p, n),
         }
     }
 }
@@ -349,12 +330,11 @@ unsafe fn row<const W: usize>(
 #[inline(always)]
 unsafe fn strided<const W: usize>(sig: &Signature, p: Ptrs, n: usize) {
     let l = sig.rank() - 1;
-    let w = W as isize;
     let (sc, st, se, so) = (
-        sig.strides[COND][l],
-        sig.strides[THEN][l] * w,
-        sig.strides[ELSE][l] * w,
-        sig.strides[OUT][l] * w,
+        sig.byte_stride(COND, l),
+        sig.byte_stride(THEN, l),
+        sig.byte_stride(ELSE, l),
+        sig.byte_stride(OUT, l),
     );
     for i in 0..n as isize {
         // SAFETY: element `i` of the row is inside each buffer (caller); reads happen before

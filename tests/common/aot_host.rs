@@ -9,8 +9,9 @@ use std::ffi::{CString, c_char, c_int, c_void};
 use std::path::Path;
 use std::process::Command;
 
-use selectjit::aot::{AotTable, ExportOptions, KernelSet, SelectjitAotTable, export};
+use selectjit::aot::{AotTable, SelectjitAotTable};
 use selectjit::{Backend, Engine, EngineConfig};
+use selectjit_aot::{ExportOptions, KernelSet, export};
 
 unsafe extern "C" {
     fn dlopen(filename: *const c_char, flags: c_int) -> *mut c_void;

@@ -1,7 +1,7 @@
 //! Helpers shared by the integration tests: the engines every backend and tier test runs.
 #![allow(dead_code)]
 
-use selectjit::jit::Tier;
+use selectjit::Tier;
 use selectjit::{Backend, Engine, EngineConfig};
 
 /// The code-generation tiers to test on this host, each with whether its kernels run in the
@@ -32,7 +32,7 @@ pub fn engine(base: &EngineConfig, backend: Backend, tier: Tier, emulate: bool) 
     Engine::try_with_config(EngineConfig {
         backend,
         tier,
-        emulate,
+        runner: emulate.then(selectjit_emu::Emulator::runner),
         ..base.clone()
     })
     .unwrap_or_else(|e| panic!("engine {backend:?} {tier}: {e}"))

@@ -19,7 +19,7 @@ use cranelift_codegen::ir::{
 };
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use crate::plan::{COND, ELSE, OUT, Signature, THEN};
+use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
 
 /// How many elements a row or loop runs: known when the kernel is built, or only at run time
 /// (the outermost dimension, whose range the caller chooses).
@@ -176,8 +176,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
     /// Constant stride in bytes of operand `op` along collapsed dim `level`. Along the row of a
     /// vector or copy row this is known in shape-generic kernels too (their class is 0 or 1).
     fn stride_bytes(&self, level: usize, op: usize) -> i64 {
-        let w = if op == COND { 1 } else { self.w as i64 };
-        self.sig.strides[op][level] as i64 * w
+        self.sig.byte_stride(op, level) as i64
     }
 
     fn iconst(&mut self, v: i64) -> Value {
@@ -257,18 +256,11 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
 
     /// The innermost dimension.
     fn emit_row(&mut self, ptrs: [Value; 4], n: Count) {
-        let l = self.sig.rank() - 1;
-        let s = |op: usize| self.sig.strides[op][l];
-        let unit_or_bcast = |v: isize| v == 0 || v == 1;
-        if s(OUT) == 1 && unit_or_bcast(s(THEN)) && unit_or_bcast(s(ELSE)) {
-            if s(COND) == 1 {
-                return self.emit_vector_row(ptrs, n);
-            }
-            if s(COND) == 0 {
-                return self.emit_copy_row(ptrs, n);
-            }
+        match self.sig.row_shape() {
+            RowShape::Select { .. } => self.emit_vector_row(ptrs, n),
+            RowShape::Copy { .. } => self.emit_copy_row(ptrs, n),
+            RowShape::Strided => self.emit_scalar_loop(ptrs, n),
         }
-        self.emit_scalar_loop(ptrs, n);
     }
 
     // ---- vector select -------------------------------------------------------------------

@@ -16,10 +16,9 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 
-use super::Pattern;
-use super::kernel::{Kernel, KernelFn};
 use crate::error::{Error, Result};
-use crate::plan::Signature;
+use crate::kernel::{Kernel, KernelFn};
+use crate::plan::{Pattern, Signature};
 
 /// Reusable per-compilation state.
 struct Scratch {
@@ -46,9 +45,9 @@ fn codegen_err(what: &str, e: impl std::fmt::Display) -> Error {
     Error::Codegen(format!("{what}: {e}"))
 }
 
-/// The Cranelift settings every kernel is compiled with. `pic`: position-independent code (for
-/// objects linked into executables or shared libraries).
-pub(crate) fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder> {
+/// The Cranelift settings every kernel is compiled with, here and by ahead-of-time exporters.
+/// `pic`: position-independent code (for objects linked into executables or shared libraries).
+pub fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
         f.set(k, v).map_err(|e| codegen_err("setting", e))
@@ -69,21 +68,26 @@ pub(crate) fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder>
     Ok(flags)
 }
 
+/// The host's ISA with the CPU features it has, as Cranelift detects them, and the kernels'
+/// settings.
+pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
+    cranelift_native::builder()
+        .map_err(|e| codegen_err("host ISA", e))?
+        .finish(settings::Flags::new(shared_flags(verify, false)?))
+        .map_err(|e| codegen_err("host ISA", e))
+}
+
 impl Jit {
     /// A code generator for the host ISA. `verify` runs the Cranelift IR verifier on every
     /// function (on in debug builds and in tests).
     pub fn host(verify: bool) -> Result<Jit> {
-        let isa = cranelift_native::builder()
-            .map_err(|e| codegen_err("host ISA", e))?
-            .finish(settings::Flags::new(shared_flags(verify, false)?))
-            .map_err(|e| codegen_err("host ISA", e))?;
-        Ok(Jit::for_isa(isa, verify))
+        Ok(Jit::for_isa(host_isa(verify)?, verify))
     }
 
     /// A code generator for `isa` (the host's, or another target's for ahead-of-time export).
     /// Lane selects use x86 `blendv` where `isa` is x86-64 with SSE4.1, the portable
     /// `bitselect` otherwise.
-    pub(crate) fn for_isa(isa: OwnedTargetIsa, verify: bool) -> Jit {
+    pub fn for_isa(isa: OwnedTargetIsa, verify: bool) -> Jit {
         let mut jit = Jit {
             blendv: false,
             isa,
@@ -180,8 +184,9 @@ impl Jit {
     }
 
     /// Builds the kernel of `sig` (exact, or shape-generic for its pattern) and defines it in
-    /// `module` as function `name`; returns its id and its size in bytes of machine code.
-    pub(crate) fn define_in<M: Module>(
+    /// `module` (a JIT module, or an object module for ahead-of-time export) as function
+    /// `name`; returns its id and its size in bytes of machine code.
+    pub fn define_in<M: Module>(
         &self,
         module: &mut M,
         name: &str,

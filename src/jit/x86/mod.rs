@@ -12,11 +12,10 @@
 //! empty or over-long dim lists).
 
 mod emit;
-#[doc(hidden)]
-pub mod emu;
 
 use crate::error::{Error, Result};
 use crate::plan::Signature;
+use crate::tier::Tier;
 
 /// Instruction-set level of the x86 tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -28,27 +27,22 @@ pub enum Level {
 }
 
 impl Level {
+    /// The tier of this level.
+    pub fn tier(self) -> Tier {
+        match self {
+            Level::Avx2 => Tier::Avx2,
+            Level::Avx512 => Tier::Avx512,
+        }
+    }
+
     /// The CPU features kernels of this level use.
     pub fn required_features(self) -> &'static [&'static str] {
-        match self {
-            Level::Avx2 => &["avx2", "bmi2"],
-            Level::Avx512 => &["avx512f", "avx512bw", "avx512vl", "avx512dq", "bmi2"],
-        }
+        self.tier().required_features()
     }
 
     /// Whether this CPU runs kernels of this level.
     pub fn host_supports(self) -> bool {
-        use std::arch::is_x86_feature_detected as has;
-        match self {
-            Level::Avx2 => has!("avx2") && has!("bmi2"),
-            Level::Avx512 => {
-                has!("avx512f")
-                    && has!("avx512bw")
-                    && has!("avx512vl")
-                    && has!("avx512dq")
-                    && has!("bmi2")
-            }
-        }
+        self.tier().available()
     }
 }
 
@@ -69,9 +63,24 @@ impl X86Gen {
         }
     }
 
+    /// The generator of an x86 `tier` (`None` for the others).
+    pub fn for_tier(tier: Tier, nt_min_bytes: usize) -> Option<X86Gen> {
+        let level = match tier {
+            Tier::Avx2 => Level::Avx2,
+            Tier::Avx512 => Level::Avx512,
+            _ => return None,
+        };
+        Some(X86Gen::new(level, nt_min_bytes))
+    }
+
     /// The instruction-set level.
     pub fn level(&self) -> Level {
         self.level
+    }
+
+    /// The tier of its kernels.
+    pub fn tier(&self) -> Tier {
+        self.level.tier()
     }
 
     /// The output size from which exact kernels use non-temporal stores.
@@ -109,21 +118,3 @@ impl X86Gen {
             .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))
     }
 }
-
-/// Intel-syntax listing of x86-64 machine code, one instruction per line with its offset.
-pub fn disassemble(code: &[u8]) -> String {
-    use iced_x86::{Decoder, DecoderOptions, Formatter, IntelFormatter};
-    let mut d = Decoder::with_ip(64, code, 0, DecoderOptions::NONE);
-    let mut f = IntelFormatter::new();
-    let mut out = String::new();
-    let mut text = String::new();
-    for ins in &mut d {
-        text.clear();
-        f.format(&ins, &mut text);
-        out.push_str(&format!("{:6x}  {text}\n", ins.ip()));
-    }
-    out
-}
-
-#[cfg(test)]
-mod tests;

@@ -1,0 +1,632 @@
+//! The Cranelift code generator on other architectures: kernels for a few hundred signatures are
+//! exported ahead of time for each target, a C driver (`tests/cross/driver.c`) is cross-compiled
+//! against the object and run under qemu-user (natively on the host's own architecture), and
+//! every output byte is compared with the reference interpreter's.
+//!
+//! Needs `<arch>-linux-gnu-gcc` and `qemu-<arch>` (Debian: `gcc-<arch>-linux-gnu`,
+//! `libc6-dev-<arch>-cross`, `qemu-user`). When they are missing, the test installs them with
+//! apt-get if `SELECTJIT_CROSS_INSTALL=1` (as `.ci/run` sets), and otherwise prints why it
+//! skips; `SELECTJIT_CROSS_REQUIRE=1` turns a skip into a failure.
+
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::Mutex;
+use std::time::Instant;
+
+use selectjit::Pattern;
+use selectjit::aot::key;
+use selectjit::plan::{Signature, plan};
+use selectjit::shape::{Broadcast, broadcast_shapes, strides_over};
+use selectjit::{Backend, DType, Engine, InPlace, TensorMut, TensorRef};
+use selectjit_aot::{ExportOptions, KernelSet};
+
+/// One architecture: target triple, C compiler, emulator and its options, Debian packages.
+struct Arch {
+    name: &'static str,
+    triple: &'static str,
+    /// Cranelift ISA settings (`None`: the target's defaults).
+    isa_flags: Option<&'static [&'static str]>,
+    cc: &'static str,
+    qemu: Option<(&'static str, &'static [&'static str])>,
+    packages: &'static [&'static str],
+}
+
+const X86_64: Arch = Arch {
+    name: "x86_64",
+    triple: "x86_64-unknown-linux-gnu",
+    isa_flags: None,
+    cc: "cc",
+    qemu: None,
+    packages: &[],
+};
+/// x86-64 without SSE4.1: the portable `bitselect` lane select instead of `pblendvb`.
+const X86_64_BASELINE: Arch = Arch {
+    name: "x86_64 (baseline, no SSE4.1)",
+    triple: "x86_64-unknown-linux-gnu",
+    isa_flags: Some(&[]),
+    cc: "cc",
+    qemu: None,
+    packages: &[],
+};
+const AARCH64: Arch = Arch {
+    name: "aarch64",
+    triple: "aarch64-unknown-linux-gnu",
+    isa_flags: None,
+    cc: "aarch64-linux-gnu-gcc",
+    qemu: Some(("qemu-aarch64", &[])),
+    packages: &[
+        "gcc-aarch64-linux-gnu",
+        "libc6-dev-arm64-cross",
+        "qemu-user",
+    ],
+};
+const S390X: Arch = Arch {
+    name: "s390x",
+    triple: "s390x-unknown-linux-gnu",
+    isa_flags: None,
+    cc: "s390x-linux-gnu-gcc",
+    qemu: Some(("qemu-s390x", &["-cpu", "max"])),
+    packages: &["gcc-s390x-linux-gnu", "libc6-dev-s390x-cross", "qemu-user"],
+};
+const RISCV64: Arch = Arch {
+    name: "riscv64",
+    triple: "riscv64gc-unknown-linux-gnu",
+    isa_flags: None,
+    cc: "riscv64-linux-gnu-gcc",
+    qemu: Some(("qemu-riscv64", &["-cpu", "rv64,v=true,vlen=128,elen=64"])),
+    packages: &[
+        "gcc-riscv64-linux-gnu",
+        "libc6-dev-riscv64-cross",
+        "qemu-user",
+    ],
+};
+
+/// A line on the test's real stderr (not captured by the test harness), so that results and
+/// skips show in every run.
+fn say(line: &str) {
+    let _ = writeln!(std::io::stderr(), "{line}");
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// The tools of `arch`, installed if allowed; `Err(why)` when they are not there.
+fn tools(arch: &Arch) -> Result<(), String> {
+    static INSTALL: Mutex<()> = Mutex::new(());
+    let missing = |a: &Arch| -> Vec<&str> {
+        let mut m = vec![];
+        if !have(a.cc) {
+            m.push(a.cc);
+        }
+        if let Some((q, _)) = a.qemu
+            && !have(q)
+        {
+            m.push(q);
+        }
+        m
+    };
+    if missing(arch).is_empty() {
+        return Ok(());
+    }
+    if std::env::var("SELECTJIT_CROSS_INSTALL").as_deref() != Ok("1") {
+        return Err(format!(
+            "{} not found (install {} or set SELECTJIT_CROSS_INSTALL=1 to let the test run apt-get)",
+            missing(arch).join(", "),
+            arch.packages.join(" ")
+        ));
+    }
+    let _g = INSTALL.lock().unwrap_or_else(|p| p.into_inner());
+    if missing(arch).is_empty() {
+        return Ok(());
+    }
+    let apt = |args: &[&str]| {
+        Command::new("apt-get")
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .output()
+    };
+    let _ = apt(&["update", "-q"]);
+    let mut args = vec!["install", "-y", "-q", "--no-install-recommends"];
+    args.extend_from_slice(arch.packages);
+    match apt(&args) {
+        Ok(o) if o.status.success() && missing(arch).is_empty() => Ok(()),
+        Ok(o) => Err(format!(
+            "apt-get install {} failed: {}",
+            arch.packages.join(" "),
+            String::from_utf8_lossy(&o.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Err(e) => Err(format!("apt-get cannot run: {e}")),
+    }
+}
+
+/// A small deterministic generator.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let x = self.0;
+        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
+    }
+    fn byte(&mut self) -> u8 {
+        self.next() as u8
+    }
+}
+
+/// How an operand is laid out in memory.
+#[derive(Clone, Copy, PartialEq)]
+enum Lay {
+    Contiguous,
+    /// Column-major.
+    Transposed,
+    /// Every other element of a buffer twice as large.
+    Sliced,
+}
+
+/// An operand: bytes, shape, element strides.
+struct Op {
+    data: Vec<u8>,
+    shape: Vec<usize>,
+    strides: Vec<isize>,
+}
+
+fn layout(shape: &[usize], lay: Lay, w: usize, rng: &mut Rng, cond: bool) -> Op {
+    let r = shape.len();
+    let order: Vec<usize> = if lay == Lay::Transposed {
+        (0..r).collect()
+    } else {
+        (0..r).rev().collect()
+    };
+    let step: isize = if lay == Lay::Sliced { 2 } else { 1 };
+    let mut strides = vec![0isize; r];
+    let mut acc = 1isize;
+    for &k in &order {
+        strides[k] = acc * step;
+        acc *= shape[k].max(1) as isize;
+    }
+    let n: usize = shape.iter().product();
+    let len = if n == 0 { 0 } else { (acc * step) as usize * w };
+    let data = (0..len)
+        .map(|_| {
+            if cond {
+                // Zero half the time; true as 1, 0x80, 0xff or anything else.
+                match rng.next() % 8 {
+                    0..=3 => 0,
+                    4 => 1,
+                    5 => 0x80,
+                    6 => 0xff,
+                    _ => rng.byte() | 1,
+                }
+            } else {
+                rng.byte()
+            }
+        })
+        .collect();
+    Op {
+        data,
+        shape: shape.to_vec(),
+        strides,
+    }
+}
+
+/// One kernel run of the case file.
+struct Case {
+    kind: u32,
+    key: Vec<u8>,
+    sig: Signature,
+    in_place: u32,
+    splits: Vec<u64>,
+    bufs: [Vec<u8>; 4],
+    want: Vec<u8>,
+}
+
+/// A call: dtype width, mode, three operands and the output's layout, maybe in place.
+struct Call {
+    w: usize,
+    mode: Broadcast,
+    ops: [(Vec<usize>, Lay); 3],
+    out_lay: Lay,
+    in_place: Option<InPlace>,
+}
+
+fn calls() -> Vec<Call> {
+    use Lay::*;
+    let mut v = Vec::new();
+    for w in [1usize, 2, 4, 8, 16] {
+        let mut add = |mode, c: &[usize], t: &[usize], e: &[usize], lays: [Lay; 4], ip| {
+            v.push(Call {
+                w,
+                mode,
+                ops: [
+                    (c.to_vec(), lays[0]),
+                    (t.to_vec(), lays[1]),
+                    (e.to_vec(), lays[2]),
+                ],
+                out_lay: lays[3],
+                in_place: ip,
+            })
+        };
+        let np = Broadcast::Numpy;
+        let cont = [Contiguous; 4];
+        // Vector rows of every length class: short, exactly 16, an overlapping last step,
+        // several wide steps.
+        for n in [
+            1usize, 2, 3, 7, 15, 16, 17, 31, 33, 63, 64, 65, 100, 129, 1000,
+        ] {
+            add(np, &[n], &[n], &[n], cont, None);
+        }
+        // Broadcast inputs splatted along the row; cond broadcast over rows.
+        add(np, &[37], &[5, 37], &[], cont, None);
+        add(np, &[4, 19], &[], &[4, 19], cont, None);
+        add(np, &[2, 300], &[1, 300], &[300], cont, None);
+        add(np, &[1, 300], &[2, 300], &[2, 300], cont, None);
+        // Row copies: cond constant along the row (copy, or fill from a broadcast source).
+        add(np, &[6, 1], &[6, 70], &[6, 70], cont, None);
+        add(np, &[6, 1], &[70], &[], cont, None);
+        add(np, &[3, 1, 1], &[3, 4, 33], &[4, 33], cont, None);
+        add(np, &[5, 1], &[5, 3], &[5, 3], cont, None);
+        // Strided: transposed, sliced, a column-major output.
+        add(
+            np,
+            &[7, 9],
+            &[7, 9],
+            &[7, 9],
+            [Contiguous, Transposed, Contiguous, Contiguous],
+            None,
+        );
+        add(
+            np,
+            &[5, 18],
+            &[5, 18],
+            &[5, 18],
+            [Sliced, Contiguous, Sliced, Contiguous],
+            None,
+        );
+        add(
+            np,
+            &[6, 20],
+            &[6, 20],
+            &[20],
+            [Contiguous, Contiguous, Contiguous, Transposed],
+            None,
+        );
+        add(np, &[33, 3], &[33, 3], &[33, 3], [Transposed; 4], None);
+        add(
+            np,
+            &[40],
+            &[40],
+            &[40],
+            [Contiguous, Contiguous, Contiguous, Sliced],
+            None,
+        );
+        // Rank 3 and 5 with mixed broadcasting.
+        add(np, &[4, 1, 5], &[3, 5], &[4, 3, 1], cont, None);
+        add(np, &[2, 1, 3, 1, 17], &[2, 2, 3, 2, 17], &[1], cont, None);
+        add(
+            np,
+            &[2, 1, 3, 1, 17],
+            &[2, 2, 3, 2, 17],
+            &[3, 2, 17],
+            [Contiguous, Contiguous, Transposed, Contiguous],
+            None,
+        );
+        // The other modes.
+        add(
+            Broadcast::Pdpd { axis: 1 },
+            &[3, 4],
+            &[2, 3, 4],
+            &[3],
+            cont,
+            None,
+        );
+        add(
+            Broadcast::TwoStep,
+            &[4, 5],
+            &[2, 3, 4, 5],
+            &[2, 3, 4, 5],
+            cont,
+            None,
+        );
+        // In place.
+        add(np, &[50], &[3, 50], &[], cont, Some(InPlace::Then));
+        add(np, &[70], &[70], &[70], cont, Some(InPlace::Else));
+        add(np, &[9, 1], &[9, 40], &[40], cont, Some(InPlace::Then));
+        add(np, &[1], &[], &[], cont, None);
+    }
+    v
+}
+
+fn view(o: &Op) -> TensorRef<'_, u8> {
+    TensorRef::with_strides(&o.data, &o.shape, &o.strides)
+}
+
+/// Strides of a `lay` output of `shape`.
+fn out_strides(shape: &[usize], lay: Lay) -> (Vec<isize>, usize) {
+    let o = layout(shape, lay, 1, &mut Rng(0), false);
+    (o.strides, o.data.len())
+}
+
+/// The case file's cases and the kernels they need.
+fn build_cases() -> (KernelSet, Vec<Case>) {
+    let interp = Engine::with_backend(Backend::Interp);
+    let mut rng = Rng(0x5e1ec7);
+    let mut set = KernelSet::new();
+    let mut cases = Vec::new();
+    for call in calls() {
+        let dt = [
+            DType::U8,
+            DType::F16,
+            DType::F32,
+            DType::F64,
+            DType::Complex128,
+        ][call.w.trailing_zeros() as usize];
+        let w = call.w;
+        let shapes: Vec<&[usize]> = call.ops.iter().map(|o| o.0.as_slice()).collect();
+        let b = broadcast_shapes(call.mode, shapes[0], shapes[1], shapes[2]).unwrap();
+        let out_shape = b.out.to_vec();
+        let (ost, olen) = out_strides(&out_shape, call.out_lay);
+        let mut ops: Vec<Op> = call
+            .ops
+            .iter()
+            .enumerate()
+            .map(|(k, (s, lay))| layout(s, *lay, if k == 0 { 1 } else { w }, &mut rng, k == 0))
+            .collect();
+        // In place: the aliased input has the output's shape and layout.
+        if let Some(ip) = call.in_place {
+            let k = if ip == InPlace::Then { 1 } else { 2 };
+            assert_eq!(ops[k].shape, out_shape);
+            ops[k] = layout(&out_shape, call.out_lay, w, &mut rng, false);
+        }
+        let init: Vec<u8> = (0..olen * w).map(|_| rng.byte()).collect();
+        let mut want = init.clone();
+        let mut bufs = [
+            ops[0].data.clone(),
+            ops[1].data.clone(),
+            ops[2].data.clone(),
+            init.clone(),
+        ];
+        match call.in_place {
+            None => interp
+                .select_dyn(
+                    dt,
+                    view(&ops[0]),
+                    view(&ops[1]),
+                    view(&ops[2]),
+                    TensorMut::with_strides(&mut want, &out_shape, &ost),
+                    call.mode,
+                )
+                .unwrap(),
+            Some(ip) => {
+                let (k, other) = if ip == InPlace::Then { (1, 2) } else { (2, 1) };
+                want = ops[k].data.clone();
+                bufs[3] = want.clone();
+                interp
+                    .select_in_place_dyn(
+                        dt,
+                        view(&ops[0]),
+                        TensorMut::with_strides(&mut want, &out_shape, &ost),
+                        ip,
+                        view(&ops[other]),
+                        call.mode,
+                    )
+                    .unwrap();
+            }
+        }
+        // The plan the engine makes of this call.
+        let st = |k: usize, p| strides_over(&ops[k].shape, &ops[k].strides, p, &b.out);
+        let (sc, sth, se) = (st(0, b.cond), st(1, b.then), st(2, b.else_));
+        let Some(sig) = plan(w, &out_shape, [&sc, &sth, &se, &ost]) else {
+            continue;
+        };
+        set.add_signature(sig.clone());
+        let p = Pattern::of(&sig);
+        set.add_pattern(p);
+        let outer = sig.outer() as u64;
+        let splits = if outer >= 3 {
+            vec![1, outer / 2 + 1]
+        } else {
+            vec![]
+        };
+        let in_place = match call.in_place {
+            None => 0,
+            Some(InPlace::Then) => 1,
+            Some(InPlace::Else) => 2,
+        };
+        for (kind, key, splits) in [
+            (0, key::signature_key(&sig), vec![]),
+            (1, key::pattern_key(&p), splits),
+        ] {
+            cases.push(Case {
+                kind,
+                key,
+                sig: sig.clone(),
+                in_place,
+                splits,
+                bufs: bufs.clone(),
+                want: want.clone(),
+            });
+        }
+    }
+    (set, cases)
+}
+
+fn write_cases(path: &Path, cases: &[Case]) {
+    let mut f = Vec::new();
+    f.extend_from_slice(b"SJXCASE1");
+    f.extend_from_slice(&(cases.len() as u32).to_le_bytes());
+    for c in cases {
+        let s = &c.sig;
+        f.extend_from_slice(&c.kind.to_le_bytes());
+        f.extend_from_slice(&(c.key.len() as u32).to_le_bytes());
+        f.extend_from_slice(&c.key);
+        f.extend_from_slice(&(s.rank() as u32).to_le_bytes());
+        for &d in &s.dims {
+            f.extend_from_slice(&(d as u64).to_le_bytes());
+        }
+        for (op, st) in s.strides.iter().enumerate() {
+            let w = if op == 0 { 1 } else { s.width as i64 };
+            for &x in st {
+                f.extend_from_slice(&(x as i64 * w).to_le_bytes());
+            }
+        }
+        f.extend_from_slice(&c.in_place.to_le_bytes());
+        f.extend_from_slice(&(c.splits.len() as u32).to_le_bytes());
+        for &x in &c.splits {
+            f.extend_from_slice(&x.to_le_bytes());
+        }
+        for b in &c.bufs {
+            f.extend_from_slice(&(b.len() as u64).to_le_bytes());
+        }
+        for b in &c.bufs {
+            f.extend_from_slice(b);
+        }
+        f.extend_from_slice(&c.want);
+    }
+    std::fs::write(path, f).unwrap();
+}
+
+fn driver_source() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/cross/driver.c")
+}
+
+/// Exports, compiles, runs and checks one architecture; returns the summary line, or why the
+/// architecture was skipped.
+fn verify(arch: &Arch) -> Result<String, String> {
+    tools(arch)?;
+    let t0 = Instant::now();
+    let (set, cases) = build_cases();
+    assert!(set.len() >= 200, "only {} kernels", set.len());
+    let dir = tempfile::tempdir().unwrap();
+    let opts = ExportOptions {
+        isa_flags: arch
+            .isa_flags
+            .map(|f| f.iter().map(|s| s.to_string()).collect()),
+        ..ExportOptions::new(arch.triple)
+    };
+    let ex = selectjit_aot::export(&opts, &set)
+        .unwrap_or_else(|e| panic!("export for {}: {e}", arch.triple));
+    let t_export = t0.elapsed();
+
+    std::fs::write(dir.path().join("kernels.o"), &ex.object).unwrap();
+    std::fs::write(dir.path().join("kernels.h"), &ex.header).unwrap();
+    let cases_file = dir.path().join("cases.bin");
+    write_cases(&cases_file, &cases);
+    let exe = dir.path().join("driver");
+    let mut cc = Command::new(arch.cc);
+    cc.args(["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror"]);
+    if arch.qemu.is_some() {
+        cc.arg("-static");
+    }
+    let out = cc
+        .arg("-I")
+        .arg(dir.path())
+        .arg(driver_source())
+        .arg(dir.path().join("kernels.o"))
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{} failed:\n{}",
+        arch.cc,
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let t1 = Instant::now();
+    let mut run = match arch.qemu {
+        Some((q, args)) => {
+            let mut c = Command::new(q);
+            c.args(args).arg(&exe);
+            c
+        }
+        None => Command::new(&exe),
+    };
+    let out = run.arg(&cases_file).output().unwrap();
+    let t_run = t1.elapsed();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success(),
+        "{} kernels failed ({}):\n{stdout}\n{stderr}",
+        arch.name,
+        out.status
+    );
+    let last = stdout.lines().last().unwrap_or("");
+    assert_eq!(
+        last,
+        format!("{} passed, 0 failed", cases.len()),
+        "{stdout}{stderr}"
+    );
+    // SELECTJIT_CROSS_KEEP=1 keeps the object, header, driver and case file for a look.
+    if std::env::var("SELECTJIT_CROSS_KEEP").as_deref() == Ok("1") {
+        say(&format!(
+            "cross {}: files kept in {}",
+            arch.name,
+            dir.keep().display()
+        ));
+    }
+    let runner = match arch.qemu {
+        Some((q, args)) => format!("{q} {}", args.join(" ")).trim().to_string(),
+        None => "natively".to_string(),
+    };
+    Ok(format!(
+        "cross {}: {} kernels ({} exact, {} generic, {} KiB of code) exported in {:.2} s; {} cases byte-identical to the interpreter, run {runner} in {:.2} s",
+        arch.name,
+        ex.exact + ex.generic,
+        ex.exact,
+        ex.generic,
+        ex.code_bytes / 1024,
+        t_export.as_secs_f64(),
+        cases.len(),
+        t_run.as_secs_f64()
+    ))
+}
+
+fn check(arch: &Arch) {
+    match verify(arch) {
+        Ok(line) => say(&line),
+        Err(why) => {
+            if std::env::var("SELECTJIT_CROSS_REQUIRE").as_deref() == Ok("1") {
+                panic!("cross {}: {why}", arch.name);
+            }
+            say(&format!("cross {}: SKIPPED: {why}", arch.name));
+        }
+    }
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_64_natively() {
+    check(&X86_64);
+}
+
+#[test]
+#[cfg(target_arch = "x86_64")]
+fn x86_64_baseline_natively() {
+    check(&X86_64_BASELINE);
+}
+
+#[test]
+fn aarch64_under_qemu() {
+    check(&AARCH64);
+}
+
+#[test]
+fn s390x_under_qemu() {
+    check(&S390X);
+}
+
+#[test]
+fn riscv64_under_qemu() {
+    check(&RISCV64);
+}

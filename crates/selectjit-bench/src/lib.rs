@@ -1,0 +1,859 @@
+//! Benchmark cases and measurements shared by `selectjit bench` and the criterion benches.
+//!
+//! A case (from `benches/cases.json`) names a dtype, three shapes broadcast with the numpy rule
+//! and a cond fill. The yardstick is the copy roofline ([`crate::roofline`]) for half the case's
+//! traffic (each input's own bytes plus the output's bytes), so that the copy's reads + writes
+//! move as many bytes as the select does. Tiers, static kernels and peers are timed interleaved
+//! in one run and compared as ratios; each copy is timed on its own right after them.
+
+use std::time::Instant;
+
+use serde::{Deserialize, Serialize};
+
+mod ndarray_peer;
+pub mod roofline;
+
+pub use ndarray_peer::{ZipLoop, ndarray_zip};
+
+use selectjit::jit::{CodeGen, CodeGenOptions};
+use selectjit::plan::{plan, plan_contiguous};
+use selectjit::pool::Pool;
+use selectjit::shape::{numel, output_shape};
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, Error, Result, Tier};
+use selectjit::{TensorMut, TensorRef};
+
+use roofline::{CopyBuffers, CopyKind, copy_split};
+
+/// The built-in case list (the project's copy of the shared `cases.json`).
+pub const BUILTIN_CASES: &str = include_str!("../../../benches/cases.json");
+
+/// One benchmark case.
+#[derive(Debug, Clone, Deserialize)]
+pub struct Case {
+    /// Name of the case (`same_f32_1m`, ...).
+    pub name: String,
+    /// Element type name (`f32`, `bf16`, ...).
+    pub dtype: String,
+    /// Shape of cond.
+    pub cond: Vec<usize>,
+    /// Shape of then.
+    pub then: Vec<usize>,
+    #[serde(rename = "else")]
+    /// Shape of else.
+    pub else_: Vec<usize>,
+    /// How cond is filled: `random` (seeded, p = 0.5), `causal` (lower-triangular over the last two dims) or `true`.
+    pub cond_fill: String,
+}
+
+#[derive(Deserialize)]
+struct CaseFile {
+    cases: Vec<Case>,
+}
+
+/// Parses a case list in the `cases.json` format.
+pub fn parse_cases(json: &str) -> Result<Vec<Case>> {
+    let f: CaseFile =
+        serde_json::from_str(json).map_err(|e| Error::Invalid(format!("case list: {e}")))?;
+    for c in &f.cases {
+        c.dtype.parse::<DType>()?;
+        output_shape(Broadcast::Numpy, &c.cond, &c.then, &c.else_)?;
+        if !["random", "causal", "true"].contains(&c.cond_fill.as_str()) {
+            return Err(Error::Invalid(format!(
+                "case {}: unknown cond_fill '{}'",
+                c.name, c.cond_fill
+            )));
+        }
+    }
+    Ok(f.cases)
+}
+
+/// The buffers of one case, filled deterministically.
+pub struct Inputs {
+    /// Element type of then, else and the output.
+    pub dtype: DType,
+    /// Shape of cond.
+    pub cond_shape: Vec<usize>,
+    /// Shape of then.
+    pub then_shape: Vec<usize>,
+    /// Shape of else.
+    pub else_shape: Vec<usize>,
+    /// Shape of the output (numpy broadcast of the three).
+    pub out_shape: Vec<usize>,
+    /// Cond bytes.
+    pub cond: Vec<u8>,
+    /// Then elements, as little-endian bytes.
+    pub then: Vec<u8>,
+    /// Else elements, as little-endian bytes.
+    pub else_: Vec<u8>,
+}
+
+/// A small deterministic generator (xorshift), so that every run sees the same data.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+impl Inputs {
+    /// Builds the buffers of `case`.
+    pub fn new(case: &Case) -> Result<Inputs> {
+        let dtype: DType = case.dtype.parse()?;
+        let out_shape =
+            output_shape(Broadcast::Numpy, &case.cond, &case.then, &case.else_)?.to_vec();
+        let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
+        let nc = numel(&case.cond);
+        let cond: Vec<u8> = match case.cond_fill.as_str() {
+            "true" => vec![1; nc],
+            "causal" => {
+                // Lower-triangular over the last two dims.
+                let r = case.cond.len();
+                let cols = if r >= 1 { case.cond[r - 1] } else { 1 };
+                let rows = if r >= 2 { case.cond[r - 2] } else { 1 };
+                (0..nc)
+                    .map(|i| {
+                        let (row, col) = ((i / cols.max(1)) % rows.max(1), i % cols.max(1));
+                        u8::from(col <= row)
+                    })
+                    .collect()
+            }
+            _ => (0..nc).map(|_| (rng.next() >> 32) as u8 & 1).collect(),
+        };
+        let w = dtype.width();
+        let mut fill =
+            |n: usize| -> Vec<u8> { (0..n * w).map(|_| (rng.next() >> 24) as u8).collect() };
+        Ok(Inputs {
+            dtype,
+            then: fill(numel(&case.then)),
+            else_: fill(numel(&case.else_)),
+            cond,
+            cond_shape: case.cond.clone(),
+            then_shape: case.then.clone(),
+            else_shape: case.else_.clone(),
+            out_shape,
+        })
+    }
+
+    /// Elements of the output.
+    pub fn elements(&self) -> usize {
+        numel(&self.out_shape)
+    }
+
+    /// Bytes moved: each input's own bytes plus the output's.
+    pub fn traffic_bytes(&self) -> usize {
+        self.cond.len() + self.then.len() + self.else_.len() + self.elements() * self.dtype.width()
+    }
+
+    /// Runs one select on `engine` into `out`.
+    pub fn run(&self, engine: &Engine, out: &mut [u8]) -> Result<()> {
+        engine.select_dyn(
+            self.dtype,
+            TensorRef::new(&self.cond, &self.cond_shape),
+            TensorRef::new(&self.then, &self.then_shape),
+            TensorRef::new(&self.else_, &self.else_shape),
+            TensorMut::new(out, &self.out_shape),
+            Broadcast::Numpy,
+        )
+    }
+}
+
+/// One code-generation tier's time on a case.
+#[derive(Debug, Clone, Serialize)]
+pub struct TierTime {
+    /// The tier asked for (`cranelift`, `avx2`, `avx512`).
+    pub tier: String,
+    /// The tier that compiled the case's kernel (Cranelift where an x86 tier does not cover the
+    /// signature).
+    pub kernel_tier: String,
+    /// Median time of a warm call, single-threaded.
+    pub ns: f64,
+    /// First call on a fresh engine: validation, planning, compilation and the run.
+    pub first_call_us: f64,
+}
+
+/// What `selectjit bench` reports for one case. Times are medians of interleaved rounds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Measurement {
+    /// Name of the case.
+    pub case: String,
+    /// Element type name.
+    pub dtype: String,
+    /// Output elements.
+    pub elements: usize,
+    /// Bytes moved: each input's own bytes plus the output's.
+    pub traffic_bytes: usize,
+    /// The tier `auto` picks on this host; `jit_ns` is its time.
+    pub jit_tier: String,
+    /// Median time of the `auto` tier, single-threaded.
+    pub jit_ns: f64,
+    /// Every tier this host runs, single-threaded.
+    pub tiers: Vec<TierTime>,
+    /// Median time of the static kernels, single-threaded.
+    pub static_ns: f64,
+    /// The C library's memcpy of half the traffic.
+    pub memcpy_ns: f64,
+    /// Vector copy of the same bytes with ordinary stores (x86-64 AVX2).
+    pub copy_vector_ns: Option<f64>,
+    /// Vector copy with non-temporal stores (x86-64 AVX2).
+    pub copy_nt_ns: Option<f64>,
+    /// The copy roofline: the fastest of the copies above, and which one it was.
+    pub roofline_ns: f64,
+    /// Which copy was the fastest.
+    pub roofline_kind: CopyKind,
+    /// Reference interpreter, measured on small cases only.
+    pub interp_ns: Option<f64>,
+    /// The `auto` tier on `threads` threads (the engine splits only calls it expects to gain
+    /// from it), and the roofline copy split over as many threads.
+    pub jit_mt_ns: f64,
+    /// The hand-written ndarray peer ([`ndarray_zip`]).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub ndarray_ns: Option<f64>,
+    /// Threads of the multi-threaded engine.
+    pub threads: usize,
+    /// The roofline copy split over `threads` threads.
+    pub copy_mt_ns: Option<f64>,
+    /// First call of the `auto` tier (see [`TierTime::first_call_us`]).
+    pub compile_us: f64,
+    /// Time ratios, below 1 when the JIT is faster: over the static kernels, over glibc's
+    /// memcpy, over the copy roofline; and multi-threaded over single-threaded.
+    pub jit_over_static: f64,
+    /// jit_ns / memcpy_ns.
+    pub jit_over_memcpy: f64,
+    /// jit_ns / roofline_ns.
+    pub jit_over_roofline: f64,
+    /// jit_mt_ns / jit_ns.
+    pub mt_over_jit: f64,
+}
+
+/// Measurement settings.
+#[derive(Debug, Clone, Copy)]
+pub struct Options {
+    /// Interleaved rounds per case (the median is reported).
+    pub rounds: usize,
+    /// Minimum time of one timed batch, in nanoseconds.
+    pub min_batch_ns: u64,
+}
+
+impl Options {
+    /// 15 rounds of batches of at least 4 ms (the README's figures).
+    pub fn full() -> Self {
+        Options {
+            rounds: 15,
+            min_batch_ns: 4_000_000,
+        }
+    }
+    /// 5 rounds of batches of at least 1 ms.
+    pub fn quick() -> Self {
+        Options {
+            rounds: 5,
+            min_batch_ns: 1_000_000,
+        }
+    }
+}
+
+/// Calls `f` `reps` times and returns the mean time per call in ns.
+fn time_batch(reps: usize, f: &mut dyn FnMut()) -> f64 {
+    let t = Instant::now();
+    for _ in 0..reps {
+        f();
+    }
+    t.elapsed().as_nanos() as f64 / reps as f64
+}
+
+/// How many calls make a batch of at least `min_ns`.
+fn calibrate(min_ns: u64, f: &mut dyn FnMut()) -> usize {
+    let mut reps = 1usize;
+    loop {
+        let t = time_batch(reps, f) * reps as f64;
+        if t >= min_ns as f64 || reps >= 1 << 24 {
+            return reps;
+        }
+        let grow = ((min_ns as f64 / t.max(1.0)) * 1.2).ceil() as usize;
+        reps = (reps * grow.clamp(2, 100)).min(1 << 24);
+    }
+}
+
+fn median(v: &mut [f64]) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Times several contenders interleaved: each is calibrated to batches of at least
+/// `opts.min_batch_ns`, then every round runs one batch of each in turn, each timed batch
+/// preceded by an untimed one of the same length. Returns the median time per call of each, in
+/// order.
+///
+/// The untimed batch matters for working sets near the size of the last-level cache: after the
+/// other contenders ran, a copy of 6.5 MB here needs about eight calls before its buffers are
+/// back in the cache (its time falls from ~800 to ~270 µs), while a faster contender gets more
+/// calls per batch and would be timed warmer. With it every contender is timed in its steady
+/// state, as a runtime calling the same shapes again sees it.
+fn interleaved(opts: Options, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
+    let reps: Vec<usize> = fs
+        .iter_mut()
+        .map(|f| calibrate(opts.min_batch_ns, *f))
+        .collect();
+    let mut times = vec![Vec::new(); fs.len()];
+    for _ in 0..opts.rounds {
+        for (k, f) in fs.iter_mut().enumerate() {
+            time_batch(reps[k], *f);
+            times[k].push(time_batch(reps[k], *f));
+        }
+    }
+    times.iter_mut().map(|t| median(t)).collect()
+}
+
+/// The tiers this host runs natively, `auto`'s choice among them.
+pub fn host_tiers() -> Vec<Tier> {
+    Tier::CONCRETE
+        .into_iter()
+        .filter(|t| t.available())
+        .collect()
+}
+
+/// A single-threaded engine that compiles the exact kernel on the first call.
+fn single(backend: Backend, tier: Tier) -> Result<Engine> {
+    Engine::try_with_config(EngineConfig {
+        backend,
+        tier,
+        threads: 1,
+        exact_after: 1,
+        ..EngineConfig::default()
+    })
+}
+
+/// Measures one case: every tier (cache warm), the static kernels, the copies and the
+/// multi-threaded JIT, interleaved.
+pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
+    let inp = Inputs::new(case)?;
+    let out_bytes = inp.elements() * inp.dtype.width();
+    let mut reference = vec![0u8; out_bytes];
+    let interp = single(Backend::Interp, Tier::Auto)?;
+    inp.run(&interp, &mut reference)?;
+    let check = |what: &str, out: &[u8]| -> Result<()> {
+        if out != reference.as_slice() {
+            return Err(Error::Invalid(format!(
+                "{}: {what} output differs from the interpreter",
+                case.name
+            )));
+        }
+        Ok(())
+    };
+
+    // First call of each tier (compiles), checked against the interpreter.
+    let tiers = host_tiers();
+    let mut engines = Vec::new();
+    let mut outs = Vec::new();
+    let mut first = Vec::new();
+    let mut kernel_tiers = Vec::new();
+    for &t in &tiers {
+        let e = single(Backend::Jit, t)?;
+        let mut out = vec![0u8; out_bytes];
+        let t0 = Instant::now();
+        inp.run(&e, &mut out)?;
+        first.push(t0.elapsed().as_nanos() as f64 / 1e3);
+        if let Some(err) = e.last_codegen_error() {
+            return Err(Error::Codegen(err));
+        }
+        check(t.name(), &out)?;
+        kernel_tiers.push(kernel_tier(&e, &inp).unwrap_or(t));
+        engines.push(e);
+        outs.push(out);
+    }
+    let auto = tiers
+        .iter()
+        .position(|&t| Some(t) == Tier::best())
+        .ok_or_else(|| Error::Invalid("no tier runs on this host".into()))?;
+    let stat = single(Backend::Static, Tier::Auto)?;
+    let mut out_static = vec![0u8; out_bytes];
+    inp.run(&stat, &mut out_static)?;
+    check("static", &out_static)?;
+    let jit_mt = Engine::try_with_config(EngineConfig {
+        backend: Backend::Jit,
+        exact_after: 1,
+        ..EngineConfig::default()
+    })?;
+    let threads = jit_mt.config().threads;
+    let mut out_mt = vec![0u8; out_bytes];
+    inp.run(&jit_mt, &mut out_mt)?;
+    check("multi-threaded jit", &out_mt)?;
+
+    let mut zip = Some(ndarray_peer::ndarray_peer(&inp, &reference)?);
+
+    let copy_bytes = inp.traffic_bytes() / 2;
+    let kinds: Vec<CopyKind> = CopyKind::ALL
+        .into_iter()
+        .filter(|k| k.available())
+        .collect();
+    let mut copies: Vec<CopyBuffers> = kinds.iter().map(|_| CopyBuffers::new(copy_bytes)).collect();
+
+    let inp = &inp;
+    let mut fs: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+    for (e, out) in engines.iter().zip(outs.iter_mut()) {
+        fs.push(Box::new(move || inp.run(e, out).expect("validated above")));
+    }
+    fs.push(Box::new(|| {
+        inp.run(&stat, &mut out_static).expect("validated above")
+    }));
+    fs.push(Box::new(|| {
+        inp.run(&jit_mt, &mut out_mt).expect("validated above")
+    }));
+    if let Some(z) = zip.as_mut() {
+        fs.push(Box::new(|| z.run()));
+    }
+    let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
+    let t = interleaved(opts, &mut refs);
+    drop(refs);
+    drop(fs);
+    let nt = tiers.len();
+    let static_ns = t[nt];
+    let jit_mt_ns = t[nt + 1];
+    let ndarray_ns = zip.is_some().then(|| t[nt + 2]);
+    // The copies, each timed on its own (back-to-back batches, no other working set between
+    // them): the roofline is the best this machine does, not a copy disturbed by the select's
+    // contenders.
+    let copy_ns: Vec<f64> = kinds
+        .iter()
+        .zip(copies.iter_mut())
+        .map(|(k, b)| {
+            let mut f = || b.copy(*k).expect("available");
+            interleaved(opts, &mut [&mut f])[0]
+        })
+        .collect();
+    let (best_k, roofline_ns) = copy_ns
+        .iter()
+        .enumerate()
+        .min_by(|a, b| a.1.total_cmp(b.1))
+        .map(|(k, &v)| (kinds[k], v))
+        .ok_or_else(|| Error::Invalid("no copy ran".into()))?;
+    let copy_of = |k: CopyKind| kinds.iter().position(|&x| x == k).map(|i| copy_ns[i]);
+    // The roofline copy split over the engine's threads, for the scaling the machine allows.
+    let copy_mt_ns = match Pool::new(threads) {
+        Some(pool) if out_bytes >= jit_mt.config().parallel_min_bytes => {
+            let mut b = CopyBuffers::new(copy_bytes);
+            let mut f = || copy_split(&mut b, best_k, &pool).expect("available");
+            let t = interleaved(opts, &mut [&mut f]);
+            Some(t[0])
+        }
+        _ => None,
+    };
+
+    let interp_ns = if inp.elements() <= 1 << 16 {
+        let mut buf = vec![0u8; out_bytes];
+        let mut f = || inp.run(&interp, &mut buf).expect("validated above");
+        let r = calibrate(opts.min_batch_ns / 4, &mut f);
+        Some(time_batch(r, &mut f))
+    } else {
+        None
+    };
+    let jit_ns = t[auto];
+    Ok(Measurement {
+        case: case.name.clone(),
+        dtype: case.dtype.clone(),
+        elements: inp.elements(),
+        traffic_bytes: inp.traffic_bytes(),
+        jit_tier: tiers[auto].name().to_string(),
+        jit_ns,
+        tiers: tiers
+            .iter()
+            .enumerate()
+            .map(|(k, tier)| TierTime {
+                tier: tier.name().to_string(),
+                kernel_tier: kernel_tiers[k].name().to_string(),
+                ns: t[k],
+                first_call_us: first[k],
+            })
+            .collect(),
+        static_ns,
+        memcpy_ns: copy_of(CopyKind::Memcpy).unwrap_or(f64::NAN),
+        copy_vector_ns: copy_of(CopyKind::Vector),
+        copy_nt_ns: copy_of(CopyKind::NonTemporal),
+        roofline_ns,
+        roofline_kind: best_k,
+        interp_ns,
+        jit_mt_ns,
+        ndarray_ns,
+        threads,
+        copy_mt_ns,
+        compile_us: first[auto],
+        jit_over_static: jit_ns / static_ns,
+        jit_over_memcpy: jit_ns / copy_of(CopyKind::Memcpy).unwrap_or(f64::NAN),
+        jit_over_roofline: jit_ns / roofline_ns,
+        mt_over_jit: jit_mt_ns / jit_ns,
+    })
+}
+
+/// The tier of the exact kernel `e` holds for `inp`'s signature.
+fn kernel_tier(e: &Engine, inp: &Inputs) -> Option<Tier> {
+    let b = selectjit::shape::broadcast_shapes(
+        Broadcast::Numpy,
+        &inp.cond_shape,
+        &inp.then_shape,
+        &inp.else_shape,
+    )
+    .ok()?;
+    let st = |s: &[usize], p| {
+        selectjit::shape::strides_over(s, &selectjit::shape::contiguous_strides(s), p, &b.out)
+    };
+    let so = selectjit::shape::contiguous_strides(&b.out);
+    let (sc, sth, se) = (
+        st(&inp.cond_shape, b.cond),
+        st(&inp.then_shape, b.then),
+        st(&inp.else_shape, b.else_),
+    );
+    let sig = plan(inp.dtype.width(), &b.out, [&sc, &sth, &se, &so])?;
+    e.codegen().map(|c| c.tier_for(c.tier(), &sig))
+}
+
+/// Measures every case whose name contains `filter`, calling `progress` after each.
+pub fn run_suite(
+    cases: &[Case],
+    filter: &str,
+    opts: Options,
+    mut progress: impl FnMut(&Measurement),
+) -> Result<Vec<Measurement>> {
+    let mut out = Vec::new();
+    for c in cases.iter().filter(|c| c.name.contains(filter)) {
+        let m = measure(c, opts)?;
+        progress(&m);
+        out.push(m);
+    }
+    Ok(out)
+}
+
+/// Column headers of [`table_row`] for the tiers `tiers` (see [`host_tiers`]).
+pub fn table_header(tiers: &[Tier]) -> String {
+    let mut h = format!("{:<22} {:>9} {:>7}", "case", "elements", "traffic");
+    for t in tiers {
+        h.push_str(&format!(" {:>10}", t.name()));
+    }
+    h.push_str(&format!(
+        " {:>9} {:>14} {:>8} {:>8} {:>9} {:>6} {:>8} {:>9}",
+        "static", "copy (best)", "jit/stat", "jit/copy", "jit-mt", "mt/1t", "copy-mt", "1st call"
+    ));
+    {
+        h.push_str(&format!(" {:>9} {:>8}", "ndarray", "jit/nd"));
+    }
+    h
+}
+
+/// One line of the `selectjit bench` table: times in µs, ratios of times.
+pub fn table_row(m: &Measurement) -> String {
+    let us = |ns: f64| ns / 1e3;
+    let mut r = format!(
+        "{:<22} {:>9} {:>7}",
+        m.case,
+        m.elements,
+        human_bytes(m.traffic_bytes)
+    );
+    for t in &m.tiers {
+        let mark = if t.kernel_tier == t.tier { " " } else { "*" };
+        r.push_str(&format!(" {:>9.2}{mark}", us(t.ns)));
+    }
+    let copy_mt = m
+        .copy_mt_ns
+        .map(|c| format!("{:.2}", m.roofline_ns / c))
+        .unwrap_or_else(|| "-".into());
+    r.push_str(&format!(
+        " {:>9.2} {:>8.2} {:<5} {:>8.3} {:>8.3} {:>9.2} {:>6.2} {:>8} {:>6.0} us",
+        us(m.static_ns),
+        us(m.roofline_ns),
+        m.roofline_kind.name(),
+        m.jit_over_static,
+        m.jit_over_roofline,
+        us(m.jit_mt_ns),
+        m.mt_over_jit,
+        copy_mt,
+        m.compile_us
+    ));
+    if let Some(nd) = m.ndarray_ns {
+        r.push_str(&format!(" {:>9.2} {:>8.3}", us(nd), m.jit_ns / nd));
+    }
+    r
+}
+
+/// What the table's columns mean, printed under it.
+pub const TABLE_NOTES: &str = "times in us per call (median of interleaved rounds), single-threaded unless -mt; \
+jit = the tier auto picks; * = that tier does not cover the case and Cranelift compiled it; \
+copy (best) = the fastest of memcpy / vector / non-temporal copies of half the traffic; \
+copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
+ndarray = the hand-written ndarray Zip loop, jit/nd = jit time over it";
+
+fn human_bytes(n: usize) -> String {
+    match n {
+        n if n >= 1 << 20 => format!("{:.1}M", n as f64 / (1 << 20) as f64),
+        n if n >= 1 << 10 => format!("{:.1}K", n as f64 / 1024.0),
+        n => format!("{n}B"),
+    }
+}
+
+/// Geometric mean of `ratio` over the measurements.
+pub fn geomean(ms: &[Measurement], ratio: impl Fn(&Measurement) -> f64) -> f64 {
+    if ms.is_empty() {
+        return f64::NAN;
+    }
+    (ms.iter().map(|m| ratio(m).ln()).sum::<f64>() / ms.len() as f64).exp()
+}
+
+/// Geometric mean of the static/jit time ratio (the JIT's speed-up over the static kernels).
+pub fn geomean_speedup(ms: &[Measurement]) -> f64 {
+    geomean(ms, |m| m.static_ns / m.jit_ns)
+}
+
+/// Compile latency of one tier.
+#[derive(Debug, Clone, Serialize)]
+pub struct CompileLatency {
+    /// The tier.
+    pub tier: String,
+    /// Median / 90th percentile time to get the kernel of one new signature (code generation,
+    /// making it executable, cache insertion), over many distinct signatures.
+    pub median_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// Signatures compiled.
+    pub compiled: usize,
+    /// How many of them the tier compiled itself (the rest fell back to Cranelift).
+    pub by_tier: usize,
+}
+
+/// Call overheads on a 16-element f32 select with the cache warm, and compile latencies.
+#[derive(Debug, Clone, Serialize)]
+pub struct Overheads {
+    /// `Engine::select` on the `auto` tier: validation, shape inference, planning, cache
+    /// lookup, run.
+    pub hit_call_ns: f64,
+    /// The same call on an engine with the static kernels.
+    pub static_call_ns: f64,
+    /// `Prepared::run`: buffer-length checks and the call.
+    pub prepared_call_ns: f64,
+    /// Compile latency of the `auto` tier (as in `compile`).
+    pub compile_median_us: f64,
+    /// 90th percentile of the `auto` tier's compile latency.
+    pub compile_p90_us: f64,
+    /// Signatures compiled per tier.
+    pub compiled: usize,
+    /// Compile latency of every tier this host runs.
+    pub compile: Vec<CompileLatency>,
+}
+
+/// Measures call overheads and the compile latency of every tier.
+pub fn measure_overheads(opts: Options) -> Result<Overheads> {
+    let e = single(Backend::Jit, Tier::Auto)?;
+    let st = single(Backend::Static, Tier::Auto)?;
+    let cond = [1u8, 0, 1, 1, 0, 0, 1, 0, 1, 1, 1, 0, 0, 0, 1, 0];
+    let t = [1f32; 16];
+    let el = [2f32; 16];
+    let (mut o, mut o1, mut o2) = ([0f32; 16], [0f32; 16], [0f32; 16]);
+    let call = |e: &Engine, o: &mut [f32; 16]| {
+        e.select(
+            TensorRef::new(&cond, &[16]),
+            TensorRef::new(&t, &[16]),
+            TensorRef::new(&el, &[16]),
+            TensorMut::new(o, &[16]),
+            Broadcast::Numpy,
+        )
+        .expect("valid call")
+    };
+    let mut f_hit = || call(&e, &mut o);
+    f_hit();
+    let mut f_static = || call(&st, &mut o1);
+    let p = e.prepare(DType::F32, &[16], &[16], &[16], Broadcast::Numpy)?;
+    let mut f_prep = || p.run(&cond, &t, &el, &mut o2).expect("valid call");
+    let tm = interleaved(opts, &mut [&mut f_hit, &mut f_static, &mut f_prep]);
+
+    // Compile latency: distinct signatures of a few common patterns.
+    let n = if opts.rounds > 5 { 300 } else { 100 };
+    let sigs = (0..n)
+        .map(|i| {
+            match i % 3 {
+                0 => plan_contiguous(4, 1000 + i),
+                1 => plan_contiguous(2, 5000 + i),
+                _ => {
+                    let m = 64 + i;
+                    plan(
+                        4,
+                        &[8, m],
+                        [&[0, 1], &[m as isize, 1], &[0, 0], &[m as isize, 1]],
+                    )
+                }
+            }
+            .ok_or_else(|| Error::Invalid("empty signature".into()))
+        })
+        .collect::<Result<Vec<_>>>()?;
+    let mut compile = Vec::new();
+    for tier in host_tiers() {
+        let cg = CodeGen::new(
+            tier,
+            CodeGenOptions {
+                verify: false,
+                nt_min_bytes: usize::MAX,
+                runner: None,
+            },
+        )?;
+        let mut us = Vec::new();
+        let mut by_tier = 0;
+        for sig in &sigs {
+            let t0 = Instant::now();
+            let k = cg
+                .compile(sig)
+                .map_err(|e| Error::Codegen(format!("compiling {sig} failed: {e}")))?;
+            let k = std::sync::Arc::new(k);
+            us.push(t0.elapsed().as_nanos() as f64 / 1e3);
+            by_tier += usize::from(k.tier() == tier);
+        }
+        us.sort_by(|x, y| x.total_cmp(y));
+        compile.push(CompileLatency {
+            tier: tier.name().to_string(),
+            median_us: us[us.len() / 2],
+            p90_us: us[us.len() * 9 / 10],
+            compiled: us.len(),
+            by_tier,
+        });
+    }
+    let auto = compile
+        .iter()
+        .find(|c| Some(c.tier.as_str()) == Tier::best().map(Tier::name))
+        .cloned()
+        .ok_or_else(|| Error::Invalid("no tier runs on this host".into()))?;
+    Ok(Overheads {
+        hit_call_ns: tm[0],
+        static_call_ns: tm[1],
+        prepared_call_ns: tm[2],
+        compile_median_us: auto.median_us,
+        compile_p90_us: auto.p90_us,
+        compiled: auto.compiled,
+        compile,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn builtin_cases_parse_and_build() {
+        let cases = parse_cases(BUILTIN_CASES).unwrap();
+        assert!(cases.len() >= 20);
+        let tiny = cases.iter().find(|c| c.name == "tiny_f32_3x4").unwrap();
+        let inp = Inputs::new(tiny).unwrap();
+        assert_eq!(inp.elements(), 12);
+        assert_eq!(inp.traffic_bytes(), 12 + 48 * 3);
+        let causal = Case {
+            name: "c".into(),
+            dtype: "f32".into(),
+            cond: vec![3, 3],
+            then: vec![3, 3],
+            else_: vec![],
+            cond_fill: "causal".into(),
+        };
+        assert_eq!(
+            Inputs::new(&causal).unwrap().cond,
+            vec![1, 0, 0, 1, 1, 0, 1, 1, 1]
+        );
+    }
+
+    #[test]
+    fn bad_case_lists_are_errors() {
+        assert!(parse_cases("{").is_err());
+        assert!(parse_cases(r#"{"cases":[{"name":"x","dtype":"f33","cond":[1],"then":[1],"else":[1],"cond_fill":"random"}]}"#).is_err());
+        assert!(parse_cases(r#"{"cases":[{"name":"x","dtype":"f32","cond":[2],"then":[3],"else":[1],"cond_fill":"random"}]}"#).is_err());
+    }
+}
+
+/// The dynamic-shape benchmark: an attention-mask select (cond `[1,1,S,S]`, then `[B,H,S,S]`,
+/// scalar else, f32) whose sequence length `S` takes many values, as a serving runtime sees it.
+#[derive(Debug, Clone, Serialize)]
+pub struct DynamicReport {
+    /// Distinct sequence lengths called (each once).
+    pub lengths: usize,
+    /// Exact kernels compiled for them with the default policy (on the second sighting).
+    pub exact_compiles: u64,
+    /// Shape-generic kernels compiled for them.
+    pub generic_compiles: u64,
+    /// Total time of the select calls (compiles included; input generation excluded).
+    pub total_ms: f64,
+    /// Per probed size: elements, generic-kernel time, exact-kernel time (ns, medians).
+    pub probes: Vec<(usize, f64, f64)>,
+}
+
+fn attention_case(s: usize, heads: usize) -> Case {
+    Case {
+        name: format!("attn_s{s}"),
+        dtype: "f32".into(),
+        cond: vec![1, 1, s, s],
+        then: vec![1, heads, s, s],
+        else_: vec![],
+        cond_fill: "causal".into(),
+    }
+}
+
+/// Runs the dynamic-shape benchmark over `lengths` distinct sequence lengths.
+pub fn measure_dynamic(lengths: usize, opts: Options) -> Result<DynamicReport> {
+    let single = |exact_after| {
+        Engine::with_config(EngineConfig {
+            backend: Backend::Jit,
+            exact_after,
+            threads: 1,
+            ..EngineConfig::default()
+        })
+    };
+    let policy = single(EngineConfig::default().exact_after.max(2));
+    let interp = Engine::with_backend(Backend::Interp);
+    let heads = 4;
+    let mut total_ns = 0u128;
+    for k in 0..lengths {
+        let s = 16 + k; // 16 .. 16 + lengths
+        let inp = Inputs::new(&attention_case(s, heads))?;
+        let mut out = vec![0u8; inp.elements() * 4];
+        let t = Instant::now();
+        inp.run(&policy, &mut out)?;
+        total_ns += t.elapsed().as_nanos();
+        if k % 97 == 0 {
+            let mut want = vec![0u8; out.len()];
+            inp.run(&interp, &mut want)?;
+            if out != want {
+                return Err(Error::Invalid(format!(
+                    "dynamic S={s}: output differs from the interpreter"
+                )));
+            }
+        }
+    }
+    let total_ms = total_ns as f64 / 1e6;
+    let st = policy.stats();
+    // Throughput of the generic kernel against the exact one, both warm, interleaved.
+    let mut probes = Vec::new();
+    for s in [128usize, 256, 512] {
+        let inp = Inputs::new(&attention_case(s, heads))?;
+        let generic = single(u32::MAX);
+        let exact = single(1);
+        let mut o1 = vec![0u8; inp.elements() * 4];
+        let mut o2 = o1.clone();
+        inp.run(&generic, &mut o1)?;
+        inp.run(&exact, &mut o2)?;
+        if o1 != o2 {
+            return Err(Error::Invalid(format!(
+                "dynamic S={s}: generic and exact kernels differ"
+            )));
+        }
+        let mut fg = || inp.run(&generic, &mut o1).expect("validated above");
+        let rg = calibrate(opts.min_batch_ns, &mut fg);
+        let mut fe = || inp.run(&exact, &mut o2).expect("validated above");
+        let re = calibrate(opts.min_batch_ns, &mut fe);
+        let (mut tg, mut te) = (Vec::new(), Vec::new());
+        for _ in 0..opts.rounds {
+            tg.push(time_batch(rg, &mut fg));
+            te.push(time_batch(re, &mut fe));
+        }
+        probes.push((inp.elements(), median(&mut tg), median(&mut te)));
+    }
+    Ok(DynamicReport {
+        lengths,
+        exact_compiles: st.compiles,
+        generic_compiles: st.generic_compiles,
+        total_ms,
+        probes,
+    })
+}

@@ -1,0 +1,256 @@
+//! The copy roofline: the fastest way this machine moves a given number of bytes, the yardstick
+//! of the benchmarks.
+//!
+//! glibc's `memcpy` alone is not it: for copies around the size of the last-level cache it
+//! switches to non-temporal stores, which on some machines run several times slower than a copy
+//! with ordinary stores. So three copies of the same bytes are timed — `memcpy`, a vector loop
+//! with ordinary stores and one with non-temporal stores — and the fastest counts.
+
+use selectjit::{Error, Result};
+
+/// One way to copy bytes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum CopyKind {
+    /// `copy_from_slice` (the C library's `memcpy`).
+    Memcpy,
+    /// Unrolled 256-bit (or 512-bit) vector loads and ordinary stores.
+    Vector,
+    /// Unrolled vector loads and non-temporal stores (bypassing the caches), then `sfence`.
+    NonTemporal,
+}
+
+impl CopyKind {
+    /// Every kind, in a fixed order.
+    pub const ALL: [CopyKind; 3] = [CopyKind::Memcpy, CopyKind::Vector, CopyKind::NonTemporal];
+
+    /// Short name for tables.
+    pub fn name(self) -> &'static str {
+        match self {
+            CopyKind::Memcpy => "memcpy",
+            CopyKind::Vector => "vector",
+            CopyKind::NonTemporal => "nt",
+        }
+    }
+
+    /// Whether this host has the instructions the copy needs.
+    pub fn available(self) -> bool {
+        match self {
+            CopyKind::Memcpy => true,
+            #[cfg(target_arch = "x86_64")]
+            _ => std::arch::is_x86_feature_detected!("avx2"),
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => false,
+        }
+    }
+}
+
+/// A source and a destination of `n` bytes, the destination aligned to 64 bytes (as the
+/// non-temporal copy wants it).
+pub struct CopyBuffers {
+    src: Vec<u8>,
+    dst: Vec<u8>,
+    /// Offset of the aligned destination in `dst`.
+    off: usize,
+    n: usize,
+}
+
+impl CopyBuffers {
+    /// Buffers for copies of `n` bytes, the source filled with a pattern.
+    pub fn new(n: usize) -> CopyBuffers {
+        let src: Vec<u8> = (0..n).map(|i| (i * 7 + 3) as u8).collect();
+        let dst = vec![0u8; n + 64];
+        let off = dst.as_ptr().align_offset(64).min(64);
+        CopyBuffers { src, dst, off, n }
+    }
+
+    /// Bytes per copy.
+    pub fn len(&self) -> usize {
+        self.n
+    }
+
+    /// Whether the copies are empty.
+    pub fn is_empty(&self) -> bool {
+        self.n == 0
+    }
+
+    /// The destination after a copy.
+    pub fn dst(&self) -> &[u8] {
+        &self.dst[self.off..self.off + self.n]
+    }
+
+    /// The source.
+    pub fn src(&self) -> &[u8] {
+        &self.src
+    }
+
+    /// Copies the source to the destination with `kind`; an error if the host lacks it.
+    pub fn copy(&mut self, kind: CopyKind) -> Result<()> {
+        self.copy_range(kind, 0, self.n)
+    }
+
+    /// Copies bytes `a..b` of the source to the same place in the destination.
+    fn copy_range(&mut self, kind: CopyKind, a: usize, b: usize) -> Result<()> {
+        if !kind.available() {
+            return Err(Error::Invalid(format!(
+                "copy '{}' needs AVX2, which this host lacks",
+                kind.name()
+            )));
+        }
+        let (off, b) = (self.off, b.min(self.n));
+        if a >= b {
+            return Ok(());
+        }
+        let src = &self.src[a..b];
+        let dst = &mut self.dst[off + a..off + b];
+        match kind {
+            CopyKind::Memcpy => dst.copy_from_slice(src),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: `available()` checked AVX2; `src` and `dst` are distinct slices of the
+            // same length.
+            CopyKind::Vector => unsafe { x86::copy_avx2(src, dst, false) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            CopyKind::NonTemporal => unsafe { x86::copy_avx2(src, dst, true) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => unreachable!("not available off x86-64"),
+        }
+        std::hint::black_box(&mut self.dst);
+        Ok(())
+    }
+
+    /// The byte range of part `part` of `parts` in a split copy: 64-byte aligned shares.
+    fn split(&self, parts: usize, part: usize) -> (usize, usize) {
+        let chunk = self.n.div_ceil(parts.max(1)).next_multiple_of(64);
+        ((part * chunk).min(self.n), ((part + 1) * chunk).min(self.n))
+    }
+}
+
+/// A copy split across the threads of a pool: the multi-threaded yardstick.
+pub(crate) fn copy_split(
+    bufs: &mut CopyBuffers,
+    kind: CopyKind,
+    pool: &selectjit::pool::Pool,
+) -> Result<()> {
+    if !kind.available() {
+        return Err(Error::Invalid(format!(
+            "copy '{}' is not available on this host",
+            kind.name()
+        )));
+    }
+    let parts = pool.threads();
+    let ranges: Vec<(usize, usize)> = (0..parts).map(|i| bufs.split(parts, i)).collect();
+    let off = bufs.off;
+    let src = bufs.src.as_ptr() as usize;
+    let dst = bufs.dst.as_mut_ptr() as usize;
+    let f = |i: usize| {
+        let (a, b) = ranges[i];
+        if a >= b {
+            return;
+        }
+        // SAFETY: the ranges are disjoint parts of `0..n` for the buffers' `n`, inside both
+        // buffers (`src` holds `n` bytes, `dst` `off + n`); the buffers outlive `pool.run`, which returns only after
+        // every part is done.
+        let (s, d) = unsafe {
+            (
+                std::slice::from_raw_parts((src as *const u8).add(a), b - a),
+                std::slice::from_raw_parts_mut((dst as *mut u8).add(off + a), b - a),
+            )
+        };
+        match kind {
+            CopyKind::Memcpy => d.copy_from_slice(s),
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: availability checked above; distinct slices of equal length.
+            CopyKind::Vector => unsafe { x86::copy_avx2(s, d, false) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: as above.
+            CopyKind::NonTemporal => unsafe { x86::copy_avx2(s, d, true) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => {}
+        }
+    };
+    if !pool.run(parts, &f) {
+        for i in 0..parts {
+            f(i);
+        }
+    }
+    std::hint::black_box(&mut bufs.dst);
+    Ok(())
+}
+
+#[cfg(target_arch = "x86_64")]
+mod x86 {
+    use std::arch::x86_64::*;
+
+    /// Copies `src` to `dst` (equal lengths) with 256-bit vectors, 128 bytes per iteration;
+    /// with `nt`, the stores of the 32-byte aligned part are non-temporal, followed by `sfence`.
+    ///
+    /// # Safety
+    /// The CPU has AVX2.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn copy_avx2(src: &[u8], dst: &mut [u8], nt: bool) {
+        let n = src.len().min(dst.len());
+        let (s, d) = (src.as_ptr(), dst.as_mut_ptr());
+        // Head up to 32-byte alignment of the destination, with ordinary stores.
+        let head = d.align_offset(32).min(n);
+        dst[..head].copy_from_slice(&src[..head]);
+        let mut i = head;
+        // SAFETY (all pointer accesses below): `i + 128 <= n` (or `i + 32 <= n`) bounds every
+        // access inside both slices; stores at `d + i` are 32-byte aligned after the head.
+        unsafe {
+            while i + 128 <= n {
+                let v0 = _mm256_loadu_si256(s.add(i) as *const __m256i);
+                let v1 = _mm256_loadu_si256(s.add(i + 32) as *const __m256i);
+                let v2 = _mm256_loadu_si256(s.add(i + 64) as *const __m256i);
+                let v3 = _mm256_loadu_si256(s.add(i + 96) as *const __m256i);
+                let p = d.add(i) as *mut __m256i;
+                if nt {
+                    _mm256_stream_si256(p, v0);
+                    _mm256_stream_si256(p.add(1), v1);
+                    _mm256_stream_si256(p.add(2), v2);
+                    _mm256_stream_si256(p.add(3), v3);
+                } else {
+                    _mm256_store_si256(p, v0);
+                    _mm256_store_si256(p.add(1), v1);
+                    _mm256_store_si256(p.add(2), v2);
+                    _mm256_store_si256(p.add(3), v3);
+                }
+                i += 128;
+            }
+            while i + 32 <= n {
+                let v = _mm256_loadu_si256(s.add(i) as *const __m256i);
+                _mm256_storeu_si256(d.add(i) as *mut __m256i, v);
+                i += 32;
+            }
+            if nt {
+                _mm_sfence();
+            }
+        }
+        dst[i..n].copy_from_slice(&src[i..n]);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_copy_copies_every_byte() {
+        for n in [0usize, 1, 31, 32, 33, 127, 128, 129, 1000, 4096 + 17] {
+            for kind in CopyKind::ALL {
+                let mut b = CopyBuffers::new(n);
+                if !kind.available() {
+                    assert!(b.copy(kind).is_err());
+                    continue;
+                }
+                b.copy(kind).unwrap();
+                assert_eq!(b.dst(), b.src(), "{kind:?} {n}");
+                if let Some(pool) = selectjit::pool::Pool::new(3) {
+                    let mut b = CopyBuffers::new(n);
+                    copy_split(&mut b, kind, &pool).unwrap();
+                    assert_eq!(b.dst(), b.src(), "split {kind:?} {n}");
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! `selectjit bench`.
+
+use std::path::PathBuf;
+
+use selectjit::{Error, Result};
+use selectjit_bench::{
+    BUILTIN_CASES, Measurement, Options, TABLE_NOTES, geomean, host_tiers, measure_dynamic,
+    measure_overheads, parse_cases, run_suite, table_header, table_row,
+};
+
+#[derive(clap::Args)]
+pub struct Args {
+    /// Case list in the cases.json format (default: the built-in copy).
+    #[arg(long)]
+    cases: Option<PathBuf>,
+    /// Only cases whose name contains this.
+    #[arg(long, default_value = "")]
+    filter: String,
+    /// Fewer rounds and shorter batches.
+    #[arg(long)]
+    quick: bool,
+    /// Also write the measurements as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Also run the dynamic-shape benchmark over this many sequence lengths.
+    #[arg(long, default_value_t = 0)]
+    dynamic: usize,
+}
+
+pub fn run(a: Args) -> Result<()> {
+    let text = match &a.cases {
+        Some(p) => {
+            std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?
+        }
+        None => BUILTIN_CASES.to_string(),
+    };
+    let cases = parse_cases(&text)?;
+    let opts = if a.quick {
+        Options::quick()
+    } else {
+        Options::full()
+    };
+    let tiers = host_tiers();
+    println!("{}", table_header(&tiers));
+    let ms = run_suite(&cases, &a.filter, opts, |m| println!("{}", table_row(m)))?;
+    if ms.is_empty() {
+        return Err(Error::Invalid(format!("no case matches '{}'", a.filter)));
+    }
+    println!("{TABLE_NOTES}");
+    for (k, t) in tiers.iter().enumerate() {
+        println!(
+            "geometric mean of {t}/static time: {:.3} ({} of {} cases faster than static)",
+            geomean(&ms, |m| m.tiers[k].ns / m.static_ns),
+            ms.iter().filter(|m| m.tiers[k].ns < m.static_ns).count(),
+            ms.len()
+        );
+    }
+    let worst = |big: bool| {
+        ms.iter()
+            .filter(|m| (m.elements >= 1 << 16) == big)
+            .max_by(|x, y| x.jit_over_roofline.total_cmp(&y.jit_over_roofline))
+    };
+    for (big, label) in [(true, ">= 64K"), (false, "< 64K")] {
+        if let Some(w) = worst(big) {
+            println!(
+                "worst jit/copy roofline on cases of {label} elements: {:.3} ({})",
+                w.jit_over_roofline, w.case
+            );
+        }
+    }
+    let worst_mt: Option<&Measurement> = ms
+        .iter()
+        .max_by(|x, y| x.mt_over_jit.total_cmp(&y.mt_over_jit));
+    if let Some(w) = worst_mt {
+        println!(
+            "worst jit-mt/jit ({} threads): {:.3} ({})",
+            w.threads, w.mt_over_jit, w.case
+        );
+    }
+    let o = measure_overheads(opts)?;
+    println!(
+        "cache-hit call (16 f32): {:.0} ns (static kernels: {:.0} ns); prepared call: {:.0} ns",
+        o.hit_call_ns, o.static_call_ns, o.prepared_call_ns
+    );
+    for c in &o.compile {
+        println!(
+            "compile of a new signature, {}: median {:.1} us, p90 {:.1} us ({} signatures, {} by the tier itself)",
+            c.tier, c.median_us, c.p90_us, c.compiled, c.by_tier
+        );
+    }
+    let dynamic = if a.dynamic > 0 {
+        let d = measure_dynamic(a.dynamic, opts)?;
+        println!(
+            "dynamic shapes: {} sequence lengths -> {} generic + {} exact kernels compiled, {:.1} ms of calls",
+            d.lengths, d.generic_compiles, d.exact_compiles, d.total_ms
+        );
+        for (n, g, e) in &d.probes {
+            println!(
+                "  {n:>8} elements: generic {:.0} ns, exact {:.0} ns, generic/exact {:.3}",
+                g,
+                e,
+                g / e
+            );
+        }
+        Some(d)
+    } else {
+        None
+    };
+    if let Some(p) = &a.json {
+        let v = serde_json::json!({ "cases": ms, "overheads": o, "dynamic": dynamic });
+        let s = serde_json::to_string_pretty(&v).map_err(|e| Error::Io(e.to_string()))?;
+        let dir = p
+            .parent()
+            .filter(|d| !d.as_os_str().is_empty())
+            .map(PathBuf::from)
+            .unwrap_or_else(|| ".".into());
+        let mut tmp = tempfile::NamedTempFile::new_in(dir)
+            .map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
+        std::io::Write::write_all(&mut tmp, s.as_bytes()).map_err(|e| Error::Io(e.to_string()))?;
+        tmp.persist(p)
+            .map_err(|e| Error::Io(format!("{}: {}", p.display(), e.error)))?;
+    }
+    Ok(())
+}

@@ -1,0 +1,630 @@
+//! The `selectjit` command on real `.npy` files.
+
+#[path = "../../../tests/common/mod.rs"]
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use selectjit::DType;
+use selectjit_cli::npy::{npy_bytes, read_npy};
+
+fn bin() -> Command {
+    Command::new(env!("CARGO_BIN_EXE_selectjit"))
+}
+
+struct Dir(tempfile::TempDir);
+
+impl Dir {
+    fn new() -> Dir {
+        Dir(tempfile::tempdir().unwrap())
+    }
+    fn path(&self, name: &str) -> PathBuf {
+        self.0.path().join(name)
+    }
+    fn write(&self, name: &str, dtype: DType, shape: &[usize], data: &[u8]) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, npy_bytes(dtype, shape, data).unwrap()).unwrap();
+        p
+    }
+    fn raw(&self, name: &str, bytes: &[u8]) -> PathBuf {
+        let p = self.path(name);
+        std::fs::write(&p, bytes).unwrap();
+        p
+    }
+}
+
+/// Runs `selectjit run` and returns (status, stdout, stderr).
+fn run(args: &[&Path], extra: &[&str]) -> (i32, String, String) {
+    let o = bin()
+        .arg("run")
+        .arg("--cond")
+        .arg(args[0])
+        .arg("--then")
+        .arg(args[1])
+        .arg("--else")
+        .arg(args[2])
+        .arg("-o")
+        .arg(args[3])
+        .args(extra)
+        .output()
+        .unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn i64s(v: &[i64]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+#[test]
+fn onnx_example() {
+    let d = Dir::new();
+    let c = d.write("c.npy", DType::Bool, &[2, 2], &[1, 0, 1, 1]);
+    let x = d.write("x.npy", DType::I64, &[2, 2], &i64s(&[1, 2, 3, 4]));
+    let y = d.write("y.npy", DType::I64, &[2, 2], &i64s(&[9, 8, 7, 6]));
+    let out = d.path("out.npy");
+    for backend in ["jit", "static", "interp"] {
+        let (code, _, err) = run(&[&c, &x, &y, &out], &["--backend", backend]);
+        assert_eq!(code, 0, "{err}");
+        let a = read_npy(&out).unwrap();
+        assert_eq!((a.dtype, a.shape.clone()), (DType::I64, vec![2, 2]));
+        assert_eq!(a.data, i64s(&[1, 8, 3, 4]), "{backend}");
+    }
+}
+
+/// Every dtype, broadcast, nonzero cond bytes other than 1: the output is checked element by
+/// element against a computation in the test.
+#[test]
+fn every_dtype_with_broadcast() {
+    let d = Dir::new();
+    let cond = [0u8, 1, 1, 0, 0, 1];
+    let c = d.write("c.npy", DType::Bool, &[2, 3], &cond);
+    for dt in DType::ALL {
+        let w = dt.width();
+        let t: Vec<u8> = (0..3 * w).map(|i| (i * 7 + 3) as u8).collect();
+        let e: Vec<u8> = (0..w).map(|i| (i * 5 + 200) as u8).collect();
+        let tp = d.write("t.npy", dt, &[3], &t);
+        let ep = d.write("e.npy", dt, &[], &e);
+        let out = d.path(&format!("o_{dt}.npy"));
+        let (code, _, err) = run(&[&c, &tp, &ep, &out], &[]);
+        assert_eq!(code, 0, "{dt}: {err}");
+        let a = read_npy(&out).unwrap();
+        assert_eq!((a.dtype, a.shape.clone()), (dt, vec![2, 3]));
+        for i in 0..6 {
+            let want = if cond[i] != 0 {
+                &t[(i % 3) * w..(i % 3 + 1) * w]
+            } else {
+                &e[..]
+            };
+            assert_eq!(&a.data[i * w..(i + 1) * w], want, "{dt} element {i}");
+        }
+    }
+}
+
+fn header(dict: &str, data: &[u8]) -> Vec<u8> {
+    let mut h = dict.to_string();
+    while !(10 + h.len() + 1).is_multiple_of(64) {
+        h.push(' ');
+    }
+    h.push('\n');
+    let mut v = b"\x93NUMPY\x01\x00".to_vec();
+    v.extend_from_slice(&(h.len() as u16).to_le_bytes());
+    v.extend_from_slice(h.as_bytes());
+    v.extend_from_slice(data);
+    v
+}
+
+#[test]
+fn fortran_order_and_bf16_inputs() {
+    let d = Dir::new();
+    // then [[1,2,3],[4,5,6]] stored column-major: 1,4,2,5,3,6 (f32).
+    let vals = [1f32, 4.0, 2.0, 5.0, 3.0, 6.0];
+    let bytes: Vec<u8> = vals.iter().flat_map(|v| v.to_le_bytes()).collect();
+    let t = d.raw(
+        "t.npy",
+        &header(
+            "{'descr': '<f4', 'fortran_order': True, 'shape': (2, 3), }",
+            &bytes,
+        ),
+    );
+    let e = d.write("e.npy", DType::F32, &[], &(-1f32).to_le_bytes());
+    let c = d.write("c.npy", DType::Bool, &[3], &[1, 0, 1]);
+    let out = d.path("o.npy");
+    let (code, _, err) = run(&[&c, &t, &e, &out], &[]);
+    assert_eq!(code, 0, "{err}");
+    let a = read_npy(&out).unwrap();
+    let got: Vec<f32> = a
+        .data
+        .chunks(4)
+        .map(|b| f32::from_le_bytes(b.try_into().unwrap()))
+        .collect();
+    assert_eq!(got, [1.0, -1.0, 3.0, 4.0, -1.0, 6.0]);
+    // bfloat16 as |V2 in, <V2 out, bytes kept.
+    let t = d.raw(
+        "b.npy",
+        &header(
+            "{'descr': '|V2', 'fortran_order': False, 'shape': (3,), }",
+            &[1, 2, 3, 4, 5, 6],
+        ),
+    );
+    let e = d.raw(
+        "be.npy",
+        &header(
+            "{'descr': '<V2', 'fortran_order': False, 'shape': (), }",
+            &[9, 9],
+        ),
+    );
+    let (code, _, err) = run(&[&c, &t, &e, &out], &[]);
+    assert_eq!(code, 0, "{err}");
+    let raw = std::fs::read(&out).unwrap();
+    assert!(String::from_utf8_lossy(&raw[..80]).contains("'<V2'"));
+    assert_eq!(read_npy(&out).unwrap().data, [1, 2, 9, 9, 5, 6]);
+}
+
+#[test]
+fn modes_and_axis() {
+    let d = Dir::new();
+    let c = d.write("c.npy", DType::Bool, &[3], &[1, 0, 1]);
+    let t = d.write(
+        "t.npy",
+        DType::U8,
+        &[2, 3, 4],
+        &(0..24).collect::<Vec<u8>>(),
+    );
+    let e = d.write("e.npy", DType::U8, &[3, 4], &[100; 12]);
+    let out = d.path("o.npy");
+    // pdpd axis 1: cond [3] and else [3,4] land on dims 1.. of [2,3,4].
+    let (code, _, err) = run(&[&c, &t, &e, &out], &["--broadcast", "pdpd", "--axis", "1"]);
+    assert_eq!(code, 0, "{err}");
+    let a = read_npy(&out).unwrap();
+    for i in 0..24 {
+        let row = (i / 4) % 3;
+        assert_eq!(a.data[i], if row != 1 { i as u8 } else { 100 });
+    }
+    // pdpd axis -1 right-aligns cond [3] on the last dim (4): an error.
+    let (code, _, err) = run(&[&c, &t, &e, &out], &["--broadcast", "pdpd"]);
+    assert_eq!(code, 2);
+    assert!(err.starts_with("error: pdpd"), "{err}");
+    // two-step rejects a cond that would extend the output; numpy accepts it.
+    let c2 = d.write("c2.npy", DType::Bool, &[2, 3], &[1; 6]);
+    let t2 = d.write("t2.npy", DType::U8, &[3], &[1, 2, 3]);
+    let (code, _, _) = run(&[&c2, &t2, &t2, &out], &["--broadcast", "two-step"]);
+    assert_eq!(code, 2);
+    let (code, _, _) = run(&[&c2, &t2, &t2, &out], &["--broadcast", "numpy"]);
+    assert_eq!(code, 0);
+    let (code, _, _) = run(&[&c2, &t2, &t2, &out], &["--broadcast", "none"]);
+    assert_eq!(code, 2);
+}
+
+/// two-step: cond goes into the then/else result one way. These four calls must fail on every
+/// backend with one `error:` line, exit 2 and no output file (numpy mode accepts them).
+#[test]
+fn two_step_cond_may_not_grow_the_output() {
+    let d = Dir::new();
+    let rows: [(&[usize], &[usize], &[usize]); 4] = [
+        (&[17], &[1], &[]),
+        (&[17, 1, 3], &[1, 1, 1], &[]),
+        (&[0, 16, 1], &[1, 1, 1], &[1, 1, 1]),
+        (&[2, 1], &[1, 3], &[3]),
+    ];
+    for (k, (cs, ts, es)) in rows.iter().enumerate() {
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        let c = d.write(&format!("c{k}.npy"), DType::Bool, cs, &vec![1; n(cs)]);
+        let t = d.write(&format!("t{k}.npy"), DType::F32, ts, &vec![0; 4 * n(ts)]);
+        let e = d.write(&format!("e{k}.npy"), DType::F32, es, &vec![0; 4 * n(es)]);
+        for backend in ["jit", "static", "interp"] {
+            let out = d.path(&format!("out{k}{backend}.npy"));
+            let (code, _, err) = run(
+                &[&c, &t, &e, &out],
+                &["--broadcast", "two-step", "--backend", backend],
+            );
+            assert_eq!(code, 2, "row {k} {backend}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(
+                err.starts_with("error: two-step broadcast of cond"),
+                "{err}"
+            );
+            assert!(err.contains("cannot be broadcast into output"), "{err}");
+            assert!(!out.exists(), "row {k} {backend}: output written");
+            let (code, _, err) = run(&[&c, &t, &e, &out], &["--backend", backend]);
+            assert_eq!(code, 0, "numpy row {k} {backend}: {err}");
+        }
+    }
+}
+
+/// `--backend jit` on every tier (`--tier`, emulated where the host lacks it), `static` and
+/// `interp` write the same bytes on every conformance case.
+#[test]
+fn backends_agree_on_conformance_cases() {
+    let text = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/shapes.json"
+    ))
+    .unwrap();
+    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let d = Dir::new();
+    let tiers = common::tiers();
+    let shape = |x: &serde_json::Value| -> Vec<usize> {
+        x.as_array()
+            .unwrap()
+            .iter()
+            .map(|n| n.as_u64().unwrap() as usize)
+            .collect()
+    };
+    let mut ran = 0;
+    for (k, case) in v["cases"].as_array().unwrap().iter().enumerate() {
+        if case["expect"].is_string() {
+            continue;
+        }
+        let (cs, ts, es) = (
+            shape(&case["cond"]),
+            shape(&case["then"]),
+            shape(&case["else"]),
+        );
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        let cond: Vec<u8> = (0..n(&cs)).map(|i| [0u8, 1, 7][i % 3]).collect();
+        let c = d.write("c.npy", DType::Bool, &cs, &cond);
+        let t = d.write(
+            "t.npy",
+            DType::F16,
+            &ts,
+            &(0..n(&ts) * 2).map(|i| i as u8).collect::<Vec<_>>(),
+        );
+        let e = d.write(
+            "e.npy",
+            DType::F16,
+            &es,
+            &(0..n(&es) * 2).map(|i| !(i as u8)).collect::<Vec<_>>(),
+        );
+        let mut mode = vec!["--broadcast", case["mode"].as_str().unwrap()];
+        let axis = case["axis"].as_i64().unwrap_or(-1).to_string();
+        mode.extend(["--axis", axis.as_str()]);
+        let mut outs = Vec::new();
+        let mut runs: Vec<Vec<String>> = vec![
+            vec!["--backend".into(), "interp".into()],
+            vec!["--backend".into(), "static".into()],
+        ];
+        for (tier, emulate) in &tiers {
+            let mut a = vec![
+                "--backend".into(),
+                "jit".into(),
+                "--tier".into(),
+                tier.name().into(),
+            ];
+            if *emulate {
+                a.push("--emulate".into());
+            }
+            runs.push(a);
+        }
+        for (r, extra) in runs.iter().enumerate() {
+            let out = d.path(&format!("o_{k}_{r}.npy"));
+            let mut args = mode.clone();
+            args.extend(extra.iter().map(String::as_str));
+            let (code, _, err) = run(&[&c, &t, &e, &out], &args);
+            assert_eq!(code, 0, "case {k} {extra:?}: {err}");
+            let a = read_npy(&out).unwrap();
+            assert_eq!(a.shape, shape(&case["expect"]), "case {k}");
+            outs.push(std::fs::read(&out).unwrap());
+        }
+        for (r, extra) in runs.iter().enumerate().skip(1) {
+            assert_eq!(outs[0], outs[r], "case {k}: {extra:?} differs from interp");
+        }
+        ran += 1;
+    }
+    assert!(ran >= 20, "only {ran} cases ran");
+}
+
+/// Each failure: exit 2, exactly one line on stderr starting `error:`, and no output file.
+#[test]
+fn errors_leave_no_output() {
+    let d = Dir::new();
+    let c = d.write("c.npy", DType::Bool, &[2], &[1, 0]);
+    let t = d.write("t.npy", DType::F32, &[2], &[0; 8]);
+    let t3 = d.write("t3.npy", DType::F32, &[3], &[0; 12]);
+    let e64 = d.write("e64.npy", DType::F64, &[2], &[0; 16]);
+    let ci = d.write("ci.npy", DType::U8, &[2], &[1, 0]);
+    let full = npy_bytes(DType::F32, &[2], &[0; 8]).unwrap();
+    let trunc = d.raw("trunc.npy", &full[..full.len() - 3]);
+    let garbage = d.raw("garbage.npy", b"\x93NUMPY\x01\x00\xff\x00{'descr': 42");
+    let huge = d.raw(
+        "huge.npy",
+        &header(
+            "{'descr': '<f8', 'fortran_order': False, 'shape': (1000000, 1000000), }",
+            &[0; 16],
+        ),
+    );
+    let missing = d.path("missing.npy");
+    let cases: Vec<(&str, [&Path; 3], Vec<&str>)> = vec![
+        ("bad shapes", [&c, &t3, &t], vec![]),
+        ("dtype mismatch", [&c, &t, &e64], vec![]),
+        ("non-bool cond", [&ci, &t, &t], vec![]),
+        ("truncated", [&c, &trunc, &t], vec![]),
+        ("corrupt", [&c, &garbage, &t], vec![]),
+        ("huge header", [&c, &huge, &t], vec![]),
+        ("missing file", [&c, &missing, &t], vec![]),
+        ("unknown backend", [&c, &t, &t], vec!["--backend", "gpu"]),
+        ("bad mode", [&c, &t, &t], vec!["--broadcast", "sideways"]),
+    ];
+    for (what, [a, b, e], extra) in cases {
+        let out = d.path(&format!("{}.npy", what.replace(' ', "_")));
+        let (code, stdout, err) = run(&[a, b, e, &out], &extra);
+        assert_eq!(code, 2, "{what}: {err}");
+        assert!(err.starts_with("error:"), "{what}: {err}");
+        assert_eq!(err.trim_end().lines().count(), 1, "{what}: {err}");
+        assert!(stdout.is_empty(), "{what}");
+        assert!(!out.exists(), "{what}: output was created");
+    }
+    // A pre-existing output is left byte for byte as it was.
+    let out = d.raw("keep.npy", b"precious");
+    let (code, _, _) = run(&[&c, &t3, &t, &out], &[]);
+    assert_eq!(code, 2);
+    assert_eq!(std::fs::read(&out).unwrap(), b"precious");
+    // Nothing but the files written above is left in the folder (no temporary files).
+    let names: Vec<String> = std::fs::read_dir(d.0.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(names.iter().all(|n| n.ends_with(".npy")), "{names:?}");
+}
+
+#[test]
+fn info_explain_and_usage() {
+    let o = bin().arg("info").output().unwrap();
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        s.starts_with(&format!("selectjit {}", env!("CARGO_PKG_VERSION"))),
+        "{s}"
+    );
+    assert!(s.contains("host") && s.contains("profile"), "{s}");
+    let o = bin()
+        .args([
+            "explain",
+            "--dtype",
+            "f32",
+            "--cond",
+            "1,1,128,128",
+            "--then",
+            "8,12,128,128",
+            "--else",
+            "",
+        ])
+        .output()
+        .unwrap();
+    assert!(o.status.success());
+    let s = String::from_utf8_lossy(&o.stdout);
+    assert!(s.contains("collapsed dims [96, 16384]"), "{s}");
+    // The Cranelift IR is shown when Cranelift compiles the kernel; the x86 tiers show their
+    // machine code only.
+    if s.contains("tier       cranelift") {
+        assert!(s.contains("function"), "{s}");
+    } else {
+        assert!(
+            s.contains("machine code of the exact kernel") && s.contains("ret"),
+            "{s}"
+        );
+    }
+    let o = bin()
+        .args([
+            "explain", "--dtype", "f33", "--cond", "", "--then", "", "--else", "",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let o = bin().arg("frobnicate").output().unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error:") && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
+
+#[test]
+fn bench_runs_a_filtered_quick_case_and_writes_json() {
+    let d = Dir::new();
+    let json = d.path("b.json");
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "tiny_f32_16", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    let c = &v["cases"][0];
+    assert_eq!(c["case"], "tiny_f32_16");
+    for k in ["jit_ns", "static_ns", "memcpy_ns", "compile_us"] {
+        assert!(c[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "no-such-case"])
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+}
+
+/// A tier the host cannot run, or an unknown one, is one `error:` line and exit 2 (and no
+/// output); `--emulate` runs an x86 tier the host lacks in the emulator instead.
+#[test]
+fn tiers_on_the_command_line() {
+    let d = Dir::new();
+    let c = d.write("c.npy", DType::Bool, &[3], &[1, 0, 2]);
+    let t = d.write("t.npy", DType::U8, &[3], &[1, 2, 3]);
+    let out = d.path("out.npy");
+    for (tier, emulate) in common::tiers() {
+        let mut args = vec!["--tier", tier.name()];
+        if emulate {
+            let (code, _, err) = run(&[&c, &t, &t, &out], &args);
+            assert_eq!(code, 2, "{tier}: {err}");
+            assert_eq!(err.lines().count(), 1, "{err}");
+            assert!(err.contains(&format!("tier {tier} needs")), "{err}");
+            assert!(!out.exists());
+            args.push("--emulate");
+        }
+        let (code, _, err) = run(&[&c, &t, &t, &out], &args);
+        assert_eq!(code, 0, "{tier}: {err}");
+        assert_eq!(read_npy(&out).unwrap().data, [1, 2, 3]);
+        std::fs::remove_file(&out).unwrap();
+    }
+    let (code, _, err) = run(&[&c, &t, &t, &out], &["--tier", "avx1024"]);
+    assert_eq!((code, err.lines().count()), (2, 1), "{err}");
+    assert!(!out.exists());
+    let o = bin()
+        .args(["run", "--cond"])
+        .arg(&c)
+        .arg("--then")
+        .arg(&t)
+        .arg("--else")
+        .arg(&t)
+        .arg("-o")
+        .arg(&out)
+        .env("SELECTJIT_TIER", "bogus")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.starts_with("error: invalid argument: unknown tier 'bogus'"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}
+
+/// The tier names a verbose compile line may carry.
+const TIERS: [&str; 3] = ["cranelift", "avx2", "avx512"];
+
+/// `SELECTJIT_VERBOSE=1` prints one line per compile (with the tier that made the kernel) and
+/// per eviction.
+#[test]
+fn verbose_logs_compiles_and_evictions() {
+    let o = bin()
+        .args([
+            "bench",
+            "--quick",
+            "--filter",
+            "tiny_f32_1",
+            "--dynamic",
+            "3",
+        ])
+        .env("SELECTJIT_VERBOSE", "1")
+        .env("SELECTJIT_CACHE_CAPACITY", "1")
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let err = String::from_utf8_lossy(&o.stderr);
+    let lines: Vec<&str> = err.lines().collect();
+    assert!(
+        lines.iter().any(|l| TIERS
+            .iter()
+            .any(|t| l.starts_with(&format!("selectjit_verbose,compile,{t},w4")))),
+        "{err}"
+    );
+    assert!(
+        lines.iter().any(|l| TIERS
+            .iter()
+            .any(|t| l.starts_with(&format!("selectjit_verbose,compile,{t}-generic,")))),
+        "{err}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("selectjit_verbose,evict,w4")),
+        "{err}"
+    );
+    // Without the variable: silent.
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "tiny_f32_1"])
+        .output()
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&o.stderr).contains("selectjit_verbose"));
+}
+
+/// `selectjit aot` writes ELF objects of the right machine and byte order for every target,
+/// with the header asked for; bad options fail cleanly.
+#[test]
+fn cli_exports_objects_for_other_targets() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = env!("CARGO_BIN_EXE_selectjit");
+    let shapes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/shapes.json");
+    // (ELF machine, byte order) of each target.
+    for (target, machine, big) in [
+        ("aarch64-unknown-linux-gnu", 183u16, false),
+        ("s390x-unknown-linux-gnu", 22, true),
+        ("riscv64gc-unknown-linux-gnu", 243, false),
+        ("x86_64-unknown-linux-gnu", 62, false),
+    ] {
+        let o = dir.path().join(format!("{target}.o"));
+        let h = dir.path().join(format!("{target}.h"));
+        let out = std::process::Command::new(bin)
+            .args([
+                "aot", "--target", target, "--shapes", shapes, "--dtypes", "f32,u8",
+            ])
+            .arg("-o")
+            .arg(&o)
+            .arg("--header")
+            .arg(&h)
+            .args(["--symbol", "my_kernels"])
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{target}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            stdout.contains(target) && stdout.contains("skipped as expected errors"),
+            "{stdout}"
+        );
+        let obj = std::fs::read(&o).unwrap();
+        assert_eq!(&obj[..4], b"\x7fELF");
+        assert_eq!(obj[5], if big { 2 } else { 1 }, "{target} byte order");
+        let m = if big {
+            u16::from_be_bytes([obj[18], obj[19]])
+        } else {
+            u16::from_le_bytes([obj[18], obj[19]])
+        };
+        assert_eq!(m, machine, "{target} e_machine");
+        let header = std::fs::read_to_string(&h).unwrap();
+        assert!(header.contains("extern const SelectjitAotTable my_kernels;"));
+        assert!(header.contains(selectjit::aot::C_TYPES));
+    }
+    // Errors: one line, exit status 2, no object written.
+    let o = dir.path().join("none.o");
+    for args in [
+        &["--target", "mips-unknown-linux-gnu"][..],
+        &[
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--isa-flags",
+            "has_nothing",
+        ],
+        &[
+            "--target",
+            "aarch64-unknown-linux-gnu",
+            "--symbol",
+            "not valid",
+        ],
+        &["--target", "aarch64-unknown-linux-gnu", "--dtypes", "f128"],
+    ] {
+        let out = std::process::Command::new(bin)
+            .arg("aot")
+            .args(args)
+            .args(["--shapes", shapes, "-o"])
+            .arg(&o)
+            .output()
+            .unwrap();
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {err}");
+        assert!(
+            err.starts_with("error: ") && err.lines().count() == 1,
+            "{err}"
+        );
+        assert!(!o.exists());
+    }
+}

@@ -1,0 +1,192 @@
+//! The no-JIT build: no code generator, every conformance case byte for byte on the
+//! interpreter, the static kernels, an engine served by the linked AOT table (every call by
+//! its exact kernel) and the default engine; and no code generator in the dependency tree.
+
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef, Tier};
+use selectjit::{output_shape, plan::plan_layout};
+use serde_json::Value;
+
+fn shape(v: &Value) -> Vec<usize> {
+    v.as_array()
+        .unwrap()
+        .iter()
+        .map(|n| n.as_u64().unwrap() as usize)
+        .collect()
+}
+
+/// The valid conformance cases: mode and the three shapes.
+fn cases() -> Vec<(Broadcast, [Vec<usize>; 3])> {
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/shapes.json");
+    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+    v["cases"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|c| c["expect"] != "error")
+        .map(|c| {
+            let mode = match c["mode"].as_str().unwrap() {
+                "numpy" => Broadcast::Numpy,
+                "two-step" => Broadcast::TwoStep,
+                "none" => Broadcast::None,
+                _ => Broadcast::Pdpd {
+                    axis: c["axis"].as_i64().unwrap_or(-1),
+                },
+            };
+            (
+                mode,
+                [shape(&c["cond"]), shape(&c["then"]), shape(&c["else"])],
+            )
+        })
+        .collect()
+}
+
+#[test]
+fn this_build_generates_no_code() {
+    assert_eq!(
+        Tier::best(),
+        None,
+        "selectjit was built with its `jit` feature: cargo unifies features across the packages \
+         of one build, so test this crate on its own (`cargo test -p selectjit-nojit`), not with \
+         `--workspace`"
+    );
+    for t in Tier::ALL {
+        assert!(!t.available(), "{t}");
+        let why = t.unavailable_reason().unwrap();
+        assert!(why.contains("`jit` feature"), "{why}");
+    }
+    // Asking for code generation is an error that says why; the default engine serves calls
+    // without it and records the reason.
+    let e = Engine::try_with_config(EngineConfig::default()).unwrap_err();
+    assert!(e.to_string().contains("`jit` feature"), "{e}");
+    let eng = Engine::new();
+    assert_eq!(eng.tier(), None);
+    let why = eng.last_codegen_error().unwrap();
+    assert!(why.contains("`jit` feature"), "{why}");
+    for b in [Backend::Static, Backend::Interp] {
+        let eng = Engine::try_with_config(EngineConfig {
+            backend: b,
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        assert_eq!(eng.last_codegen_error(), None, "{b:?}");
+    }
+}
+
+#[test]
+fn every_conformance_case_on_every_engine() {
+    let table = selectjit_nojit::table().expect("the linked table is this host's");
+    assert!(table.exact_len() > 0 && table.generic_len() > 0);
+    let aot = selectjit_nojit::engine(Ok(table));
+    let engines = [
+        ("static", Engine::with_backend(Backend::Static)),
+        ("default", Engine::new()),
+        ("aot", aot),
+    ];
+    let interp = Engine::with_backend(Backend::Interp);
+    let (mut calls, mut checked) = (0u64, 0u64);
+    for (mode, [c, t, e]) in cases() {
+        let out_shape = output_shape(mode, &c, &t, &e).unwrap();
+        let n = |s: &[usize]| s.iter().product::<usize>();
+        for dt in [
+            DType::U8,
+            DType::F16,
+            DType::F32,
+            DType::F64,
+            DType::Complex128,
+        ] {
+            let w = dt.width();
+            let cond: Vec<u8> = (0..n(&c)).map(|i| [0u8, 1, 0x80, 0, 0xff][i % 5]).collect();
+            let tv: Vec<u8> = (0..n(&t) * w).map(|i| (i * 7 + 1) as u8).collect();
+            let ev: Vec<u8> = (0..n(&e) * w).map(|i| (i * 13 + 200) as u8).collect();
+            let run = |eng: &Engine| {
+                let mut out = vec![0x5au8; n(&out_shape) * w];
+                eng.select_dyn(
+                    dt,
+                    TensorRef::new(&cond, &c),
+                    TensorRef::new(&tv, &t),
+                    TensorRef::new(&ev, &e),
+                    TensorMut::new(&mut out, &out_shape),
+                    mode,
+                )
+                .unwrap();
+                out
+            };
+            let want = run(&interp);
+            for (name, eng) in &engines {
+                assert_eq!(run(eng), want, "{name} {dt} {mode:?} {c:?} {t:?} {e:?}");
+                checked += 1;
+            }
+            let strides = |s: &[usize]| selectjit::shape::contiguous_strides(s);
+            let b = selectjit::broadcast_shapes(mode, &c, &t, &e).unwrap();
+            let st = |s: &[usize], p| selectjit::shape::strides_over(s, &strides(s), p, &b.out);
+            let so = strides(&b.out);
+            let planned = plan_layout(
+                w,
+                &b.out,
+                [&st(&c, b.cond), &st(&t, b.then), &st(&e, b.else_), &so],
+            );
+            calls += u64::from(planned.is_some());
+        }
+    }
+    let s = engines[2].1.stats();
+    assert!(checked > 300, "{checked}");
+    // Every non-empty call ran the table's exact kernel: nothing fell back to static kernels.
+    assert_eq!(s.aot_exact_runs, calls, "{s:?}");
+    assert_eq!(
+        (s.aot_generic_runs, s.static_runs, s.compiles),
+        (0, 0, 0),
+        "{s:?}"
+    );
+    let st = engines[0].1.stats();
+    assert_eq!((st.static_runs, st.compiles), (calls, 0), "{st:?}");
+}
+
+/// A rejected table is not used: the engine serves every call with the static kernels.
+#[test]
+fn a_rejected_table_leaves_the_static_kernels() {
+    let eng = selectjit_nojit::engine(Err(selectjit::Error::Aot("test".into())));
+    assert_eq!(eng.aot_error(), Some("kernel table rejected: test"));
+    let mut out = [0u32; 3];
+    eng.select(
+        TensorRef::new(&[1, 0, 7], &[3]),
+        TensorRef::new(&[1u32, 2, 3], &[3]),
+        TensorRef::scalar(&[9u32]),
+        TensorMut::new(&mut out, &[3]),
+        Broadcast::Numpy,
+    )
+    .unwrap();
+    assert_eq!(out, [1, 9, 3]);
+    assert_eq!(eng.stats().static_runs, 1);
+    assert!(eng.stats().aot_rejected);
+}
+
+/// The library this crate links pulls in no code generator: no Cranelift, no assembler.
+#[test]
+fn no_code_generator_in_the_dependency_tree() {
+    let out = std::process::Command::new(env!("CARGO"))
+        .args([
+            "tree",
+            "-e",
+            "normal",
+            "--prefix",
+            "none",
+            "-p",
+            "selectjit-nojit",
+        ])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("cargo tree");
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let tree = String::from_utf8_lossy(&out.stdout);
+    assert!(tree.contains("selectjit v"), "{tree}");
+    for heavy in ["cranelift", "iced-x86", "memmap2", "regalloc2"] {
+        assert!(
+            !tree.contains(heavy),
+            "{heavy} in the no-JIT build:\n{tree}"
+        );
+    }
+}

@@ -1,0 +1,150 @@
+//! The entry points: typed and byte-level selects, in place, and prepared calls.
+
+use super::validate::{Desc, Operand};
+use super::{Backend, Engine, Prepared};
+use crate::dtype::{DType, Element};
+use crate::error::Result;
+use crate::plan::plan;
+use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
+use crate::tensor::{TensorMut, TensorRef};
+
+use super::InPlace;
+
+impl Engine {
+    /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
+    /// returned [`Prepared`] runs it with only buffer-length checks (no shape inference, no
+    /// hashing, no locking).
+    pub fn prepare(
+        &self,
+        dtype: DType,
+        cond: &[usize],
+        then: &[usize],
+        else_: &[usize],
+        mode: Broadcast,
+    ) -> Result<Prepared> {
+        let b = broadcast_shapes(mode, cond, then, else_)?;
+        let st = |s: &[usize], p| strides_over(s, &contiguous_strides(s), p, &b.out);
+        let so = contiguous_strides(&b.out);
+        let (sc, sth, se) = (st(cond, b.cond), st(then, b.then), st(else_, b.else_));
+        let sig = plan(dtype.width(), &b.out, [&sc, &sth, &se, &so]);
+        // A prepared call is meant to be run many times: its exact kernel, at once.
+        let kernel = match (&sig, self.config.backend) {
+            (Some(_), Backend::Interp) | (None, _) => None,
+            (Some(s), _) => self.kernel_with(s, 1),
+        };
+        Ok(Prepared {
+            dtype,
+            lens: [numel(cond), numel(then), numel(else_), numel(&b.out)],
+            out_shape: b.out.to_vec(),
+            interp: (self.config.backend == Backend::Interp)
+                .then(|| [sc.to_vec(), sth.to_vec(), se.to_vec(), so.to_vec()]),
+            sig,
+            kernel,
+        })
+    }
+
+    /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte
+    /// is true. `out` must have the broadcast output shape. Views may have any strides,
+    /// negative ones included (with the offset of their first element, see
+    /// [`TensorRef::with_layout`]). Every buffer is checked against its shape, strides and
+    /// offset before anything is read or written; on error `out` is untouched.
+    pub fn select<T: Element>(
+        &self,
+        cond: TensorRef<'_, u8>,
+        then: TensorRef<'_, T>,
+        else_: TensorRef<'_, T>,
+        out: TensorMut<'_, T>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        let (o, shape, strides, offset) = out.into_parts();
+        let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
+        self.run_bytes(
+            T::DTYPE.width(),
+            mode,
+            cond,
+            Operand::Buf(bytemuck::cast_slice(then.data()), (&then).into()),
+            Operand::Buf(bytemuck::cast_slice(else_.data()), (&else_).into()),
+            ob,
+            (shape, strides, offset),
+        )
+    }
+
+    /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.
+    /// Its shape must be the broadcast output shape; it may have any non-overlapping layout,
+    /// reversed included.
+    pub fn select_in_place<T: Element>(
+        &self,
+        cond: TensorRef<'_, u8>,
+        inout: TensorMut<'_, T>,
+        role: InPlace,
+        other: TensorRef<'_, T>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        let (o, shape, strides, offset) = inout.into_parts();
+        let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
+        let other = Operand::Buf(bytemuck::cast_slice(other.data()), (&other).into());
+        let (t, e) = match role {
+            InPlace::Then => (Operand::Out, other),
+            InPlace::Else => (other, Operand::Out),
+        };
+        let w = T::DTYPE.width();
+        self.run_bytes(w, mode, cond, t, e, ob, (shape, strides, offset))
+    }
+
+    /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
+    /// elements of `dtype`; shapes, strides and offsets count elements.
+    pub fn select_in_place_dyn(
+        &self,
+        dtype: DType,
+        cond: TensorRef<'_, u8>,
+        inout: TensorMut<'_, u8>,
+        role: InPlace,
+        other: TensorRef<'_, u8>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        let w = dtype.width();
+        let (o, shape, strides, offset) = inout.into_parts();
+        let other = Operand::Buf(
+            other.data(),
+            Desc {
+                len: other.data().len() / w,
+                ..Desc::from(&other)
+            },
+        );
+        let (t, e) = match role {
+            InPlace::Then => (Operand::Out, other),
+            InPlace::Else => (other, Operand::Out),
+        };
+        self.run_bytes(w, mode, cond, t, e, o, (shape, strides, offset))
+    }
+
+    /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
+    /// `dtype`; shapes, strides and offsets count elements. Used by the CLI and by the C ABI.
+    pub fn select_dyn(
+        &self,
+        dtype: DType,
+        cond: TensorRef<'_, u8>,
+        then: TensorRef<'_, u8>,
+        else_: TensorRef<'_, u8>,
+        out: TensorMut<'_, u8>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        let w = dtype.width();
+        fn elems<'a>(t: &TensorRef<'a, u8>, w: usize) -> Desc<'a> {
+            Desc {
+                len: t.data().len() / w,
+                ..Desc::from(t)
+            }
+        }
+        let (o, shape, strides, offset) = out.into_parts();
+        self.run_bytes(
+            w,
+            mode,
+            cond,
+            Operand::Buf(then.data(), elems(&then, w)),
+            Operand::Buf(else_.data(), elems(&else_, w)),
+            o,
+            (shape, strides, offset),
+        )
+    }
+}

@@ -1,0 +1,170 @@
+//! Running a validated call: the same-shape contiguous fast path, planning, the kernel (or
+//! the static kernels, or the interpreter), and the split across threads.
+
+use super::interp::interp_bytes;
+use super::validate::{Desc, Operand, check, same_contiguous};
+use super::{Backend, Engine, STATIC_RUNS};
+use crate::error::Result;
+use crate::kernels::{self, Ptrs};
+use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan_contiguous, plan_layout};
+use crate::shape::Broadcast;
+use crate::split::Way;
+use crate::tensor::TensorRef;
+
+/// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
+#[derive(Clone, Copy)]
+struct SharedPtrs(Ptrs);
+// SAFETY: the pointers come from validated buffers that outlive the parallel section (it ends
+// before `run_planned` returns); threads write disjoint outer ranges of an output whose
+// elements are distinct (checked), and only read the inputs.
+unsafe impl Send for SharedPtrs {}
+// SAFETY: as for `Send`; the wrapper is only copied, never mutated.
+unsafe impl Sync for SharedPtrs {}
+
+impl Engine {
+    /// Whether a call with `out_bytes` of output and `outer` outer indices may be split across
+    /// threads.
+    pub(super) fn splits(&self, out_bytes: usize, outer: usize) -> bool {
+        out_bytes >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2
+    }
+    /// `out_layout`: the output's shape, strides and offset (elements).
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_bytes(
+        &self,
+        width: usize,
+        mode: Broadcast,
+        cond: TensorRef<'_, u8>,
+        then: Operand<'_>,
+        else_: Operand<'_>,
+        out: &mut [u8],
+        out_layout: (&[usize], Option<&[isize]>, usize),
+    ) -> Result<()> {
+        let od = Desc {
+            len: out.len() / width,
+            shape: out_layout.0,
+            strides: out_layout.1,
+            offset: out_layout.2,
+        };
+        if self.config.backend != Backend::Interp
+            && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
+        {
+            if self.config.backend == Backend::Jit {
+                let o = out.as_mut_ptr();
+                let src = |x: &Operand<'_>| match x {
+                    Operand::Buf(b, _) => b.as_ptr(),
+                    Operand::Out => o as *const u8,
+                };
+                let p = Ptrs {
+                    cond: cond.data().as_ptr(),
+                    then: src(&then),
+                    else_: src(&else_),
+                    out: o,
+                };
+                if self.run_memo_contiguous(width, n, p, out.len()) {
+                    return Ok(());
+                }
+            }
+            let sig = plan_contiguous(width, n);
+            self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
+            return Ok(());
+        }
+        let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
+        if self.config.backend == Backend::Interp {
+            interp_bytes(width, &c, cond.data(), &then, &else_, out);
+            return Ok(());
+        }
+        let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
+            return Ok(()); // empty output
+        };
+        // Each kernel base: the view's first element moved by the planner's flips, which is an
+        // element the validated view addresses (so the sum is in 0..len).
+        let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
+        self.run_planned(Some(&p.sig), base, cond.data(), &then, &else_, out);
+        Ok(())
+    }
+
+    /// Runs a validated, planned call (`None`: empty output, nothing to do) on the JIT or the
+    /// static kernels. `base`: per operand, the index (in elements) of the kernel's base
+    /// element in its buffer.
+    fn run_planned(
+        &self,
+        sig: Option<&Signature>,
+        base: [usize; 4],
+        cond: &[u8],
+        then: &Operand<'_>,
+        else_: &Operand<'_>,
+        out: &mut [u8],
+    ) {
+        let Some(sig) = sig else {
+            return;
+        };
+        let w = sig.width;
+        // Safe indexing: each base is an element of a validated view, inside its buffer.
+        let out_ptr = out[base[OUT] * w..].as_mut_ptr();
+        let src = |o: &Operand<'_>, op: usize| match o {
+            Operand::Buf(b, _) => b[base[op] * w..].as_ptr(),
+            // In place: the source is the output, with the output's layout and base.
+            Operand::Out => out_ptr as *const u8,
+        };
+        let p = Ptrs {
+            cond: cond[base[COND]..].as_ptr(),
+            then: src(then, THEN),
+            else_: src(else_, ELSE),
+            out: out_ptr,
+        };
+        let outer = sig.outer();
+        let eligible = self.splits(out.len(), outer);
+        if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
+            return;
+        }
+        let kernel = match self.config.backend {
+            Backend::Interp => None,
+            _ => self.kernel(sig),
+        };
+        if kernel.is_none() {
+            self.runs[STATIC_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        // SAFETY (for every call below): the caller validated every buffer against its shape,
+        // strides and offset (`check`, or `same_contiguous` for identical contiguous shapes):
+        // all addressed elements are in bounds, the output's elements are distinct, and the
+        // only aliasing is the exact in-place case (the same layout and base as the output);
+        // `sig` is the plan of exactly these layouts and the pointers are at the plan's base
+        // elements, so every element `sig` addresses from them (strides of either sign) is one
+        // the views address; each range lies within the outer dimension.
+        let run = |p: Ptrs, a: usize, b: usize| match &kernel {
+            // SAFETY: see above.
+            Some(k) => unsafe { k.run(sig, p, a, b) },
+            // SAFETY: see above.
+            None => unsafe { kernels::run(sig, p, a, b) },
+        };
+        if !eligible {
+            return run(p, 0, outer);
+        }
+        // An exact kernel learns whether splitting pays; otherwise large calls split.
+        let (way, probe) = match &kernel {
+            Some(k) if !k.is_generic() => k.split_choice().next(),
+            _ => (Way::Split, false),
+        };
+        let t = probe.then(std::time::Instant::now);
+        let mut ran = Way::Single;
+        if way == Way::Split
+            && let Some(pool) = self.pool()
+        {
+            let parts = pool.threads().min(outer);
+            let shared = SharedPtrs(p);
+            let part = |i: usize| {
+                let sp = shared;
+                run(sp.0, outer * i / parts, outer * (i + 1) / parts)
+            };
+            if pool.run(parts, &part) {
+                ran = Way::Split;
+            }
+        }
+        if ran == Way::Single {
+            run(p, 0, outer);
+        }
+        if let (Some(t), Some(k)) = (t, &kernel) {
+            k.split_choice().record(ran, t.elapsed().as_nanos() as u64);
+        }
+    }
+}

@@ -1,0 +1,124 @@
+//! Prepared calls: planned once for contiguous buffers of fixed shapes, their kernel bound.
+
+use std::sync::Arc;
+
+use super::interp::interp_bytes;
+use super::validate::{Checked, Desc, Operand};
+use crate::dtype::{DType, Element};
+use crate::error::{Error, Result};
+use crate::kernel::Kernel;
+use crate::kernels::{self, Ptrs};
+use crate::plan::Signature;
+
+/// A call planned once by [`Engine::prepare`] for contiguous row-major buffers, with its kernel
+/// bound. `Send + Sync`; it keeps its kernel alive even after the engine's cache evicts it.
+#[derive(Debug, Clone)]
+pub struct Prepared {
+    pub(super) dtype: DType,
+    /// Elements of cond, then, else and out.
+    pub(super) lens: [usize; 4],
+    pub(super) out_shape: Vec<usize>,
+    /// `None`: the output is empty.
+    pub(super) sig: Option<Signature>,
+    /// `None` with a signature: the static kernels run it.
+    pub(super) kernel: Option<Arc<Kernel>>,
+    /// Strides over the output, for an interpreter engine.
+    pub(super) interp: Option<[Vec<isize>; 4]>,
+}
+
+impl Prepared {
+    /// The element type the call was prepared for.
+    pub fn dtype(&self) -> DType {
+        self.dtype
+    }
+
+    /// The output shape.
+    pub fn out_shape(&self) -> &[usize] {
+        &self.out_shape
+    }
+
+    /// Whether the call runs JIT code (otherwise the static kernels or the interpreter).
+    pub fn is_jit(&self) -> bool {
+        self.kernel.is_some()
+    }
+
+    /// Runs the prepared call on typed contiguous buffers. `T` must be the prepared dtype.
+    pub fn run<T: Element>(
+        &self,
+        cond: &[u8],
+        then: &[T],
+        else_: &[T],
+        out: &mut [T],
+    ) -> Result<()> {
+        if T::DTYPE != self.dtype {
+            return Err(Error::DType(format!(
+                "prepared for {} but called with {}",
+                self.dtype,
+                T::DTYPE
+            )));
+        }
+        self.run_bytes(
+            cond,
+            bytemuck::cast_slice(then),
+            bytemuck::cast_slice(else_),
+            bytemuck::cast_slice_mut(out),
+        )
+    }
+
+    /// Runs the prepared call on raw little-endian element bytes.
+    pub fn run_bytes(&self, cond: &[u8], then: &[u8], else_: &[u8], out: &mut [u8]) -> Result<()> {
+        let w = self.dtype.width();
+        let have = [cond.len(), then.len() / w, else_.len() / w, out.len() / w];
+        for (k, what) in ["cond", "then", "else", "output"].into_iter().enumerate() {
+            if have[k] < self.lens[k] {
+                return Err(Error::Layout {
+                    what,
+                    msg: format!(
+                        "buffer holds {} elements, the prepared call needs {}",
+                        have[k], self.lens[k]
+                    ),
+                });
+            }
+        }
+        let Some(sig) = &self.sig else {
+            return Ok(());
+        };
+        if let Some(st) = &self.interp {
+            let c = Checked {
+                out: self.out_shape.iter().copied().collect(),
+                st: std::array::from_fn(|k| st[k].iter().copied().collect()),
+                off: [0; 4],
+            };
+            let d = |len| Desc {
+                len,
+                shape: &[],
+                strides: None,
+                offset: 0,
+            };
+            interp_bytes(
+                w,
+                &c,
+                cond,
+                &Operand::Buf(then, d(have[1])),
+                &Operand::Buf(else_, d(have[2])),
+                out,
+            );
+            return Ok(());
+        }
+        let p = Ptrs {
+            cond: cond.as_ptr(),
+            then: then.as_ptr(),
+            else_: else_.as_ptr(),
+            out: out.as_mut_ptr(),
+        };
+        match &self.kernel {
+            // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
+            // above), which is what `sig` was planned from; `out` is a `&mut` borrow, so it
+            // overlaps no input.
+            Some(k) => unsafe { k.run(sig, p, 0, sig.outer()) },
+            // SAFETY: as above.
+            None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
+        }
+        Ok(())
+    }
+}

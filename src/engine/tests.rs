@@ -1,0 +1,172 @@
+//! Engine unit tests: buffers, in place, strings, and every backend on basic layouts.
+
+mod basics {
+    use crate::engine::*;
+    use crate::{Broadcast, Error, TensorMut, TensorRef};
+
+    #[test]
+    fn rejects_bad_buffers_without_writing() {
+        let e = Engine::new();
+        let mut out = [7.0f32; 4];
+        let r = e.select(
+            TensorRef::new(&[1, 0, 1], &[2, 2]),
+            TensorRef::new(&[1.0f32; 4], &[2, 2]),
+            TensorRef::new(&[2.0f32; 4], &[2, 2]),
+            TensorMut::new(&mut out, &[2, 2]),
+            Broadcast::Numpy,
+        );
+        assert!(
+            matches!(r, Err(Error::Layout { what: "cond", .. })),
+            "{r:?}"
+        );
+        assert_eq!(out, [7.0; 4]);
+    }
+
+    #[test]
+    fn in_place_then() {
+        let e = Engine::new();
+        let mut t = [1u16, 2, 3, 4];
+        e.select_in_place(
+            TensorRef::new(&[0, 1], &[2]),
+            TensorMut::new(&mut t, &[2, 2]),
+            InPlace::Then,
+            TensorRef::scalar(&[9u16]),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        assert_eq!(t, [9, 2, 9, 4]);
+    }
+
+    #[test]
+    fn generic_strings() {
+        let t: Vec<String> = ["a", "b"].iter().map(|s| s.to_string()).collect();
+        let e = vec!["x".to_string()];
+        let mut out = vec![String::new(); 2];
+        select_generic(
+            TensorRef::new(&[0, 3], &[2]),
+            TensorRef::new(&t, &[2]),
+            TensorRef::new(&e, &[]),
+            TensorMut::new(&mut out, &[2]),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        assert_eq!(out, ["x", "b"]);
+    }
+}
+
+#[cfg(feature = "jit")]
+mod jit_smoke {
+    use crate::engine::*;
+    use crate::jit::Jit;
+    use crate::{Broadcast, DType, TensorMut, TensorRef};
+
+    fn assert_send_sync<T: Send + Sync>() {}
+
+    #[test]
+    fn engine_is_send_sync() {
+        assert_send_sync::<Engine>();
+    }
+
+    /// Every backend agrees with the interpreter on a few layouts of every width.
+    #[test]
+    fn backends_agree_on_basic_layouts() {
+        let cases: &[(&[usize], &[usize], &[usize])] = &[
+            (&[37], &[37], &[37]),
+            (&[1024], &[1024], &[1024]),
+            (&[5, 33], &[5, 33], &[]),
+            (&[5, 1], &[5, 33], &[5, 33]),
+            (&[1], &[70], &[70]),
+            (&[3, 1, 19], &[19], &[3, 7, 1]),
+            (&[], &[], &[]),
+            (&[4, 0], &[4, 0], &[0]),
+        ];
+        for w in [1usize, 2, 4, 8, 16] {
+            let dt = [
+                DType::U8,
+                DType::F16,
+                DType::F32,
+                DType::F64,
+                DType::Complex128,
+            ][w.trailing_zeros() as usize];
+            for &(c, t, e) in cases {
+                let out_shape = crate::output_shape(Broadcast::Numpy, c, t, e).unwrap();
+                let n = |s: &[usize]| s.iter().product::<usize>();
+                let cond: Vec<u8> = (0..n(c)).map(|i| [0u8, 1, 0x80, 0, 0xff][i % 5]).collect();
+                let tv: Vec<u8> = (0..n(t) * w).map(|i| (i * 7 + 1) as u8).collect();
+                let ev: Vec<u8> = (0..n(e) * w).map(|i| (i * 13 + 200) as u8).collect();
+                let mut want = vec![0u8; n(&out_shape) * w];
+                let mut got = want.clone();
+                let run = |b: Backend, out: &mut [u8]| {
+                    let eng = Engine::with_config(EngineConfig {
+                        backend: b,
+                        exact_after: 1,
+                        verify: true,
+                        ..EngineConfig::default()
+                    });
+                    eng.select_dyn(
+                        dt,
+                        TensorRef::new(&cond, c),
+                        TensorRef::new(&tv, t),
+                        TensorRef::new(&ev, e),
+                        TensorMut::new(out, &out_shape),
+                        Broadcast::Numpy,
+                    )
+                    .unwrap();
+                    if b == Backend::Jit && !out.is_empty() {
+                        assert_eq!(eng.last_codegen_error(), None);
+                        assert_eq!(eng.stats().compiles, 1);
+                    }
+                };
+                run(Backend::Interp, &mut want);
+                for b in [Backend::Jit, Backend::Static] {
+                    got.iter_mut().for_each(|x| *x = 0x5a);
+                    run(b, &mut got);
+                    assert_eq!(got, want, "{b:?} w{w} {c:?} {t:?} {e:?}");
+                }
+                // The shape-generic kernel of the pattern gives the same bytes.
+                let eng = Engine::with_config(EngineConfig {
+                    exact_after: u32::MAX,
+                    verify: true,
+                    ..EngineConfig::default()
+                });
+                for _ in 0..2 {
+                    got.iter_mut().for_each(|x| *x = 0x5a);
+                    eng.select_dyn(
+                        dt,
+                        TensorRef::new(&cond, c),
+                        TensorRef::new(&tv, t),
+                        TensorRef::new(&ev, e),
+                        TensorMut::new(&mut got, &out_shape),
+                        Broadcast::Numpy,
+                    )
+                    .unwrap();
+                    assert_eq!(got, want, "generic jit w{w} {c:?} {t:?} {e:?}");
+                }
+                if !want.is_empty() {
+                    let st = eng.stats();
+                    assert_eq!(
+                        (st.compiles, st.generic_compiles, st.generic_runs),
+                        (0, 1, 2)
+                    );
+                }
+                // The portable lane select (no x86 blendv) gives the same bytes.
+                let mut jit = Jit::host(true).unwrap();
+                jit.set_blendv(false);
+                assert!(!jit.uses_blendv());
+                let eng = Engine::with_jit(EngineConfig::default(), jit);
+                got.iter_mut().for_each(|x| *x = 0x5a);
+                eng.select_dyn(
+                    dt,
+                    TensorRef::new(&cond, c),
+                    TensorRef::new(&tv, t),
+                    TensorRef::new(&ev, e),
+                    TensorMut::new(&mut got, &out_shape),
+                    Broadcast::Numpy,
+                )
+                .unwrap();
+                assert_eq!(got, want, "portable jit w{w} {c:?} {t:?} {e:?}");
+                assert_eq!(eng.last_codegen_error(), None);
+            }
+        }
+    }
+}

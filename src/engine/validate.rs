@@ -1,0 +1,98 @@
+//! Validation: every operand's buffer checked against its shape, strides and offset, and the
+//! broadcast inferred, before anything is read or written.
+
+use crate::error::{Error, Result, ShapeFmt};
+use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, check_shape, strides_over};
+use crate::tensor::{TensorRef, check_output_distinct, validate};
+
+/// One operand's description in elements: buffer length, shape, optional strides, and the
+/// index of its first element.
+#[derive(Clone, Copy)]
+pub(crate) struct Desc<'a> {
+    pub len: usize,
+    pub shape: &'a [usize],
+    pub strides: Option<&'a [isize]>,
+    pub offset: usize,
+}
+
+impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
+    fn from(t: &TensorRef<'a, T>) -> Self {
+        Desc {
+            len: t.data().len(),
+            shape: t.shape(),
+            strides: t.strides(),
+            offset: t.offset(),
+        }
+    }
+}
+
+/// A validated call: the output shape, the strides of cond, then, else and out over it, and the
+/// index of each operand's element at output coordinate `[0, 0, ...]`.
+pub(crate) struct Checked {
+    pub out: Dims,
+    pub st: [Strides; 4],
+    pub off: [usize; 4],
+}
+
+/// Validates all four operands and infers the broadcast. Nothing is read before this passes.
+pub(crate) fn check(
+    mode: Broadcast,
+    cond: Desc,
+    then: Desc,
+    else_: Desc,
+    out: Desc,
+) -> Result<Checked> {
+    let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
+    let (lc, lt, le) = (v("cond", cond)?, v("then", then)?, v("else", else_)?);
+    let b = broadcast_shapes(mode, cond.shape, then.shape, else_.shape)?;
+    if out.shape != b.out.as_slice() {
+        return Err(Error::OutputShape {
+            got: ShapeFmt(out.shape).to_string(),
+            expected: ShapeFmt(&b.out).to_string(),
+        });
+    }
+    let lo = v("output", out)?;
+    check_output_distinct(out.shape, &lo.strides)?;
+    Ok(Checked {
+        st: [
+            strides_over(cond.shape, &lc.strides, b.cond, &b.out),
+            strides_over(then.shape, &lt.strides, b.then, &b.out),
+            strides_over(else_.shape, &le.strides, b.else_, &b.out),
+            lo.strides,
+        ],
+        off: [lc.offset, lt.offset, le.offset, lo.offset],
+        out: b.out,
+    })
+}
+
+/// The common case checked cheaply: no explicit strides (so no offset either) and one shape for
+/// all four operands (a valid call in every broadcast mode). Returns the element count when every buffer holds it and
+/// the shape is within the limits; `None` sends the call down the general path, which reports
+/// any error.
+pub(crate) fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
+    let shape = ops[3].shape;
+    if ops
+        .iter()
+        .any(|d| d.strides.is_some() || d.offset != 0 || d.shape != shape)
+        || check_shape("output", shape).is_err()
+    {
+        return None;
+    }
+    let n: usize = shape.iter().product();
+    ops.iter().all(|d| d.len >= n).then_some(n)
+}
+
+/// A byte-level source operand: a buffer with its element description, or the output (in place).
+pub(crate) enum Operand<'a> {
+    Buf(&'a [u8], Desc<'a>),
+    Out,
+}
+
+impl<'a> Operand<'a> {
+    pub(crate) fn desc(&self, out: Desc<'a>) -> Desc<'a> {
+        match self {
+            Operand::Buf(_, d) => *d,
+            Operand::Out => out,
+        }
+    }
+}

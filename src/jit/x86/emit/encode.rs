@@ -1,0 +1,253 @@
+//! Labels, branches and constants, and the final encoding: each instruction encoded once
+//! (encodings reused per thread), branches sized short or near, constants placed after the
+//! code and addressed RIP-relative.
+
+use iced_x86::code_asm::*;
+use iced_x86::{Encoder, Instruction, Register};
+
+use super::{EmitError, Emitter, R, bug};
+
+/// Absolute addresses from here on mark constants in memory operands until they are made
+/// RIP-relative.
+const CONST_MARK: u64 = 0x7f00_0000;
+
+/// A jump target inside the kernel (bound with [`Emitter::bind`]).
+#[derive(Clone, Copy, Debug)]
+pub(in crate::jit::x86) struct Label(usize);
+
+/// A branch in the instruction stream (a `nop` placeholder until layout).
+pub(super) struct Branch {
+    /// Instruction index of the placeholder.
+    at: usize,
+    /// Condition nibble (`jcc`), or `None` for `jmp`.
+    cc: Option<u8>,
+    /// Label index.
+    target: usize,
+}
+
+/// The encoding of one instruction (at most 15 bytes).
+#[derive(Clone, Copy)]
+pub(super) struct Encoded {
+    len: u8,
+    bytes: [u8; 15],
+}
+
+/// Encodings kept per thread: kernels repeat most of their instructions, and a lookup costs a
+/// fraction of an encoding. Cleared when it grows past this many entries.
+pub(super) const MAX_CACHED: usize = 8192;
+
+/// A thread's reusable emission state: the assembler and encoder (for their buffers) and the
+/// encodings seen so far.
+pub(super) struct Scratch {
+    pub a: CodeAssembler,
+    pub enc: Encoder,
+    pub cache: rustc_hash::FxHashMap<Instruction, Encoded>,
+}
+
+thread_local! {
+    pub(super) static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+}
+
+impl Emitter<'_> {
+    /// A new, unbound label.
+    pub fn label(&mut self) -> Label {
+        self.labels.push(usize::MAX);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `l` to the next instruction emitted.
+    pub fn bind(&mut self, l: Label) {
+        self.labels[l.0] = self.a.instructions().len();
+    }
+
+    /// A branch to `l`: a `nop` placeholder in the instruction stream, laid out by [`Self::finish`].
+    fn branch(&mut self, cc: Option<u8>, l: Label) -> R {
+        self.branches.push(Branch {
+            at: self.a.instructions().len(),
+            cc,
+            target: l.0,
+        });
+        Ok(self.a.nop()?)
+    }
+    pub fn jmp(&mut self, l: Label) -> R {
+        self.branch(None, l)
+    }
+    pub fn jb(&mut self, l: Label) -> R {
+        self.branch(Some(0x2), l)
+    }
+    pub fn jae(&mut self, l: Label) -> R {
+        self.branch(Some(0x3), l)
+    }
+    pub fn je(&mut self, l: Label) -> R {
+        self.branch(Some(0x4), l)
+    }
+    pub fn jne(&mut self, l: Label) -> R {
+        self.branch(Some(0x5), l)
+    }
+    /// `jc`: jump when the carry flag is set.
+    pub fn branch_carry(&mut self, l: Label) -> R {
+        self.jb(l)
+    }
+    pub fn ja(&mut self, l: Label) -> R {
+        self.branch(Some(0x7), l)
+    }
+    pub fn jbe(&mut self, l: Label) -> R {
+        self.branch(Some(0x6), l)
+    }
+
+    /// A RIP-relative operand of `bytes` placed after the code. It is emitted as an absolute
+    /// address that marks the constant, and made RIP-relative by [`Self::finish`].
+    pub fn constant(&mut self, bytes: &[u8]) -> AsmMemoryOperand {
+        let k = match self.consts.iter().position(|b| b == bytes) {
+            Some(k) => k,
+            None => {
+                self.consts.push(bytes.to_vec());
+                self.consts.len() - 1
+            }
+        };
+        ptr(CONST_MARK + k as u64)
+    }
+
+    /// Encodes everything: each instruction once, branches in their short form where the
+    /// target is within reach and near otherwise, constants after the code (32-byte aligned),
+    /// RIP-relative operands pointed at them. Returns the bytes and the length of the code.
+    pub(super) fn finish(
+        &mut self,
+        enc: &mut Encoder,
+        cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
+    ) -> Result<(Vec<u8>, usize), EmitError> {
+        let ins = self.a.instructions();
+        let n = ins.len();
+        // Encode every non-branch instruction once at address 0 (their bytes do not depend on
+        // the address, except RIP-relative ones, encoded again below).
+        let mut start = Vec::with_capacity(n + 1);
+        let mut is_branch = vec![false; n];
+        for b in &self.branches {
+            is_branch[b.at] = true;
+        }
+        let mut rip_rel = Vec::new();
+        let mut body: Vec<u8> = Vec::with_capacity(8 * n);
+        for (i, x) in ins.iter().enumerate() {
+            start.push(body.len());
+            if is_branch[i] {
+                continue;
+            }
+            if x.memory_base() == Register::None && x.memory_index() == Register::None {
+                let d = x.memory_displacement64();
+                if d >= CONST_MARK && d < CONST_MARK + self.consts.len() as u64 {
+                    // Encoded for its length now, at its address below.
+                    let mut x = *x;
+                    x.set_memory_base(Register::RIP);
+                    x.set_memory_displacement64(0);
+                    let len = enc.encode(&x, 0)?;
+                    body.resize(body.len() + len, 0);
+                    rip_rel.push((i, x, (d - CONST_MARK) as usize));
+                    continue;
+                }
+            }
+            let e = match cache.get(x) {
+                Some(e) => *e,
+                None => {
+                    let len = enc.encode(x, 0)?;
+                    let buf = enc.take_buffer();
+                    let mut e = Encoded {
+                        len: len as u8,
+                        bytes: [0; 15],
+                    };
+                    e.bytes[..len].copy_from_slice(&buf[buf.len() - len..]);
+                    enc.set_buffer(recycle(buf));
+                    cache.insert(*x, e);
+                    e
+                }
+            };
+            body.extend_from_slice(&e.bytes[..e.len as usize]);
+        }
+        start.push(body.len());
+        let _ = enc.take_buffer();
+        // Branch sizes: short until the displacement does not fit, then near (a fixpoint:
+        // sizes only grow).
+        let mut size: Vec<usize> = (0..n)
+            .map(|i| {
+                if is_branch[i] {
+                    2
+                } else {
+                    start[i + 1] - start[i]
+                }
+            })
+            .collect();
+        let mut at = vec![0usize; n + 1];
+        loop {
+            for i in 0..n {
+                at[i + 1] = at[i] + size[i];
+            }
+            let mut grew = false;
+            for b in &self.branches {
+                if size[b.at] != 2 {
+                    continue;
+                }
+                let target = self.labels[b.target];
+                if target == usize::MAX || target > n {
+                    return Err(bug("branch to an unbound label"));
+                }
+                let d = at[target] as i64 - (at[b.at] + 2) as i64;
+                if i8::try_from(d).is_err() {
+                    size[b.at] = if b.cc.is_some() { 6 } else { 5 };
+                    grew = true;
+                }
+            }
+            if !grew {
+                break;
+            }
+        }
+        let code_len = at[n];
+        let const_at = code_len.next_multiple_of(32);
+        let mut out = Vec::with_capacity(const_at + 64 * self.consts.len());
+        let mut bi = 0;
+        for i in 0..n {
+            if is_branch[i] {
+                let b = &self.branches[bi];
+                bi += 1;
+                let target = at[self.labels[b.target]] as i64;
+                let next = (at[i] + size[i]) as i64;
+                let d = target - next;
+                match (size[i], b.cc) {
+                    (2, Some(cc)) => out.extend([0x70 | cc, d as i8 as u8]),
+                    (2, None) => out.extend([0xeb, d as i8 as u8]),
+                    (_, Some(cc)) => {
+                        out.extend([0x0f, 0x80 | cc]);
+                        out.extend((d as i32).to_le_bytes());
+                    }
+                    (_, None) => {
+                        out.push(0xe9);
+                        out.extend((d as i32).to_le_bytes());
+                    }
+                }
+            } else {
+                out.extend_from_slice(&body[start[i]..start[i + 1]]);
+            }
+        }
+        out.resize(const_at, 0xcc);
+        let mut const_off = Vec::with_capacity(self.consts.len());
+        for c in &self.consts {
+            const_off.push(out.len());
+            out.extend_from_slice(c);
+            out.resize(out.len().next_multiple_of(32), 0);
+        }
+        for (i, mut x, k) in rip_rel {
+            x.set_memory_displacement64(const_off[k] as u64);
+            if enc.encode(&x, at[i] as u64)? != size[i] {
+                return Err(bug("RIP-relative instruction changed its length"));
+            }
+            let buf = enc.take_buffer();
+            out[at[i]..at[i] + size[i]].copy_from_slice(&buf);
+            enc.set_buffer(recycle(buf));
+        }
+        Ok((out, code_len))
+    }
+}
+
+/// An emptied buffer, to give back to the encoder (which appends to it).
+fn recycle(mut buf: Vec<u8>) -> Vec<u8> {
+    buf.clear();
+    buf
+}

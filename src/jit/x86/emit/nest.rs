@@ -1,0 +1,296 @@
+//! The kernel around its rows: prologue (registers saved, pointers moved to `begin`, the
+//! loop-invariant registers), the loop nest over the outer dims, the epilogue, and the rows
+//! that need no vector code of their own: the row copy's test and the strided row.
+
+use iced_x86::code_asm::*;
+
+use super::vector::{Avx2, Avx512};
+use super::{Emitter, Label, P, R, Stride, gpr8, gpr16, gpr32};
+use crate::jit::x86::Level;
+use crate::plan::{ELSE, RowShape, THEN};
+
+/// Stack bytes per outer loop kept in memory: the trip counter and four pointers.
+const SLOT: i32 = 40;
+
+/// A loop trip count.
+#[derive(Clone, Copy)]
+enum Count {
+    Const(u64),
+    Mem(AsmMemoryOperand),
+}
+
+impl Emitter<'_> {
+    fn uses_vectors(&self) -> bool {
+        self.shape != RowShape::Strided
+    }
+
+    pub(super) fn prologue(&mut self) -> R {
+        // Nothing to do for an empty range: return before touching any register.
+        let start = self.label();
+        self.a.cmp(r8, r9)?;
+        self.jb(start)?;
+        self.a.ret()?;
+        self.bind(start);
+        if self.rank >= 2 {
+            self.saved.push(rbx);
+        }
+        if self.shape == RowShape::Strided {
+            self.saved.extend([rbp, r12, r13]);
+        }
+        if self.generic {
+            self.saved.extend([r14, r15]);
+        }
+        for r in self.saved.clone() {
+            self.a.push(r)?;
+        }
+        if self.generic {
+            let above = 8 * self.saved.len() as i32;
+            self.a.mov(r14, qword_ptr(rsp + (above + 8)))?;
+            self.a.mov(r15, qword_ptr(rsp + (above + 16)))?;
+        }
+        self.frame = SLOT * self.rank.saturating_sub(2) as i32;
+        if self.frame > 0 {
+            self.a.sub(rsp, self.frame)?;
+        }
+        // Pointers to outer index `begin`.
+        for (op, p) in P.into_iter().enumerate() {
+            match self.stride(0, op) {
+                Stride::Zero => {}
+                Stride::Imm(1) => self.a.add(p, r8)?,
+                Stride::Imm(v @ (2 | 4 | 8)) => self.a.lea(p, ptr(p + r8 * v as u32))?,
+                Stride::Imm(v) => {
+                    self.a.imul_3(rax, r8, v)?;
+                    self.a.add(p, rax)?;
+                }
+                Stride::Mem(m) => {
+                    self.a.mov(rax, m)?;
+                    self.a.imul_2(rax, r8)?;
+                    self.a.add(p, rax)?;
+                }
+            }
+        }
+        self.a.sub(r9, r8)?;
+        if self.uses_vectors() {
+            match self.level {
+                Level::Avx2 => self.vector_invariants::<Avx2>()?,
+                Level::Avx512 => self.vector_invariants::<Avx512>()?,
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the row code splats `op` (then or else), and the kernel can do it once.
+    pub fn splat_once(&self, op: usize) -> bool {
+        self.uses_vectors() && self.invariant[op - THEN]
+    }
+
+    pub(super) fn body(&mut self) -> R {
+        if self.rank == 1 {
+            return self.row();
+        }
+        // r9 holds the outer trip count; it moves to the loop's counter, r9 to the row length.
+        if self.rank == 2 {
+            self.a.mov(rbx, r9)?;
+        } else {
+            self.a.mov(qword_ptr(rsp), r9)?;
+        }
+        let last = self.rank - 1;
+        match self.count(last) {
+            Count::Const(n) => self.mov_imm(r9, n)?,
+            Count::Mem(m) => self.a.mov(r9, m)?,
+        }
+        self.outer(0)
+    }
+
+    /// Trip count of dim `level` (not the outermost).
+    fn count(&self, level: usize) -> Count {
+        if self.generic {
+            Count::Mem(qword_ptr(r14 + 8 * level as i32))
+        } else {
+            Count::Const(self.sig.dims[level] as u64)
+        }
+    }
+
+    /// The loop over dim `level` (its trip count already in place for level 0).
+    fn outer(&mut self, level: usize) -> R {
+        if level == self.rank - 1 {
+            return self.row();
+        }
+        let steps: [Stride; 4] = std::array::from_fn(|op| self.stride(level, op));
+        let top = self.label();
+        if level == self.rank - 2 {
+            if level > 0 {
+                match self.count(level) {
+                    Count::Const(n) => self.mov_imm(rbx, n)?,
+                    Count::Mem(m) => self.a.mov(rbx, m)?,
+                }
+            }
+            self.bind(top);
+            self.outer(level + 1)?;
+            for op in 0..4 {
+                self.add_stride(P[op], steps[op])?;
+            }
+            self.a.dec(rbx)?;
+            return self.jne(top);
+        }
+        let slot = SLOT * level as i32;
+        if level > 0 {
+            match self.count(level) {
+                Count::Const(n) => match i32::try_from(n) {
+                    Ok(v) => self.a.mov(qword_ptr(rsp + slot), v)?,
+                    Err(_) => {
+                        self.a.mov(rax, n)?;
+                        self.a.mov(qword_ptr(rsp + slot), rax)?;
+                    }
+                },
+                Count::Mem(m) => {
+                    self.a.mov(rax, m)?;
+                    self.a.mov(qword_ptr(rsp + slot), rax)?;
+                }
+            }
+        }
+        self.bind(top);
+        for (op, p) in P.into_iter().enumerate() {
+            self.a.mov(qword_ptr(rsp + (slot + 8 + 8 * op as i32)), p)?;
+        }
+        self.outer(level + 1)?;
+        for (op, p) in P.into_iter().enumerate() {
+            self.a.mov(p, qword_ptr(rsp + (slot + 8 + 8 * op as i32)))?;
+            self.add_stride(p, steps[op])?;
+        }
+        self.a.dec(qword_ptr(rsp + slot))?;
+        self.jne(top)
+    }
+
+    fn row(&mut self) -> R {
+        match (self.shape, self.level) {
+            (RowShape::Select { .. }, Level::Avx2) => self.vector_row::<Avx2>(),
+            (RowShape::Select { .. }, Level::Avx512) => self.vector_row::<Avx512>(),
+            (RowShape::Copy { .. }, _) => self.copy_row(),
+            (RowShape::Strided, _) => self.strided_row(),
+        }
+    }
+
+    pub(super) fn epilogue(&mut self) -> R {
+        if self.nt {
+            self.a.sfence()?;
+        }
+        if self.uses_vectors() {
+            self.a.vzeroupper()?;
+        }
+        if self.frame > 0 {
+            self.a.add(rsp, self.frame)?;
+        }
+        for r in self.saved.clone().into_iter().rev() {
+            self.a.pop(r)?;
+        }
+        Ok(self.a.ret()?)
+    }
+
+    // ---- row copy ------------------------------------------------------------------------
+
+    /// cond constant along the row: one test, then a copy (or fill) of the chosen input. A
+    /// copy of the output onto itself (in place) is skipped.
+    fn copy_row(&mut self) -> R {
+        let done = self.label();
+        let take_else = self.label();
+        self.a.cmp(byte_ptr(rdi), 0)?;
+        self.je(take_else)?;
+        self.copy_from(THEN, done)?;
+        self.jmp(done)?;
+        self.bind(take_else);
+        self.copy_from(ELSE, done)?;
+        self.bind(done);
+        Ok(())
+    }
+
+    fn copy_from(&mut self, op: usize, done: Label) -> R {
+        // r10 = bytes in the row.
+        match self.wlog() {
+            0 => self.a.mov(r10, r9)?,
+            k @ 1..=3 => self.a.lea(r10, ptr(r9 * (1u32 << k)))?,
+            k => {
+                self.a.mov(r10, r9)?;
+                self.a.shl(r10, k)?;
+            }
+        }
+        let fill = self.row_bcast(op);
+        if !fill {
+            // In place: the chosen input is the output itself.
+            self.a.cmp(P[op], rcx)?;
+            self.je(done)?;
+        }
+        match self.level {
+            Level::Avx2 => self.vector_copy::<Avx2>(op, fill, done),
+            Level::Avx512 => self.vector_copy::<Avx512>(op, fill, done),
+        }
+    }
+
+    // ---- strided rows --------------------------------------------------------------------
+
+    /// Any strides: one element at a time, branch-free (`cmov`), pointers moved by the
+    /// (signed) byte strides.
+    fn strided_row(&mut self) -> R {
+        let l = self.rank - 1;
+        let steps: [Stride; 4] = std::array::from_fn(|op| self.stride(l, op));
+        let moving = [r10, r11, rax, rbp];
+        for op in 0..4 {
+            self.a.mov(moving[op], P[op])?;
+        }
+        self.a.mov(r8, r9)?;
+        let top = self.label();
+        self.bind(top);
+        self.a.cmp(byte_ptr(r10), 0)?;
+        self.select_elem(ptr(r11), ptr(rax), ptr(rbp), r12, r13)?;
+        for op in 0..4 {
+            self.add_stride(moving[op], steps[op])?;
+        }
+        self.a.dec(r8)?;
+        self.jne(top)
+    }
+
+    /// One element `out = ZF ? else : then` (ZF set by a compare of the cond byte with 0),
+    /// through the temporaries `t` and `u`.
+    pub fn select_elem(
+        &mut self,
+        then: AsmMemoryOperand,
+        else_: AsmMemoryOperand,
+        out: AsmMemoryOperand,
+        t: AsmRegister64,
+        u: AsmRegister64,
+    ) -> R {
+        let (t32, u32_) = (gpr32(t)?, gpr32(u)?);
+        match self.w {
+            1 => {
+                self.a.movzx(t32, byte_ptr(then))?;
+                self.a.movzx(u32_, byte_ptr(else_))?;
+                self.a.cmovz(t32, u32_)?;
+                Ok(self.a.mov(byte_ptr(out), gpr8(t)?)?)
+            }
+            2 => {
+                self.a.movzx(t32, word_ptr(then))?;
+                self.a.movzx(u32_, word_ptr(else_))?;
+                self.a.cmovz(t32, u32_)?;
+                Ok(self.a.mov(word_ptr(out), gpr16(t)?)?)
+            }
+            4 => {
+                self.a.mov(t32, dword_ptr(then))?;
+                self.a.cmovz(t32, dword_ptr(else_))?;
+                Ok(self.a.mov(dword_ptr(out), t32)?)
+            }
+            8 => {
+                self.a.mov(t, qword_ptr(then))?;
+                self.a.cmovz(t, qword_ptr(else_))?;
+                Ok(self.a.mov(qword_ptr(out), t)?)
+            }
+            _ => {
+                for k in [0i32, 8] {
+                    self.a.mov(t, qword_ptr(then + k))?;
+                    self.a.cmovz(t, qword_ptr(else_ + k))?;
+                    self.a.mov(qword_ptr(out + k), t)?;
+                }
+                Ok(())
+            }
+        }
+    }
+}

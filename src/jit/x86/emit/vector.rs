@@ -1,0 +1,340 @@
+//! The vector rows, written once over the vector ISA ([`VecIsa`], implemented by [`Avx2`]
+//! and [`Avx512`]), the way oneDNN's `jit_uni_*` kernels are templated on theirs: the splats,
+//! the non-temporal gate, the line head, the main loop of 128-byte blocks, the whole-line
+//! non-temporal stores and the row copies are here; an ISA supplies how one block of vectors is
+//! selected (lane masks and `vblendv*`, or opmasks and `vpblendm*`), and how the rest of a row
+//! that fills no block is done (overlapping steps, or masked vectors).
+//!
+//! Both ISAs use 256-bit vectors. On an AMD Zen 4 host zmm code lost 5-27% against ymm code on
+//! outputs from DRAM (a stream loaded once per 64-byte line paces the prefetcher worse than two
+//! loads per line), while EVEX-encoded ymm with opmasks matched AVX2 there and beat it by
+//! 25-30% in L1; zmm was never faster than EVEX ymm in any size class measured.
+//!
+//! Non-temporal rows store every whole 64-byte line of the output non-temporally and only the
+//! partial first and last lines with ordinary stores (a line is never written both ways);
+//! a row that left whole lines to ordinary stores ran 1.35-1.5x slower on such a host.
+//!
+//! Registers shared by both ISAs: ymm14 / ymm13 the splats of then / else, ymm12 the width-16
+//! selector (qwords 0 and 1 keep cond byte 0, qwords 2 and 3 cond byte 1).
+
+use iced_x86::code_asm::*;
+
+use super::regs::YMM;
+use super::{Bounds, Emitter, Label, P, R};
+use crate::plan::{ELSE, OUT, THEN};
+
+pub(super) use super::avx2::Avx2;
+pub(super) use super::avx512::Avx512;
+
+/// 32-byte vectors per main-loop block: two lines of output.
+pub(super) const UNROLL: usize = 4;
+/// Bytes per vector.
+pub(super) const VBYTES: u64 = 32;
+/// Bytes per cache line.
+pub(super) const LINE: u64 = 64;
+/// Row copies: bytes per block.
+const COPY_BLOCK: u64 = UNROLL as u64 * VBYTES;
+/// Copy rows of at least this many bytes use non-temporal stores (when the kernel does).
+const NT_COPY_MIN: u64 = 512;
+/// The width-16 selector register.
+pub(super) const SEL: usize = 12;
+/// Red-zone slot of the head count of a non-temporal row (the ISAs use the slots above it).
+const HEAD_SLOT: i32 = -24;
+
+/// The register that holds the splat of then (ymm14) or else (ymm13).
+pub(super) fn splat_reg(op: usize) -> usize {
+    if op == THEN { 14 } else { 13 }
+}
+
+/// What differs between the vector ISAs. `r8` is the element (or byte) index in the row, `r9`
+/// the row length in elements (`r10` in bytes for copies); `rax`, `r10`, `r11` are scratch.
+pub(super) trait VecIsa {
+    /// The ISA's own loop-invariant registers.
+    fn invariants(e: &mut Emitter) -> R;
+    /// Whether main-loop blocks test their cond bytes for all non-zero / all zero first (and
+    /// then copy one input).
+    fn uniform(w: usize) -> bool;
+    /// `vecs` (1, 2 or 4) vectors of output from element `r8`: masks, blends and stores
+    /// (non-temporal with `nt`). With `uniform`, first jumps to its labels when the block's
+    /// cond bytes are all non-zero / all zero.
+    fn block(e: &mut Emitter, vecs: usize, nt: bool, uniform: Option<(Label, Label)>) -> R;
+    /// The rest of a row after its main loop (`r8` elements done: a multiple of the block, 0
+    /// when the row is shorter than one), with ordinary stores; ends at `done`.
+    fn tail(e: &mut Emitter, n: Bounds, done: Label) -> R;
+    /// `rax` (1 ..= `max`, less than a line) elements from `r8` with ordinary stores; keeps
+    /// `r8` and `r9`.
+    fn short(e: &mut Emitter, max: u64) -> R;
+    /// Row copies: the bytes from `r8` to `r10` after the block loop, ordinary stores; ends at
+    /// `done`. `src`: the source row, or `None` to fill with the splat in `sr`.
+    fn copy_tail(
+        e: &mut Emitter,
+        src: Option<AsmRegister64>,
+        sr: usize,
+        b: Bounds,
+        done: Label,
+    ) -> R;
+    /// `rax` (1 ..= `max`, less than a line) bytes from `r8` with ordinary stores; keeps `r8`
+    /// and `r10`.
+    fn copy_short(e: &mut Emitter, src: Option<AsmRegister64>, sr: usize, max: u64) -> R;
+}
+
+impl Emitter<'_> {
+    /// Loop-invariant registers: the ISA's, the splats of operands constant for the whole
+    /// kernel, the width-16 selector.
+    pub(super) fn vector_invariants<I: VecIsa>(&mut self) -> R {
+        I::invariants(self)?;
+        for op in [THEN, ELSE] {
+            if self.splat_once(op) {
+                self.splat(op)?;
+            }
+        }
+        if self.w == 16 {
+            let mut sel = [0u8; 32];
+            for q in [0, 8, 17, 25] {
+                sel[q] = 0xff;
+            }
+            let c = self.constant(&sel);
+            self.a.vmovdqu(YMM[SEL], c)?;
+        }
+        Ok(())
+    }
+
+    /// Broadcasts the element at `P[op]` to every lane of its splat register.
+    pub(super) fn splat(&mut self, op: usize) -> R {
+        let r = YMM[splat_reg(op)];
+        let m = ptr(P[op]);
+        Ok(match self.w {
+            1 => self.a.vpbroadcastb(r, m),
+            2 => self.a.vpbroadcastw(r, m),
+            4 => self.a.vpbroadcastd(r, m),
+            8 => self.a.vpbroadcastq(r, m),
+            _ => self.a.vbroadcasti128(r, m),
+        }?)
+    }
+
+    /// Splats of operands broadcast along the row that change from row to row.
+    fn row_splats(&mut self) -> R {
+        for op in [THEN, ELSE] {
+            if self.row_bcast(op) && !self.invariant[op - THEN] {
+                self.splat(op)?;
+            }
+        }
+        Ok(())
+    }
+
+    /// Elements per vector.
+    pub(super) fn lanes(&self) -> u64 {
+        VBYTES / self.w as u64
+    }
+
+    /// Elements per cache line.
+    pub(super) fn per_line(&self) -> u64 {
+        LINE / self.w as u64
+    }
+
+    /// Jumps to `normal` unless the row (`len` units within `b`) has at least `min` units and
+    /// the output is aligned to `align` bytes.
+    fn nt_gate(
+        &mut self,
+        len: AsmRegister64,
+        b: Bounds,
+        min: u64,
+        align: usize,
+        normal: Label,
+    ) -> R {
+        if b.min < min {
+            self.a.cmp(len, min as i32)?;
+            self.jb(normal)?;
+        }
+        if align > 1 {
+            self.a.test(cl, align as i32 - 1)?;
+            self.jne(normal)?;
+        }
+        Ok(())
+    }
+
+    /// `r8` = the units (bytes shifted right by `shift`) before the output's first line
+    /// boundary, done by `short` with ordinary stores.
+    fn line_head(&mut self, shift: u32, short: impl FnOnce(&mut Self) -> R) -> R {
+        let aligned = self.label();
+        self.a.mov(rax, rcx)?;
+        self.a.neg(rax)?;
+        self.a.and(eax, LINE as i32 - 1)?;
+        if shift > 0 {
+            self.a.shr(eax, shift)?;
+        }
+        self.je(aligned)?;
+        self.a.mov(qword_ptr(rsp + HEAD_SLOT), rax)?;
+        short(self)?;
+        self.a.mov(r8, qword_ptr(rsp + HEAD_SLOT))?;
+        self.bind(aligned);
+        Ok(())
+    }
+
+    /// A vector-select row.
+    pub(super) fn vector_row<I: VecIsa>(&mut self) -> R {
+        self.row_splats()?;
+        let done = self.label();
+        let (line, n) = (self.per_line(), self.n);
+        let e = self.lanes() * UNROLL as u64;
+        self.a.xor(r8d, r8d)?;
+        // Non-temporal rows: a head up to the first line boundary, whole blocks, one more whole
+        // line if there is one, then the partial last line.
+        let nt_min = (2 * e + line).max(512 / self.w as u64);
+        if self.nt && n.max >= nt_min {
+            let normal = self.label();
+            self.nt_gate(r9, n, nt_min, self.w, normal)?;
+            let line_max = line - 1;
+            self.line_head(self.wlog(), |s| I::short(s, line_max))?;
+            self.a.lea(r10, ptr(r9 - e as i32))?;
+            let top = self.label();
+            self.bind(top);
+            I::block(self, UNROLL, true, None)?;
+            self.a.add(r8, e as i32)?;
+            self.a.cmp(r8, r10)?;
+            self.jbe(top)?;
+            let rest = self.label();
+            self.a.lea(r10, ptr(r9 - line as i32))?;
+            self.a.cmp(r8, r10)?;
+            self.ja(rest)?;
+            I::block(self, UNROLL / 2, true, None)?;
+            self.a.add(r8, line as i32)?;
+            self.bind(rest);
+            self.a.mov(rax, r9)?;
+            self.a.sub(rax, r8)?;
+            self.je(done)?;
+            I::short(self, line_max)?;
+            self.jmp(done)?;
+            self.bind(normal);
+        }
+        let tail = self.label();
+        if n.max >= e {
+            if n.min < e {
+                self.a.cmp(r9, e as i32)?;
+                self.jb(tail)?;
+            }
+            let uniform = I::uniform(self.w);
+            let (top, next) = (self.label(), self.label());
+            let (all_then, all_else) = (self.label(), self.label());
+            self.a.lea(r10, ptr(r9 - e as i32))?;
+            self.bind(top);
+            I::block(self, UNROLL, false, uniform.then_some((all_then, all_else)))?;
+            self.bind(next);
+            self.a.add(r8, e as i32)?;
+            self.a.cmp(r8, r10)?;
+            self.jbe(top)?;
+            if uniform {
+                self.jmp(tail)?;
+                for (l, op) in [(all_then, THEN), (all_else, ELSE)] {
+                    self.bind(l);
+                    self.take(op)?;
+                    self.jmp(next)?;
+                }
+            }
+        }
+        self.bind(tail);
+        I::tail(self, n, done)?;
+        self.bind(done);
+        Ok(())
+    }
+
+    /// One main-loop block's output taken from `op` alone (a copy, or its splat).
+    fn take(&mut self, op: usize) -> R {
+        if self.w == 16 {
+            self.a.mov(r11, r8)?;
+            self.a.shl(r11, 4)?;
+        }
+        for (v, &y) in YMM.iter().enumerate().take(UNROLL) {
+            let off = v as i64 * self.lanes() as i64;
+            let r = if self.row_bcast(op) {
+                YMM[splat_reg(op)]
+            } else {
+                self.a.vmovdqu(y, self.elem(op, off))?;
+                y
+            };
+            let o = self.elem(OUT, off);
+            self.a.vmovdqu(o, r)?;
+        }
+        Ok(())
+    }
+
+    /// Copies `r10` bytes from `P[op]` to the output row, or fills them with `op`'s splat.
+    pub(super) fn vector_copy<I: VecIsa>(&mut self, op: usize, fill: bool, done: Label) -> R {
+        if fill && !self.invariant[op - THEN] {
+            self.splat(op)?;
+        }
+        let src = (!fill).then_some(P[op]);
+        let sr = splat_reg(op);
+        let b = self.n.times(self.w as u64);
+        self.a.xor(r8d, r8d)?;
+        if self.nt && b.max >= NT_COPY_MIN {
+            let normal = self.label();
+            // A fill keeps its pattern only from element boundaries.
+            let align = if fill { self.w } else { 1 };
+            self.nt_gate(r10, b, NT_COPY_MIN, align, normal)?;
+            self.line_head(0, |s| I::copy_short(s, src, sr, LINE - 1))?;
+            self.a.lea(r11, ptr(r10 - COPY_BLOCK as i32))?;
+            let top = self.label();
+            self.bind(top);
+            self.moves(src, sr, UNROLL, true)?;
+            self.a.add(r8, COPY_BLOCK as i32)?;
+            self.a.cmp(r8, r11)?;
+            self.jbe(top)?;
+            let rest = self.label();
+            self.a.lea(r11, ptr(r10 - LINE as i32))?;
+            self.a.cmp(r8, r11)?;
+            self.ja(rest)?;
+            self.moves(src, sr, UNROLL / 2, true)?;
+            self.a.add(r8, LINE as i32)?;
+            self.bind(rest);
+            self.a.mov(rax, r10)?;
+            self.a.sub(rax, r8)?;
+            self.je(done)?;
+            I::copy_short(self, src, sr, LINE - 1)?;
+            self.jmp(done)?;
+            self.bind(normal);
+        }
+        let tail = self.label();
+        if b.max >= COPY_BLOCK {
+            if b.min < COPY_BLOCK {
+                self.a.cmp(r10, COPY_BLOCK as i32)?;
+                self.jb(tail)?;
+            }
+            self.a.lea(r11, ptr(r10 - COPY_BLOCK as i32))?;
+            let top = self.label();
+            self.bind(top);
+            self.moves(src, sr, UNROLL, false)?;
+            self.a.add(r8, COPY_BLOCK as i32)?;
+            self.a.cmp(r8, r11)?;
+            self.jbe(top)?;
+        }
+        self.bind(tail);
+        I::copy_tail(self, src, sr, b, done)
+    }
+
+    /// `count` vectors from `src + r8` (or the splat register `sr`) to `rcx + r8`.
+    pub(super) fn moves(
+        &mut self,
+        src: Option<AsmRegister64>,
+        sr: usize,
+        count: usize,
+        nt: bool,
+    ) -> R {
+        let at = |j: usize| (VBYTES as usize * j) as i32;
+        if let Some(s) = src {
+            for (j, &y) in YMM.iter().enumerate().take(count) {
+                self.a.vmovdqu(y, ptr(s + r8 + at(j)))?;
+            }
+        }
+        for (j, &y) in YMM.iter().enumerate().take(count) {
+            let v = if src.is_some() { y } else { YMM[sr] };
+            let o = ptr(rcx + r8 + at(j));
+            if nt {
+                self.a.vmovntdq(o, v)?;
+            } else {
+                self.a.vmovdqu(o, v)?;
+            }
+        }
+        Ok(())
+    }
+}

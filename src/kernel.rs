@@ -1,0 +1,420 @@
+//! Kernels: machine code for one signature (or one pattern), shared as `Arc<Kernel>`, with the
+//! ownership of that code. JIT code (a Cranelift module, or a mapping of the x86 tier) is freed
+//! when the last holder drops the kernel; code linked into the program (an ahead-of-time table)
+//! is never freed.
+
+use crate::kernels::Ptrs;
+#[cfg(feature = "jit")]
+use crate::plan::OUT;
+use crate::plan::Signature;
+use crate::shape::MAX_RANK;
+use crate::tier::Tier;
+
+/// The machine-code entry point of every kernel, whatever made it: runs outer indices
+/// `[begin, end)` of its signature. `dims` and `byte_strides` are read by shape-generic kernels
+/// only (`dims[k]`, `byte_strides[op * rank + k]` for op = cond, then, else, out); exact
+/// kernels get NULL. The type of [`crate::aot::SelectjitKernelFn`] too.
+pub type KernelFn = unsafe extern "C" fn(
+    cond: *const u8,
+    then: *const u8,
+    else_: *const u8,
+    out: *mut u8,
+    begin: usize,
+    end: usize,
+    dims: *const u64,
+    byte_strides: *const i64,
+);
+
+/// A memory range that code run by a [`CodeRunner`] may access.
+#[cfg(feature = "jit")]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct MemRegion {
+    /// Address of the first byte.
+    pub addr: u64,
+    /// Length in bytes.
+    pub len: u64,
+    /// Whether the code may store to it (only the output).
+    pub writable: bool,
+}
+
+/// Runs machine code that this host cannot execute itself — kernels of an x86 tier whose
+/// instructions the CPU lacks — for verification: the emulator of the `selectjit-emu` crate
+/// implements it. Given to an engine as [`crate::EngineConfig::runner`].
+#[cfg(feature = "jit")]
+pub trait CodeRunner: Send + Sync + std::fmt::Debug {
+    /// Calls the function at byte 0 of `code` with the System V integer arguments `args`
+    /// (cond, then, else, out, begin, end, dims, byte_strides). `avx512`: the code may use
+    /// AVX-512 (otherwise such instructions are an error). An error is a bug of the generated
+    /// code (an access outside `regions`, an unsupported instruction).
+    ///
+    /// # Safety
+    /// Every region is memory the caller may read (and, where `writable`, write) for the
+    /// duration of the call, and nothing else accesses the writable ones meanwhile.
+    unsafe fn call(
+        &self,
+        code: &[u8],
+        avx512: bool,
+        args: &[u64; 8],
+        regions: &[MemRegion],
+    ) -> std::result::Result<(), String>;
+}
+
+/// Where a kernel's machine code lives, and what frees it.
+enum Code {
+    /// A Cranelift JIT module, freed on drop. The mutex makes the module (which holds a
+    /// `RefCell`) shareable; it is touched only on drop.
+    #[cfg(feature = "jit")]
+    Cranelift(std::sync::Mutex<Option<Box<cranelift_jit::JITModule>>>),
+    /// Code emitted by the x86 tier in a mapping of its own.
+    #[cfg(feature = "jit")]
+    Mapped(crate::jit::ExecMem),
+    /// Code this host cannot run, executed by a [`CodeRunner`] (verification only).
+    #[cfg(feature = "jit")]
+    Runner(Vec<u8>, std::sync::Arc<dyn CodeRunner>),
+    /// Code linked into the program ahead of time (an exported kernel table): nothing to free.
+    Linked,
+}
+
+/// A compiled kernel for one [`Signature`]. Shared as `Arc<Kernel>`; its code memory is returned
+/// to the system when the last `Arc` is dropped (e.g. after cache eviction, once no caller still
+/// runs it).
+pub struct Kernel {
+    sig: Signature,
+    /// Shape-generic: `sig` gives only the rank, width and inner-stride classes; dims and
+    /// strides are passed on every call.
+    generic: bool,
+    /// The tier whose generator made the code.
+    tier: Tier,
+    /// Entry point; `None` for code run by a [`CodeRunner`].
+    entry: Option<KernelFn>,
+    code_bytes: usize,
+    code: Code,
+    /// Whether calls of this kernel gain from being split across threads.
+    split: crate::split::SplitChoice,
+}
+
+impl std::fmt::Debug for Kernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "Kernel({}, {}, {} bytes of code)",
+            self.sig, self.tier, self.code_bytes
+        )
+    }
+}
+
+impl Kernel {
+    #[cfg(feature = "jit")]
+    fn owned(
+        sig: Signature,
+        generic: bool,
+        tier: Tier,
+        entry: Option<KernelFn>,
+        code_bytes: usize,
+        code: Code,
+    ) -> Self {
+        LIVE.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        LIVE_CODE.fetch_add(code_bytes, std::sync::atomic::Ordering::Relaxed);
+        Kernel {
+            sig,
+            generic,
+            tier,
+            entry,
+            code_bytes,
+            code,
+            split: Default::default(),
+        }
+    }
+
+    /// The learnt choice between one thread and several for this kernel's calls.
+    pub(crate) fn split_choice(&self) -> &crate::split::SplitChoice {
+        &self.split
+    }
+
+    /// A kernel compiled by Cranelift into `module`, entered at `entry`.
+    #[cfg(feature = "jit")]
+    pub(crate) fn cranelift(
+        sig: Signature,
+        generic: bool,
+        entry: KernelFn,
+        code_bytes: usize,
+        module: cranelift_jit::JITModule,
+    ) -> Self {
+        let code = Code::Cranelift(std::sync::Mutex::new(Some(Box::new(module))));
+        Kernel::owned(sig, generic, Tier::Cranelift, Some(entry), code_bytes, code)
+    }
+
+    /// A kernel linked into the program ahead of time (from an exported table). It owns no
+    /// memory and is not counted by [`live_kernels`].
+    ///
+    /// # Safety
+    /// `entry` is a function with the [`KernelFn`] contract for `sig` (exact) or `sig`'s pattern
+    /// (generic), compiled for this host, that stays in the program for good.
+    pub(crate) unsafe fn linked(
+        sig: Signature,
+        generic: bool,
+        entry: KernelFn,
+        code_bytes: u32,
+    ) -> Self {
+        Kernel {
+            sig,
+            generic,
+            tier: Tier::Cranelift,
+            entry: Some(entry),
+            code_bytes: code_bytes as usize,
+            code: Code::Linked,
+            split: Default::default(),
+        }
+    }
+
+    /// Whether the kernel's code was linked into the program ahead of time.
+    pub fn is_linked(&self) -> bool {
+        matches!(self.code, Code::Linked)
+    }
+
+    /// A kernel of the x86 tier: `code` (entry at its first byte) mapped executable.
+    ///
+    /// # Safety
+    /// `code` is a complete function with the [`KernelFn`] signature and contract for `sig`
+    /// (exact) or `sig`'s pattern (generic), using only instructions this host executes.
+    #[cfg(feature = "jit")]
+    pub(crate) unsafe fn mapped(
+        sig: Signature,
+        generic: bool,
+        tier: Tier,
+        code: &[u8],
+    ) -> crate::Result<Self> {
+        let mem = crate::jit::ExecMem::new(code)?;
+        // SAFETY: the mapping holds exactly `code`, which the caller guarantees is a function
+        // of this type; it stays mapped while the kernel (owner of `mem`) lives.
+        let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(mem.as_ptr()) };
+        let n = code.len();
+        Ok(Kernel::owned(
+            sig,
+            generic,
+            tier,
+            Some(entry),
+            n,
+            Code::Mapped(mem),
+        ))
+    }
+
+    /// A kernel whose x86 machine `code` (of `tier`, for `sig` or, `generic`, its pattern) runs
+    /// through `runner` instead of on the CPU: how tests execute kernels of a tier the host
+    /// lacks.
+    #[cfg(feature = "jit")]
+    pub fn with_runner(
+        sig: Signature,
+        generic: bool,
+        tier: Tier,
+        code: Vec<u8>,
+        runner: std::sync::Arc<dyn CodeRunner>,
+    ) -> Self {
+        let n = code.len();
+        Kernel::owned(sig, generic, tier, None, n, Code::Runner(code, runner))
+    }
+
+    /// The tier whose generator made this kernel.
+    pub fn tier(&self) -> Tier {
+        self.tier
+    }
+
+    /// Whether the kernel runs through a [`CodeRunner`] rather than on the CPU.
+    pub fn is_emulated(&self) -> bool {
+        self.entry.is_none()
+    }
+
+    /// The machine code of an x86-tier kernel (`None` for Cranelift and linked kernels).
+    pub fn x86_code(&self) -> Option<&[u8]> {
+        match &self.code {
+            #[cfg(feature = "jit")]
+            Code::Mapped(m) => Some(m.bytes()),
+            #[cfg(feature = "jit")]
+            Code::Runner(v, _) => Some(v),
+            _ => None,
+        }
+    }
+
+    /// The signature this kernel was compiled for.
+    pub fn signature(&self) -> &Signature {
+        &self.sig
+    }
+
+    /// Size of the generated machine code in bytes.
+    pub fn code_bytes(&self) -> usize {
+        self.code_bytes
+    }
+
+    /// Whether this is a shape-generic kernel (it runs every signature of its pattern).
+    pub fn is_generic(&self) -> bool {
+        self.generic
+    }
+
+    /// Runs outer indices `begin..end` of `sig`, which for an exact kernel must be the signature
+    /// it was compiled for, and for a shape-generic kernel one of the same pattern.
+    ///
+    /// # Safety
+    /// The pointers and range satisfy the contract of [`crate::kernels::run`] for `sig`: every
+    /// element `sig` addresses from them in `begin..end` lies inside its buffer, the output
+    /// overlaps no input except exactly (in place). The engine establishes it by validating
+    /// every buffer against its shape and strides before planning.
+    pub unsafe fn run(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+        // A shape-generic kernel reads its dims and byte strides from two arrays; exact kernels
+        // get null pointers (and no arrays to fill on their hot path).
+        let args;
+        let (dims, strides) = if self.generic {
+            args = generic_args(sig);
+            (args.0.as_ptr(), args.1.as_ptr())
+        } else {
+            (std::ptr::null(), std::ptr::null())
+        };
+        let Some(entry) = self.entry else {
+            #[cfg(feature = "jit")]
+            if let Code::Runner(code, runner) = &self.code {
+                let (c, t, e, o) = (p.cond as u64, p.then as u64, p.else_ as u64, p.out as u64);
+                let a = [
+                    c,
+                    t,
+                    e,
+                    o,
+                    begin as u64,
+                    end as u64,
+                    dims as u64,
+                    strides as u64,
+                ];
+                // SAFETY: the caller's contract: every element `sig` addresses in `begin..end`
+                // lies inside its buffer, which is what the regions describe; the dims and
+                // strides arrays live on this frame for the call.
+                return unsafe { run_external(code, &**runner, self.tier, sig, a) };
+            }
+            return;
+        };
+        // SAFETY: `entry` points at finalized code owned by `self.code` (or linked into the
+        // program), alive while `self` is; the caller guarantees the memory contract for
+        // `sig`, which is this kernel's signature (exact) or has its pattern (generic); a
+        // generic kernel reads `rank` dims and `4 * rank` strides, within the arrays since
+        // collapsed ranks never exceed `MAX_RANK`.
+        unsafe { entry(p.cond, p.then, p.else_, p.out, begin, end, dims, strides) }
+    }
+}
+
+/// The dims and byte strides a shape-generic kernel reads: `dims[k]` and
+/// `strides[op * rank + k]`.
+fn generic_args(sig: &Signature) -> ([u64; MAX_RANK], [i64; 4 * MAX_RANK]) {
+    let mut dims = [0u64; MAX_RANK];
+    let mut strides = [0i64; 4 * MAX_RANK];
+    let rank = sig.rank();
+    for k in 0..rank {
+        dims[k] = sig.dims[k] as u64;
+        for op in 0..4 {
+            strides[op * rank + k] = sig.byte_stride(op, k) as i64;
+        }
+    }
+    (dims, strides)
+}
+
+impl Drop for Kernel {
+    fn drop(&mut self) {
+        match &mut self.code {
+            Code::Linked => {} // part of the program, never counted
+            #[cfg(feature = "jit")]
+            owned => {
+                LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+                LIVE_CODE.fetch_sub(self.code_bytes, std::sync::atomic::Ordering::Relaxed);
+                // A mapping unmaps itself when dropped; a Cranelift module is freed here.
+                if let Code::Cranelift(module) = owned {
+                    let module = match module.get_mut() {
+                        Ok(m) => m.take(),
+                        Err(poisoned) => poisoned.into_inner().take(),
+                    };
+                    if let Some(m) = module {
+                        // SAFETY: we are the last owner of this kernel (drop of the last Arc),
+                        // so no caller is executing its code and `entry` is never called again.
+                        unsafe { m.free_memory() };
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The memory a kernel call on `sig` with arguments `a` may touch, per operand (cond, then,
+/// else, out): from the lowest to one past the highest addressed byte.
+#[cfg(feature = "jit")]
+fn operand_regions(sig: &Signature, a: &[u64; 8]) -> [(u64, u64); 4] {
+    let (begin, end) = (a[4] as usize, a[5] as usize);
+    std::array::from_fn(|op| {
+        let w = crate::plan::operand_width(op, sig.width) as i64;
+        if begin >= end {
+            return (a[op], 0);
+        }
+        let first = begin as i64 * sig.byte_stride(op, 0) as i64;
+        let (mut lo, mut hi) = (first, first);
+        for (k, &d) in sig.dims.iter().enumerate() {
+            let n = if k == 0 { end - begin } else { d } as i64;
+            let span = (n - 1) * sig.byte_stride(op, k) as i64;
+            if span < 0 {
+                lo += span;
+            } else {
+                hi += span;
+            }
+        }
+        (a[op].wrapping_add_signed(lo), (hi - lo + w) as u64)
+    })
+}
+
+/// Runs a kernel through `runner`; an error (a bug of the generator) panics with its message,
+/// as this path exists only to test generated code.
+///
+/// # Safety
+/// As for [`Kernel::run`]; `a` holds its pointers, range and generic arrays.
+#[cfg(feature = "jit")]
+unsafe fn run_external(
+    code: &[u8],
+    runner: &dyn CodeRunner,
+    tier: Tier,
+    sig: &Signature,
+    a: [u64; 8],
+) {
+    let r = operand_regions(sig, &a);
+    // The output first: in place it is the same memory as then or else, and a runner takes the
+    // first region that holds an address.
+    let mut regions: Vec<MemRegion> = std::iter::once(OUT)
+        .chain((0..4).filter(|&op| op != OUT))
+        .map(|op| MemRegion {
+            addr: r[op].0,
+            len: r[op].1,
+            writable: op == OUT,
+        })
+        .collect();
+    if a[6] != 0 {
+        let rank = sig.rank() as u64;
+        regions.push(MemRegion {
+            addr: a[6],
+            len: 8 * rank,
+            writable: false,
+        });
+        regions.push(MemRegion {
+            addr: a[7],
+            len: 32 * rank,
+            writable: false,
+        });
+    }
+    // SAFETY: the regions are the bytes `sig` addresses from validated pointers (the caller's
+    // contract), the dims/strides arrays live on the caller's stack for this call; only `out`
+    // is written.
+    if let Err(e) = unsafe { runner.call(code, tier == Tier::Avx512, &a, &regions) } {
+        panic!("emulated x86 kernel for {sig} failed: {e}");
+    }
+}
+
+static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+static LIVE_CODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+
+/// Kernels alive in this process (in caches or held by callers), and their bytes of machine code.
+pub fn live_kernels() -> (usize, usize) {
+    (
+        LIVE.load(std::sync::atomic::Ordering::Relaxed),
+        LIVE_CODE.load(std::sync::atomic::Ordering::Relaxed),
+    )
+}

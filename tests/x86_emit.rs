@@ -1,0 +1,582 @@
+//! Kernels of both x86 levels run directly on signatures (any strides, negative ones included),
+//! compared byte for byte with a reference loop, with guard bytes around every buffer. AVX2 runs
+//! natively; AVX-512 natively when the host has it, else in the emulator (with a printed line).
+
+use selectjit::jit::x86::{Level, X86Gen};
+use selectjit::jit::{CodeGen, CodeGenOptions};
+use selectjit::kernels::Ptrs;
+use selectjit::plan::{COND, ELSE, OUT, THEN};
+use selectjit::shape::Strides;
+use selectjit::{Kernel, Pattern, RowShape, Signature};
+use selectjit_emu::{Emulator, disassemble};
+
+/// Bytes of guard before and after every buffer.
+const GUARD: usize = 64;
+
+/// How kernels of a level are executed here.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Exec {
+    Native,
+    Emulated,
+}
+
+/// How `level` runs on this host: natively, else in the emulator (with a printed line).
+fn exec_for(level: Level) -> Exec {
+    if level.host_supports() {
+        return Exec::Native;
+    }
+    println!("{level:?} kernels run in the emulator (the host lacks the instructions)");
+    Exec::Emulated
+}
+
+/// The kernel of `xg` for `sig` (or its pattern), run natively or in the emulator.
+fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool) -> Kernel {
+    let code = xg
+        .emit(sig, generic)
+        .unwrap_or_else(|e| panic!("{sig}: {e}"));
+    match exec {
+        Exec::Emulated => {
+            Kernel::with_runner(sig.clone(), generic, xg.tier(), code, Emulator::runner())
+        }
+        Exec::Native => {
+            // The host runs this level (checked by `exec_for`): the engine's code generator
+            // with the same non-temporal threshold compiles the same code natively.
+            let cg = CodeGen::new(
+                xg.tier(),
+                CodeGenOptions {
+                    verify: false,
+                    nt_min_bytes: xg.nt_min_bytes(),
+                    runner: None,
+                },
+            )
+            .unwrap();
+            let k = cg.compile_with(xg.tier(), sig, generic).unwrap();
+            assert_eq!(k.x86_code(), Some(&code[..]), "{sig}: the same code");
+            k
+        }
+    }
+}
+
+/// A deterministic byte generator.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 = self
+            .0
+            .wrapping_mul(6364136223846793005)
+            .wrapping_add(1442695040888963407);
+        let x = self.0;
+        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
+    }
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| (self.next() >> 24) as u8).collect()
+    }
+}
+
+/// One operand's buffer: `GUARD` bytes, the addressed span, `GUARD` bytes; `base` is the
+/// offset of the element at index 0 (the span may extend below it with negative strides).
+struct Buf {
+    data: Vec<u8>,
+    base: usize,
+}
+
+fn layout(sig: &Signature, op: usize, misalign: usize) -> Buf {
+    let w = if op == COND { 1 } else { sig.width as i64 };
+    let (mut lo, mut hi) = (0i64, 0i64);
+    for (k, &d) in sig.dims.iter().enumerate() {
+        let span = (d as i64 - 1) * sig.strides[op][k] as i64 * w;
+        if span < 0 {
+            lo += span;
+        } else {
+            hi += span;
+        }
+    }
+    let len = (hi - lo + w) as usize + 2 * GUARD + misalign;
+    Buf {
+        data: vec![0; len],
+        base: GUARD + misalign + (-lo) as usize,
+    }
+}
+
+/// Byte offset of element `idx` of `op` from its base.
+fn offset(sig: &Signature, op: usize, idx: &[usize]) -> isize {
+    let w = if op == COND { 1 } else { sig.width as isize };
+    idx.iter()
+        .enumerate()
+        .map(|(k, &i)| i as isize * sig.strides[op][k] * w)
+        .sum()
+}
+
+/// Every index vector of `sig` whose outer index lies in `begin..end`.
+fn for_each_index(sig: &Signature, begin: usize, end: usize, mut f: impl FnMut(&[usize])) {
+    let r = sig.rank();
+    if begin >= end || sig.dims.contains(&0) {
+        return;
+    }
+    let mut idx = vec![0usize; r];
+    idx[0] = begin;
+    loop {
+        f(&idx);
+        let mut k = r - 1;
+        loop {
+            idx[k] += 1;
+            let lim = if k == 0 { end } else { sig.dims[k] };
+            if idx[k] < lim {
+                break;
+            }
+            if k == 0 {
+                return;
+            }
+            idx[k] = 0;
+            k -= 1;
+        }
+    }
+}
+
+/// Where the output lives: its own buffer, or then's / else's (in place).
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Place {
+    Own,
+    Then,
+    Else,
+}
+
+/// Runs `sig` with a kernel of `xg` (exact, or the generic kernel of its pattern) over the
+/// outer ranges `splits`, and compares every byte of every buffer with the reference.
+fn check(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, place: Place, seed: u64) {
+    let mut rng = Rng(seed);
+    let w = sig.width;
+    let misalign = (seed % 67) as usize;
+    let mut bufs: Vec<Buf> = (0..4)
+        .map(|op| layout(sig, op, misalign * (op == OUT) as usize))
+        .collect();
+    // cond: zeros and every kind of non-zero byte; at random, in runs (whole vectors of one
+    // kind), all non-zero or all zero.
+    let conds = [0u8, 1, 0x80, 0, 0xff, 0, 2, 0x7f, 0];
+    let truthy = [1u8, 0x80, 0xff, 2, 0x7f];
+    let mode = (seed / 3) % 4;
+    let mut run_left = 0u64;
+    let mut run_true = false;
+    for b in bufs[COND].data.iter_mut() {
+        *b = match mode {
+            0 => conds[(rng.next() % conds.len() as u64) as usize],
+            1 => {
+                if run_left == 0 {
+                    run_left = 1 + rng.next() % 300;
+                    run_true = rng.next().is_multiple_of(2);
+                }
+                run_left -= 1;
+                if run_true {
+                    truthy[(rng.next() % 5) as usize]
+                } else {
+                    0
+                }
+            }
+            2 => truthy[(rng.next() % 5) as usize],
+            _ => 0,
+        };
+    }
+    for op in [THEN, ELSE, OUT] {
+        let n = bufs[op].data.len();
+        bufs[op].data = rng.bytes(n);
+    }
+    let in_place = match place {
+        Place::Own => None,
+        Place::Then => Some(THEN),
+        Place::Else => Some(ELSE),
+    };
+    if let Some(src) = in_place {
+        assert_eq!(
+            sig.strides[src], sig.strides[OUT],
+            "in place needs equal strides"
+        );
+        bufs[OUT] = Buf {
+            data: bufs[src].data.clone(),
+            base: bufs[src].base,
+        };
+    }
+    let outer = sig.outer();
+    let splits: Vec<(usize, usize)> = match outer {
+        0 | 1 => vec![(0, outer)],
+        _ => {
+            let k = 1 + (seed as usize % (outer - 1));
+            vec![(0, k), (k, k), (k, outer)]
+        }
+    };
+    // Reference.
+    let mut want = bufs[OUT].data.clone();
+    for &(b, e) in &splits {
+        for_each_index(sig, b, e, |idx| {
+            let at = |op: usize| (bufs[op].base as isize + offset(sig, op, idx)) as usize;
+            let src = if bufs[COND].data[at(COND)] != 0 {
+                THEN
+            } else {
+                ELSE
+            };
+            let s = at(src);
+            let o = at(OUT);
+            want[o..o + w].copy_from_slice(&bufs[src].data[s..s + w]);
+        });
+    }
+    let kernel = kernel(xg, exec, sig, generic);
+    let mut out = std::mem::take(&mut bufs[OUT].data);
+    let out_base = bufs[OUT].base;
+    let ptr_of = |op: usize, bufs: &[Buf], out: &mut [u8]| -> *mut u8 {
+        let is_out = op == OUT || in_place == Some(op);
+        let base = if is_out { out_base } else { bufs[op].base };
+        if is_out {
+            out.as_mut_ptr().wrapping_add(base)
+        } else {
+            bufs[op].data.as_ptr().wrapping_add(base) as *mut u8
+        }
+    };
+    for &(b, e) in &splits {
+        let p = Ptrs {
+            cond: ptr_of(COND, &bufs, &mut out) as *const u8,
+            then: ptr_of(THEN, &bufs, &mut out) as *const u8,
+            else_: ptr_of(ELSE, &bufs, &mut out) as *const u8,
+            out: ptr_of(OUT, &bufs, &mut out),
+        };
+        // SAFETY: every buffer holds the bytes `sig` addresses from its base (see `layout`),
+        // the output overlaps an input only in place with equal strides, and `b..e` lies in
+        // the outer dimension.
+        unsafe { kernel.run(sig, p, b, e) };
+    }
+    if out != want {
+        let first = out.iter().zip(&want).position(|(a, b)| a != b).unwrap();
+        panic!(
+            "{:?} {exec:?} {} kernel, {place:?}, seed {seed}: output differs at byte {} \
+             (base {out_base}): got {:02x?}, want {:02x?}\nsignature {sig}\n{}",
+            xg.level(),
+            if generic { "generic" } else { "exact" },
+            first,
+            &out[first..(first + 16).min(out.len())],
+            &want[first..(first + 16).min(want.len())],
+            disassemble(&xg.emit(sig, generic).unwrap())
+        );
+    }
+}
+
+fn sig(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Signature {
+    Signature {
+        width,
+        dims: dims.iter().copied().collect(),
+        strides: strides.map(|s| s.iter().copied().collect::<Strides>()),
+    }
+}
+
+/// Runs `sig` exact and generic, with ordinary and non-temporal stores, own output and (where
+/// the layout allows) in place.
+fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
+    let xgs = [X86Gen::new(level, usize::MAX), X86Gen::new(level, 0)];
+    let mut places = vec![Place::Own];
+    if s.strides[THEN] == s.strides[OUT] {
+        places.push(Place::Then);
+    }
+    if s.strides[ELSE] == s.strides[OUT] {
+        places.push(Place::Else);
+    }
+    for (g, xg) in xgs.iter().enumerate() {
+        for &place in &places {
+            check(xg, exec, s, false, place, seed + g as u64);
+            if g == 0 {
+                check(xg, exec, s, true, place, seed + 7);
+            }
+        }
+    }
+}
+
+const WIDTHS: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// Row lengths around every vector and unroll boundary of both levels.
+fn lengths() -> Vec<usize> {
+    let mut v: Vec<usize> = (1..=300).collect();
+    v.extend([511, 512, 513, 1000, 1023, 1024, 1025, 4099]);
+    v
+}
+
+fn sweep_rows(level: Level, exec: Exec) {
+    let mut seed = 1;
+    for w in WIDTHS {
+        for n in lengths() {
+            // Vector rows, every then/else broadcast combination.
+            for (t, e) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+                let s = sig(w, &[n], [&[1], &[t], &[e], &[1]]);
+                check_all(level, exec, &s, seed);
+                seed += 1;
+            }
+            // Row copies and fills: cond constant along the row, different per row.
+            for (t, e) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+                let s = sig(
+                    w,
+                    &[3, n],
+                    [&[-1, 0], &[n as isize * t, t], &[e, e], &[n as isize, 1]],
+                );
+                check_all(level, exec, &s, seed);
+                seed += 1;
+            }
+        }
+    }
+}
+
+#[test]
+fn avx2_rows_every_length() {
+    sweep_rows(Level::Avx2, exec_for(Level::Avx2));
+}
+
+#[test]
+fn avx512_rows_every_length() {
+    sweep_rows(Level::Avx512, exec_for(Level::Avx512));
+}
+
+/// AVX2 kernels once through the emulator too: it checks every memory access against the
+/// operands' extents (a vector load past a row's end would not fault natively).
+#[test]
+fn avx2_rows_in_the_emulator() {
+    sweep_rows(Level::Avx2, Exec::Emulated);
+    sweep_layouts(Level::Avx2, Exec::Emulated);
+}
+
+/// AVX-512 kernels through the emulator even on a host that runs them natively: hosts without
+/// AVX-512 test them only there, so it must accept every instruction they use; and it checks
+/// every masked access against the operands' extents.
+#[test]
+fn avx512_rows_in_the_emulator() {
+    if Level::Avx512.host_supports() {
+        sweep_rows(Level::Avx512, Exec::Emulated);
+        sweep_layouts(Level::Avx512, Exec::Emulated);
+    } else {
+        println!("avx512_rows_in_the_emulator: avx512_rows_every_length emulates them already");
+    }
+}
+
+/// Outer loops, strided rows and negative strides on every operand but the output.
+fn layouts(w: usize) -> Vec<Signature> {
+    vec![
+        // Reversed inputs (strided rows).
+        sig(w, &[37], [&[-1], &[-1], &[-1], &[1]]),
+        sig(w, &[37], [&[1], &[-2], &[3], &[1]]),
+        sig(w, &[37], [&[-3], &[1], &[0], &[2]]),
+        // Strided output.
+        sig(w, &[5, 9], [&[9, 1], &[9, 1], &[9, 1], &[1, 5]]),
+        // Transposed then.
+        sig(w, &[6, 40], [&[40, 1], &[1, 6], &[0, 1], &[40, 1]]),
+        // Vector rows under negative outer strides, per-row splats.
+        sig(w, &[4, 70], [&[-70, 1], &[-1, 0], &[70, 1], &[70, 1]]),
+        sig(w, &[4, 70], [&[70, 1], &[70, 1], &[-1, 0], &[70, 1]]),
+        sig(w, &[4, 70], [&[0, 1], &[0, 0], &[1, 0], &[70, 1]]),
+        // Rank 3 to 5: loops kept in the stack frame.
+        sig(
+            w,
+            &[2, 3, 33],
+            [&[0, 33, 1], &[-99, 33, 1], &[3, 1, 0], &[99, 33, 1]],
+        ),
+        sig(
+            w,
+            &[2, 3, 2, 17],
+            [
+                &[0, -1, 0, 1],
+                &[102, 34, 17, 1],
+                &[-2, 0, 1, 0],
+                &[102, 34, 17, 1],
+            ],
+        ),
+        sig(
+            w,
+            &[2, 2, 2, 2, 5],
+            [
+                &[1, 0, -1, 0, 0],
+                &[40, 20, 10, 5, 1],
+                &[-5, 5, 0, 1, 0],
+                &[40, 20, 10, 5, 1],
+            ],
+        ),
+        // Copy rows under negative strides.
+        sig(w, &[5, 50], [&[-1, 0], &[-50, 1], &[1, 0], &[50, 1]]),
+        // One element.
+        sig(w, &[1], [&[0], &[0], &[0], &[0]]),
+        // Long rows: main loops and non-temporal stores.
+        sig(w, &[2, 3000], [&[3000, 1], &[3000, 1], &[0, 0], &[3000, 1]]),
+        sig(w, &[3, 2000], [&[-1, 0], &[2000, 1], &[0, 0], &[2000, 1]]),
+    ]
+}
+
+fn sweep_layouts(level: Level, exec: Exec) {
+    let mut seed = 1000;
+    for w in WIDTHS {
+        for s in layouts(w) {
+            check_all(level, exec, &s, seed);
+            seed += 1;
+        }
+    }
+}
+
+#[test]
+fn avx2_layouts_and_negative_strides() {
+    sweep_layouts(Level::Avx2, exec_for(Level::Avx2));
+}
+
+#[test]
+fn avx512_layouts_and_negative_strides() {
+    sweep_layouts(Level::Avx512, exec_for(Level::Avx512));
+}
+
+/// Every kernel shape of both levels decodes back to valid instructions of the right families,
+/// on any host.
+#[test]
+fn every_kernel_decodes() {
+    use iced_x86::{Decoder, DecoderOptions, Mnemonic};
+    for level in [Level::Avx2, Level::Avx512] {
+        for w in WIDTHS {
+            let mut sigs = layouts(w);
+            for n in [1, 7, 64, 100, 1000] {
+                for (t, e) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+                    sigs.push(sig(w, &[n], [&[1], &[t], &[e], &[1]]));
+                    sigs.push(sig(
+                        w,
+                        &[3, n],
+                        [&[1, 0], &[t, t], &[e, e], &[n as isize, 1]],
+                    ));
+                }
+            }
+            for s in &sigs {
+                for (nt, generic) in [(usize::MAX, false), (0, false), (usize::MAX, true)] {
+                    let xg = X86Gen::new(level, nt);
+                    let sg = if generic {
+                        Pattern::of(s).representative()
+                    } else {
+                        s.clone()
+                    };
+                    let code = xg.emit(&sg, generic).unwrap();
+                    let mut d = Decoder::with_ip(64, &code, 0, DecoderOptions::NONE);
+                    let mut mnemonics = Vec::new();
+                    let mut end = 0;
+                    for ins in &mut d {
+                        assert!(
+                            !ins.is_invalid(),
+                            "{level:?} {s}: invalid at {:#x}",
+                            ins.ip()
+                        );
+                        mnemonics.push(ins.mnemonic());
+                        end = ins.next_ip() as usize;
+                        if ins.mnemonic() == Mnemonic::Ret && ins.ip() > 8 {
+                            break; // constants follow the final ret
+                        }
+                    }
+                    assert!(end <= code.len());
+                    let has = |m: Mnemonic| mnemonics.contains(&m);
+                    assert!(has(Mnemonic::Ret));
+                    let shape = sg.row_shape();
+                    let vec_family: &[Mnemonic] = match level {
+                        Level::Avx2 => &[
+                            Mnemonic::Vpblendvb,
+                            Mnemonic::Vblendvps,
+                            Mnemonic::Vblendvpd,
+                        ],
+                        Level::Avx512 => &[
+                            Mnemonic::Vpblendmb,
+                            Mnemonic::Vpblendmw,
+                            Mnemonic::Vpblendmd,
+                            Mnemonic::Vpblendmq,
+                        ],
+                    };
+                    match shape {
+                        RowShape::Select { .. } if generic || s.inner() >= 64 => {
+                            assert!(vec_family.iter().any(|&m| has(m)), "{level:?} {s}");
+                            if level == Level::Avx512 {
+                                assert!(has(Mnemonic::Bzhi) || s.dims.len() > 1 || !generic);
+                                assert!(
+                                    has(Mnemonic::Vptestmb)
+                                        || has(Mnemonic::Vptestnmb)
+                                        || has(Mnemonic::Vptestmq)
+                                );
+                            }
+                        }
+                        RowShape::Select { .. } => {}
+                        RowShape::Copy { .. } => assert!(
+                            has(Mnemonic::Vmovdqu) || has(Mnemonic::Vmovdqu8) || has(Mnemonic::Mov)
+                        ),
+                        RowShape::Strided => assert!(has(Mnemonic::Cmove)),
+                    }
+                    if nt == 0 && !generic && shape != RowShape::Strided {
+                        assert!(has(Mnemonic::Sfence), "{level:?} {s}");
+                    }
+                    if generic || nt != 0 {
+                        assert!(!has(Mnemonic::Vmovntdq) && !has(Mnemonic::Sfence));
+                    }
+                }
+            }
+        }
+    }
+}
+
+/// The instruction part of every kernel decodes to exactly its length; constants follow it.
+#[test]
+fn decoded_length_matches() {
+    use iced_x86::{Decoder, DecoderOptions};
+    for level in [Level::Avx2, Level::Avx512] {
+        for w in WIDTHS {
+            for s in layouts(w) {
+                for generic in [false, true] {
+                    let xg = X86Gen::new(level, 0);
+                    let sg = if generic {
+                        Pattern::of(&s).representative()
+                    } else {
+                        s.clone()
+                    };
+                    let (code, len) = xg.emit_parts(&sg, generic).unwrap();
+                    assert!(len <= code.len());
+                    let mut d = Decoder::with_ip(64, &code[..len], 0, DecoderOptions::NONE);
+                    let mut total = 0;
+                    for ins in &mut d {
+                        assert!(
+                            !ins.is_invalid(),
+                            "{level:?} {s}: invalid at {:#x}",
+                            ins.ip()
+                        );
+                        total += ins.len();
+                    }
+                    assert_eq!(total, len, "{level:?} {s}");
+                }
+            }
+        }
+    }
+}
+
+/// Non-temporal stores on both sides of the threshold: an output one element short of
+/// `nt_min_bytes` is stored with ordinary stores only, one of exactly `nt_min_bytes` with
+/// non-temporal stores and an `sfence`; shape-generic kernels (whose size is not known when
+/// they are emitted) never use them.
+#[test]
+fn non_temporal_stores_from_the_threshold() {
+    const T: usize = 1 << 20;
+    for level in [Level::Avx2, Level::Avx512] {
+        for width in WIDTHS {
+            let xg = X86Gen::new(level, T);
+            let n = T / width;
+            let at = |n: usize| sig(width, &[n], [&[1], &[1], &[1], &[1]]);
+            let text =
+                |s: &Signature, generic: bool| disassemble(&xg.emit(s, generic).expect("emits"));
+            let (below, at_t) = (at(n - 1), at(n));
+            assert!(
+                !xg.uses_nt(&below) && xg.uses_nt(&at_t),
+                "{level:?} w{width}"
+            );
+            let below = text(&below, false);
+            assert!(
+                !below.contains("vmovnt") && !below.contains("sfence"),
+                "{level:?} w{width}: non-temporal stores below the threshold:\n{below}"
+            );
+            let above = text(&at_t, false);
+            assert!(
+                above.contains("vmovnt") && above.contains("sfence"),
+                "{level:?} w{width}: no non-temporal stores at the threshold:\n{above}"
+            );
+            let generic = text(&at(n), true);
+            assert!(
+                !generic.contains("vmovnt"),
+                "{level:?} w{width}: generic kernel"
+            );
+        }
+    }
+}
