@@ -5,6 +5,9 @@
 //! such, so that it is not compiled again on every call (the engine serves it with the static
 //! kernels). A signature seen fewer times than the engine's `exact_after` is remembered with its
 //! count and served by the shape-generic kernel of its pattern, kept in a second, small LRU.
+//! Under the `Auto` tier a signature whose kernel class has not been measured yet holds a
+//! tier trial (its kernel compiled as every candidate variant) until the trial commits to one;
+//! the cache keeps every class's choice, so that later signatures of the class compile only it.
 //!
 //! A build without the `jit` feature compiles nothing, so its engines' caches stay empty: only
 //! their counters are read.
@@ -18,6 +21,9 @@ use rustc_hash::FxBuildHasher;
 
 use crate::kernel::Kernel;
 use crate::plan::{Pattern, Signature};
+use crate::tier::{KernelClass, TierChoice, Variant};
+#[cfg(feature = "jit")]
+use crate::trial::TierTrial;
 
 /// Default number of kernels kept.
 pub const DEFAULT_CAPACITY: usize = 1024;
@@ -62,6 +68,19 @@ pub struct CacheStats {
     /// An AOT table was given to the engine and rejected ([`crate::Engine::aot_error`] says
     /// why).
     pub aot_rejected: bool,
+    /// Kernel classes whose variant (tier, store kind) `Auto` chose by measuring
+    /// ([`crate::Engine::tier_choices`]).
+    pub tier_trials: u64,
+    /// Calls timed for those choices (two pairs per candidate variant and class).
+    pub trial_calls: u64,
+    /// What measuring cost: the time those calls took beyond what the chosen variant would
+    /// have taken, in nanoseconds.
+    pub trial_excess_ns: u64,
+    /// Compilations of candidate variants beyond the one kept, and their time in
+    /// microseconds.
+    pub trial_compiles: u64,
+    /// See [`CacheStats::trial_compiles`].
+    pub trial_compile_us: u64,
 }
 
 /// What the cache holds for a signature.
@@ -69,6 +88,9 @@ pub struct CacheStats {
 pub(crate) enum Entry {
     /// The exact kernel.
     Kernel(Arc<Kernel>),
+    /// The exact kernel of every candidate variant, being measured.
+    #[cfg(feature = "jit")]
+    Trial(Arc<TierTrial>),
     /// Code generation failed for it: the static kernels serve it.
     Failed,
     /// Seen this many times, run by the generic kernel of its pattern so far.
@@ -78,6 +100,8 @@ pub(crate) enum Entry {
 /// What a lookup tells the engine to do.
 pub(crate) enum Lookup {
     Exact(Arc<Kernel>),
+    #[cfg(feature = "jit")]
+    Trial(Arc<TierTrial>),
     Failed,
     /// Compile the exact kernel now.
     Compile,
@@ -88,8 +112,13 @@ pub(crate) enum Lookup {
 pub(crate) struct KernelCache {
     lru: LruCache<Signature, Entry, FxBuildHasher>,
     generic: LruCache<Pattern, Arc<Kernel>, FxBuildHasher>,
+    /// The measured choice of each kernel class.
+    choices: LruCache<KernelClass, TierChoice, FxBuildHasher>,
     stats: CacheStats,
 }
+
+/// Kernel classes whose choice is kept (a class is a pattern and a size; few are in use).
+const CHOICE_CAPACITY: usize = 1024;
 
 /// Generic kernels kept (one per pattern; patterns are few).
 const GENERIC_CAPACITY: usize = 64;
@@ -98,9 +127,11 @@ impl KernelCache {
     pub(crate) fn new(capacity: usize) -> Self {
         let cap = NonZeroUsize::new(capacity.max(1)).unwrap_or(NonZeroUsize::MIN);
         let gcap = NonZeroUsize::new(GENERIC_CAPACITY).unwrap_or(NonZeroUsize::MIN);
+        let ccap = NonZeroUsize::new(CHOICE_CAPACITY).unwrap_or(NonZeroUsize::MIN);
         KernelCache {
             lru: LruCache::with_hasher(cap, FxBuildHasher),
             generic: LruCache::with_hasher(gcap, FxBuildHasher),
+            choices: LruCache::with_hasher(ccap, FxBuildHasher),
             stats: CacheStats {
                 capacity: cap.get(),
                 ..CacheStats::default()
@@ -120,6 +151,11 @@ impl KernelCache {
             Some(Entry::Kernel(k)) => {
                 self.stats.hits += 1;
                 (Lookup::Exact(k.clone()), None)
+            }
+            #[cfg(feature = "jit")]
+            Some(Entry::Trial(t)) => {
+                self.stats.hits += 1;
+                (Lookup::Trial(t.clone()), None)
             }
             Some(Entry::Failed) => {
                 self.stats.hits += 1;
@@ -158,30 +194,66 @@ impl KernelCache {
         evicted
     }
 
-    /// Stores a compilation outcome. If another thread stored a kernel for the same signature
-    /// meanwhile, that one is kept and returned, so all callers share one kernel. Also returns
-    /// the signature this insertion evicted, if any.
+    /// Stores a compilation outcome (a kernel, a trial, or `None`: failed). If another thread
+    /// stored a kernel or a trial for the same signature meanwhile, that one is kept and
+    /// returned, so all callers share it. Also returns the signature this insertion evicted.
     pub(crate) fn insert(
         &mut self,
         sig: Signature,
-        kernel: Option<Arc<Kernel>>,
+        outcome: Option<Entry>,
         compile_us: u64,
-    ) -> (Option<Arc<Kernel>>, Option<Signature>) {
-        match &kernel {
+    ) -> (Option<Entry>, Option<Signature>) {
+        match &outcome {
             Some(_) => {
                 self.stats.compiles += 1;
                 self.stats.compile_us += compile_us;
             }
             None => self.stats.compile_failures += 1,
         }
-        if let Some(Entry::Kernel(k)) = self.lru.peek(&sig) {
-            return (Some(k.clone()), None);
+        match self.lru.peek(&sig) {
+            Some(e @ Entry::Kernel(_)) => return (Some(e.clone()), None),
+            #[cfg(feature = "jit")]
+            Some(e @ Entry::Trial(_)) => return (Some(e.clone()), None),
+            _ => {}
         }
-        let e = match &kernel {
-            Some(k) => Entry::Kernel(k.clone()),
-            None => Entry::Failed,
-        };
-        (kernel, self.push(sig, e))
+        let e = outcome.clone().unwrap_or(Entry::Failed);
+        (outcome, self.push(sig, e))
+    }
+
+    /// Counts the compilations of the candidates a trial will not keep.
+    pub(crate) fn count_trial_compiles(&mut self, n: u64, us: u64) {
+        self.stats.trial_compiles += n;
+        self.stats.trial_compile_us += us;
+    }
+
+    /// Commits a decided trial: `sig`'s entry becomes the winning kernel (unless it was evicted
+    /// or replaced meanwhile) and the class's choice is kept. Returns the winner.
+    #[cfg(feature = "jit")]
+    pub(crate) fn commit(&mut self, sig: &Signature, t: &Arc<TierTrial>) -> Option<Arc<Kernel>> {
+        let (winner, choice) = (t.winner()?.clone(), t.choice()?);
+        if let Some(Entry::Trial(cur)) = self.lru.peek(sig)
+            && Arc::ptr_eq(cur, t)
+        {
+            self.lru.put(sig.clone(), Entry::Kernel(winner.clone()));
+        }
+        if t.take_commit() {
+            let (calls, excess) = t.cost();
+            self.stats.tier_trials += 1;
+            self.stats.trial_calls += calls;
+            self.stats.trial_excess_ns += excess;
+            self.choices.put(choice.class, choice);
+        }
+        Some(winner)
+    }
+
+    /// The variant chosen for `class`, if it was measured.
+    pub(crate) fn choice(&mut self, class: &KernelClass) -> Option<Variant> {
+        self.choices.get(class).map(|c| c.chosen)
+    }
+
+    /// Every measured choice kept, the most recently used first.
+    pub(crate) fn choices(&self) -> Vec<TierChoice> {
+        self.choices.iter().map(|(_, c)| c.clone()).collect()
     }
 
     /// The generic kernel of `p`, if compiled.
@@ -216,5 +288,6 @@ impl KernelCache {
     pub(crate) fn clear(&mut self) {
         self.lru.clear();
         self.generic.clear();
+        self.choices.clear();
     }
 }

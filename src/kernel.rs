@@ -8,7 +8,7 @@ use crate::kernels::Ptrs;
 use crate::plan::OUT;
 use crate::plan::Signature;
 use crate::shape::MAX_RANK;
-use crate::tier::Tier;
+use crate::tier::{Tier, Variant};
 
 /// The machine-code entry point of every kernel, whatever made it: runs outer indices
 /// `[begin, end)` of its signature. `dims` and `byte_strides` are read by shape-generic kernels
@@ -85,12 +85,14 @@ pub struct Kernel {
     generic: bool,
     /// The tier whose generator made the code.
     tier: Tier,
+    /// Whether the code stores its output non-temporally.
+    nt: bool,
     /// Entry point; `None` for code run by a [`CodeRunner`].
     entry: Option<KernelFn>,
     code_bytes: usize,
     code: Code,
     /// Whether calls of this kernel gain from being split across threads.
-    split: crate::split::SplitChoice,
+    split: crate::trial::SplitChoice,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -108,7 +110,7 @@ impl Kernel {
     fn owned(
         sig: Signature,
         generic: bool,
-        tier: Tier,
+        v: Variant,
         entry: Option<KernelFn>,
         code_bytes: usize,
         code: Code,
@@ -118,7 +120,8 @@ impl Kernel {
         Kernel {
             sig,
             generic,
-            tier,
+            tier: v.tier,
+            nt: v.nt,
             entry,
             code_bytes,
             code,
@@ -127,7 +130,7 @@ impl Kernel {
     }
 
     /// The learnt choice between one thread and several for this kernel's calls.
-    pub(crate) fn split_choice(&self) -> &crate::split::SplitChoice {
+    pub(crate) fn split_choice(&self) -> &crate::trial::SplitChoice {
         &self.split
     }
 
@@ -141,7 +144,11 @@ impl Kernel {
         module: cranelift_jit::JITModule,
     ) -> Self {
         let code = Code::Cranelift(std::sync::Mutex::new(Some(Box::new(module))));
-        Kernel::owned(sig, generic, Tier::Cranelift, Some(entry), code_bytes, code)
+        let v = Variant {
+            tier: Tier::Cranelift,
+            nt: false,
+        };
+        Kernel::owned(sig, generic, v, Some(entry), code_bytes, code)
     }
 
     /// A kernel linked into the program ahead of time (from an exported table). It owns no
@@ -160,6 +167,7 @@ impl Kernel {
             sig,
             generic,
             tier: Tier::Cranelift,
+            nt: false,
             entry: Some(entry),
             code_bytes: code_bytes as usize,
             code: Code::Linked,
@@ -181,7 +189,7 @@ impl Kernel {
     pub(crate) unsafe fn mapped(
         sig: Signature,
         generic: bool,
-        tier: Tier,
+        v: Variant,
         code: &[u8],
     ) -> crate::Result<Self> {
         let mem = crate::jit::ExecMem::new(code)?;
@@ -192,31 +200,39 @@ impl Kernel {
         Ok(Kernel::owned(
             sig,
             generic,
-            tier,
+            v,
             Some(entry),
             n,
             Code::Mapped(mem),
         ))
     }
 
-    /// A kernel whose x86 machine `code` (of `tier`, for `sig` or, `generic`, its pattern) runs
-    /// through `runner` instead of on the CPU: how tests execute kernels of a tier the host
-    /// lacks.
+    /// A kernel whose x86 machine `code` (of variant `v`, for `sig` or, `generic`, its
+    /// pattern) runs through `runner` instead of on the CPU: how tests execute kernels of a
+    /// tier the host lacks.
     #[cfg(feature = "jit")]
     pub fn with_runner(
         sig: Signature,
         generic: bool,
-        tier: Tier,
+        v: Variant,
         code: Vec<u8>,
         runner: std::sync::Arc<dyn CodeRunner>,
     ) -> Self {
         let n = code.len();
-        Kernel::owned(sig, generic, tier, None, n, Code::Runner(code, runner))
+        Kernel::owned(sig, generic, v, None, n, Code::Runner(code, runner))
     }
 
     /// The tier whose generator made this kernel.
     pub fn tier(&self) -> Tier {
         self.tier
+    }
+
+    /// The variant: the tier, and whether the kernel stores non-temporally.
+    pub fn variant(&self) -> Variant {
+        Variant {
+            tier: self.tier,
+            nt: self.nt,
+        }
     }
 
     /// Whether the kernel runs through a [`CodeRunner`] rather than on the CPU.

@@ -135,9 +135,9 @@ pub mod ndarray;
 pub mod plan;
 pub mod pool;
 pub mod shape;
-mod split;
 pub mod tensor;
 pub mod tier;
+mod trial;
 
 pub use cache::CacheStats;
 pub use dtype::{DType, Element};
@@ -147,7 +147,7 @@ pub use kernel::Kernel;
 pub use plan::{Pattern, RowShape, Signature};
 pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};
-pub use tier::Tier;
+pub use tier::{KernelClass, Tier, TierChoice, Variant};
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).
 pub fn default_engine() -> &'static Engine {

@@ -139,6 +139,92 @@ impl std::str::FromStr for Tier {
     }
 }
 
+/// One candidate of a measured choice: the tier, and whether the kernel stores its output
+/// non-temporally (x86 tiers).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Variant {
+    /// The code generator.
+    pub tier: Tier,
+    /// Non-temporal stores for the output's whole cache lines.
+    pub nt: bool,
+}
+
+impl std::fmt::Display for Variant {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.tier.name())?;
+        if self.nt { f.write_str("+nt") } else { Ok(()) }
+    }
+}
+
+/// What a measured choice is made for: every signature of one pattern whose output falls in
+/// one power-of-two size class. The AVX-512 / AVX2 and store-kind trade-offs turn with the
+/// size (whether the traffic fits the caches) and the loop shape, not with exact dims.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct KernelClass {
+    /// The loop pattern.
+    pub pattern: crate::plan::Pattern,
+    /// `floor(log2(output bytes))`.
+    pub size_log2: u8,
+}
+
+impl KernelClass {
+    /// The class of a signature.
+    pub fn of(sig: &crate::plan::Signature) -> KernelClass {
+        let bytes = sig.numel().saturating_mul(sig.width).max(1);
+        KernelClass {
+            pattern: crate::plan::Pattern::of(sig),
+            size_log2: bytes.ilog2() as u8,
+        }
+    }
+}
+
+impl std::fmt::Display for KernelClass {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let b = |log2: u32| match log2 {
+            0..10 => format!("{} B", 1u64 << log2),
+            10..20 => format!("{} KiB", 1u64 << (log2 - 10)),
+            20..30 => format!("{} MiB", 1u64 << (log2 - 20)),
+            _ => format!("{} GiB", 1u64 << (log2 - 30).min(40)),
+        };
+        let lo = self.size_log2 as u32;
+        let p = &self.pattern;
+        write!(
+            f,
+            "w{} rank{} inner{:?} output {}..{}",
+            p.width,
+            p.rank,
+            p.inner,
+            b(lo),
+            b(lo + 1)
+        )
+    }
+}
+
+/// A measured choice: the variant that runs a kernel class, and each candidate's fastest time
+/// on the calls that decided it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct TierChoice {
+    /// The class the choice holds for.
+    pub class: KernelClass,
+    /// The variant kept.
+    pub chosen: Variant,
+    /// Each candidate's fastest timed call, in nanoseconds.
+    pub times_ns: Vec<(Variant, u64)>,
+}
+
+impl std::fmt::Display for TierChoice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}: {} (", self.class, self.chosen)?;
+        for (k, (v, ns)) in self.times_ns.iter().enumerate() {
+            if k > 0 {
+                f.write_str(", ")?;
+            }
+            write!(f, "{v} {:.1} us", *ns as f64 / 1e3)?;
+        }
+        f.write_str(")")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

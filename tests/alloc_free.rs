@@ -82,8 +82,9 @@ fn cache_hit_does_not_allocate() {
                 .unwrap()
             };
             // Warm up: the first sighting runs the generic kernel, the second compiles the exact
-            // one (with exact_after = 2); from then on every call is a hit.
-            for _ in 0..3 {
+            // one (with exact_after = 2; under the `Auto` tier as every candidate variant, whose
+            // trial the next calls decide); from then on every call is a hit.
+            for _ in 0..40 {
                 call();
             }
             let hits = e.stats().hits;

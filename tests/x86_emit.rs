@@ -7,7 +7,7 @@ use selectjit::jit::{CodeGen, CodeGenOptions};
 use selectjit::kernels::Ptrs;
 use selectjit::plan::{COND, ELSE, OUT, THEN};
 use selectjit::shape::Strides;
-use selectjit::{Kernel, Pattern, RowShape, Signature};
+use selectjit::{Kernel, Pattern, RowShape, Signature, Variant};
 use selectjit_emu::{Emulator, disassemble};
 
 /// Bytes of guard before and after every buffer.
@@ -36,7 +36,11 @@ fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool) -> Kernel {
         .unwrap_or_else(|e| panic!("{sig}: {e}"));
     match exec {
         Exec::Emulated => {
-            Kernel::with_runner(sig.clone(), generic, xg.tier(), code, Emulator::runner())
+            let v = Variant {
+                tier: xg.tier(),
+                nt: !generic && xg.uses_nt(sig),
+            };
+            Kernel::with_runner(sig.clone(), generic, v, code, Emulator::runner())
         }
         Exec::Native => {
             // The host runs this level (checked by `exec_for`): the engine's code generator

@@ -30,7 +30,7 @@ impl Engine {
         // A prepared call is meant to be run many times: its exact kernel, at once.
         let kernel = match (&sig, self.config.backend) {
             (Some(_), Backend::Interp) | (None, _) => None,
-            (Some(s), _) => self.kernel_with(s, 1),
+            (Some(s), _) => self.pick(s, 1),
         };
         Ok(Prepared {
             dtype,

@@ -5,7 +5,7 @@ use crate::aot::AotTable;
 use crate::cache::DEFAULT_CAPACITY;
 use crate::env;
 use crate::error::{Error, Result};
-use crate::tier::Tier;
+use crate::tier::{Tier, Variant};
 
 /// Which implementation runs the selects of an [`crate::Engine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -59,13 +59,13 @@ pub enum InPlace {
     Else,
 }
 
-/// Times one call of a kernel for the engine's measured choices (which tier runs a kernel
-/// class, whether a kernel's calls are split across threads). The default measures wall-clock
-/// time; tests inject one that makes the choice deterministic.
+/// Times one call of a kernel for the engine's measured choices (which variant — tier, store
+/// kind — runs a kernel class, whether a kernel's calls are split across threads). The default
+/// measures wall-clock time; tests inject one that makes the choices deterministic.
 pub trait CallTimer: Send + Sync + std::fmt::Debug {
-    /// Runs `call` — the call of a kernel of `tier` (`None`: the static kernels), split across
-    /// threads or not — and returns the nanoseconds it counts for.
-    fn time(&self, tier: Option<Tier>, split: bool, call: &mut dyn FnMut()) -> u64;
+    /// Runs `call` — a call of a kernel of `variant`, split across threads or not — and
+    /// returns the nanoseconds it counts for.
+    fn time(&self, variant: Variant, split: bool, call: &mut dyn FnMut()) -> u64;
 }
 
 /// Settings of an [`crate::Engine`].

@@ -2,14 +2,16 @@
 //! the static kernels, or the interpreter), and the split across threads.
 
 use super::interp::interp_bytes;
+#[cfg(feature = "jit")]
+use super::policy::Pick;
 use super::validate::{Desc, Operand, check, same_contiguous};
 use super::{Backend, Engine, STATIC_RUNS};
 use crate::error::Result;
 use crate::kernels::{self, Ptrs};
 use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan_contiguous, plan_layout};
 use crate::shape::Broadcast;
-use crate::split::Way;
 use crate::tensor::TensorRef;
+use crate::trial::Way;
 
 /// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
 #[derive(Clone, Copy)]
@@ -117,10 +119,20 @@ impl Engine {
         if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }
-        let kernel = match self.config.backend {
+        let pick = match self.config.backend {
             Backend::Interp => None,
-            _ => self.kernel(sig),
+            _ => self.pick(sig, self.config.exact_after),
         };
+        #[cfg(feature = "jit")]
+        if let Some(Pick::Trial(t)) = &pick {
+            // A call of a class being measured: on this thread, with the next candidate (timed)
+            // or the one chosen. SAFETY: as for every kernel call below.
+            if t.call(&mut |k| unsafe { k.run(sig, p, 0, outer) }) {
+                self.commit(sig, t);
+            }
+            return;
+        }
+        let kernel = pick.map(|p| p.kernel().clone());
         if kernel.is_none() {
             self.runs[STATIC_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         }
@@ -145,26 +157,30 @@ impl Engine {
             Some(k) if !k.is_generic() => k.split_choice().next(),
             _ => (Way::Split, false),
         };
-        let t = probe.then(std::time::Instant::now);
         let mut ran = Way::Single;
-        if way == Way::Split
-            && let Some(pool) = self.pool()
-        {
-            let parts = pool.threads().min(outer);
-            let shared = SharedPtrs(p);
-            let part = |i: usize| {
-                let sp = shared;
-                run(sp.0, outer * i / parts, outer * (i + 1) / parts)
-            };
-            if pool.run(parts, &part) {
-                ran = Way::Split;
+        let mut call = || {
+            if way == Way::Split
+                && let Some(pool) = self.pool()
+            {
+                let parts = pool.threads().min(outer);
+                let shared = SharedPtrs(p);
+                let part = |i: usize| {
+                    let sp = shared;
+                    run(sp.0, outer * i / parts, outer * (i + 1) / parts)
+                };
+                if pool.run(parts, &part) {
+                    ran = Way::Split;
+                    return;
+                }
             }
-        }
-        if ran == Way::Single {
             run(p, 0, outer);
-        }
-        if let (Some(t), Some(k)) = (t, &kernel) {
-            k.split_choice().record(ran, t.elapsed().as_nanos() as u64);
+        };
+        match &kernel {
+            Some(k) if probe => {
+                let ns = self.timer.time(k.variant(), way == Way::Split, &mut call);
+                k.split_choice().record(ran, ns);
+            }
+            _ => call(),
         }
     }
 }

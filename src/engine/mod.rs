@@ -17,8 +17,8 @@ mod prepared;
 mod tests;
 mod validate;
 
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 pub use config::{Backend, CallTimer, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};
 pub use interp::select_generic;
@@ -52,6 +52,8 @@ pub struct Engine {
     runs: [AtomicU64; 3],
     /// Why the AOT table given to [`Engine::with_aot`] was rejected.
     aot_error: Option<String>,
+    /// Times the calls behind measured choices.
+    timer: Arc<dyn CallTimer>,
 }
 
 /// Indices of `Engine::runs`.
@@ -203,6 +205,10 @@ impl Engine {
             memo_hits: AtomicU64::new(0),
             runs: Default::default(),
             aot_error: None,
+            timer: config
+                .timer
+                .clone()
+                .unwrap_or_else(|| Arc::new(crate::trial::WallClock)),
             pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             #[cfg(feature = "jit")]
@@ -257,6 +263,12 @@ impl Engine {
         }
         s.aot_rejected = self.aot_error.is_some();
         s
+    }
+
+    /// The choices `Auto` made by measuring: per kernel class, the variant kept (tier, store
+    /// kind) and each candidate's fastest time. Empty for a named tier.
+    pub fn tier_choices(&self) -> Vec<crate::TierChoice> {
+        self.lock_cache().choices()
     }
 
     /// Drops every cached kernel (each is freed once no caller holds it; another thread's memo

@@ -2,6 +2,13 @@
 //! the cache's exact kernel of a hot signature — compiled on the call that makes it hot — or
 //! the shape-generic kernel of its pattern; without a code generator, the AOT table's
 //! shape-generic kernel; `None` leaves the call to the static kernels.
+//!
+//! Under the `Auto` tier the exact kernel of a signature whose kernel class has not been
+//! measured is compiled as every candidate variant (AVX-512 and AVX2; ordinary and, for large
+//! outputs, non-temporal stores; each in ~10 µs) and held as a tier trial: its calls run the
+//! candidates in turn, timed, until the fastest is known; then the signature's entry becomes
+//! that kernel and the class remembers the choice, so later signatures of the class compile
+//! only it and later calls pay nothing for the choice.
 
 use std::sync::Arc;
 
@@ -10,7 +17,34 @@ use crate::kernel::Kernel;
 use crate::plan::{Pattern, Signature};
 
 #[cfg(feature = "jit")]
-use crate::{cache::Lookup, env, jit::CodeGen};
+use crate::{
+    cache::{Entry, Lookup},
+    env,
+    jit::CodeGen,
+    tier::KernelClass,
+    trial::TierTrial,
+};
+
+/// What runs a call of a signature.
+#[derive(Debug, Clone)]
+pub(crate) enum Pick {
+    /// This kernel.
+    Kernel(Arc<Kernel>),
+    /// A tier trial: the next candidate, timed (or the one chosen).
+    #[cfg(feature = "jit")]
+    Trial(Arc<TierTrial>),
+}
+
+impl Pick {
+    /// The kernel that runs calls now (a trial's chosen or fastest-so-far candidate).
+    pub(crate) fn kernel(&self) -> &Arc<Kernel> {
+        match self {
+            Pick::Kernel(k) => k,
+            #[cfg(feature = "jit")]
+            Pick::Trial(t) => t.current(),
+        }
+    }
+}
 
 impl Engine {
     /// The kernel for `sig` under the engine's policy: the exact kernel of the AOT table when it
@@ -19,27 +53,33 @@ impl Engine {
     /// pattern (the AOT table's when it has one); without a code generator, the AOT table's
     /// shape-generic kernel. `None` when there is none or code generation failed (recorded),
     /// so the caller runs the static kernels.
+    /// Under `Auto`, while the signature's class is being measured, the candidate that runs
+    /// its calls now.
     pub fn kernel(&self, sig: &Signature) -> Option<Arc<Kernel>> {
-        self.kernel_with(sig, self.config.exact_after)
+        self.pick(sig, self.config.exact_after)
+            .map(|p| p.kernel().clone())
     }
 
-    pub(super) fn kernel_with(&self, sig: &Signature, exact_after: u32) -> Option<Arc<Kernel>> {
+    pub(super) fn pick(&self, sig: &Signature, exact_after: u32) -> Option<Pick> {
         if let Some(k) = self.aot_kernel(sig, false) {
-            return Some(k);
+            return Some(Pick::Kernel(k));
         }
         #[cfg(feature = "jit")]
         if let Ok(jit) = &self.jit {
-            let k = self
+            let p = self
                 .kernel_locked(jit, sig, exact_after)
-                .or_else(|| self.aot_kernel(sig, true))?;
+                .or_else(|| self.aot_kernel(sig, true).map(Pick::Kernel))?;
             // Kernels of the AOT table are not memoised: their runs are counted as such.
-            if !k.is_generic() && !k.is_linked() {
-                self.memoise(sig, &k);
+            if let Pick::Kernel(k) = &p
+                && !k.is_generic()
+                && !k.is_linked()
+            {
+                self.memoise(sig, k);
             }
-            return Some(k);
+            return Some(p);
         }
         let _ = exact_after;
-        self.aot_kernel(sig, true)
+        self.aot_kernel(sig, true).map(Pick::Kernel)
     }
 
     /// The AOT table's exact kernel of `sig`, or (`generic`) its shape-generic kernel of `sig`'s
@@ -56,45 +96,95 @@ impl Engine {
     }
 
     #[cfg(feature = "jit")]
-    fn kernel_locked(
-        &self,
-        jit: &CodeGen,
-        sig: &Signature,
-        exact_after: u32,
-    ) -> Option<Arc<Kernel>> {
+    fn kernel_locked(&self, jit: &CodeGen, sig: &Signature, exact_after: u32) -> Option<Pick> {
         let (what, evicted) = self.lock_cache().lookup(sig, exact_after);
         if let Some(old) = evicted {
             env::log(|| format!("evict,{old}"));
         }
         match what {
-            Lookup::Exact(k) => Some(k),
+            Lookup::Exact(k) => Some(Pick::Kernel(k)),
+            Lookup::Trial(t) => Some(self.settle(sig, t)),
             Lookup::Failed => None,
-            Lookup::Generic => self.generic_kernel(jit, sig),
-            Lookup::Compile => {
-                // Compile outside the cache lock, so that hits of other threads are not held up.
-                let t = std::time::Instant::now();
-                let k = jit.compile(sig).map(Arc::new);
-                let us = t.elapsed().as_micros() as u64;
-                let k = match k {
-                    Ok(k) => {
-                        env::log(|| {
-                            format!("compile,{},{sig},{us}us,{}B", k.tier(), k.code_bytes())
-                        });
-                        Some(k)
-                    }
-                    Err(e) => {
-                        env::log(|| format!("compile,failed,{sig},{us}us,{e}"));
-                        self.record_codegen_error(format!("{sig}: {e}"));
-                        None
-                    }
-                };
-                let (k, evicted) = self.lock_cache().insert(sig.clone(), k, us);
-                if let Some(old) = evicted {
-                    env::log(|| format!("evict,{old}"));
+            Lookup::Generic => self.generic_kernel(jit, sig).map(Pick::Kernel),
+            Lookup::Compile => self.compile_exact(jit, sig),
+        }
+    }
+
+    /// Compiles `sig`'s exact kernel as each candidate variant (only the class's choice when
+    /// it was measured) outside the cache lock, so that hits of other threads are not held up;
+    /// one candidate becomes the kernel, several a trial.
+    #[cfg(feature = "jit")]
+    fn compile_exact(&self, jit: &CodeGen, sig: &Signature) -> Option<Pick> {
+        let class = KernelClass::of(sig);
+        let chosen = jit
+            .is_auto()
+            .then(|| self.lock_cache().choice(&class))
+            .flatten();
+        let variants = match chosen {
+            Some(v) => vec![v],
+            None => jit.variants(sig),
+        };
+        let t = std::time::Instant::now();
+        let mut kernels = Vec::with_capacity(variants.len());
+        for v in variants {
+            match jit.compile_variant(v, sig) {
+                Ok(k) => kernels.push((v, Arc::new(k))),
+                Err(e) => {
+                    env::log(|| format!("compile,failed,{v},{sig},{e}"));
+                    self.record_codegen_error(format!("{sig}: {e}"));
                 }
-                k
             }
         }
+        let us = t.elapsed().as_micros() as u64;
+        for (v, k) in &kernels {
+            env::log(|| format!("compile,{v},{sig},{}B", k.code_bytes()));
+        }
+        let n = kernels.len() as u64;
+        let outcome = match kernels.len() {
+            0 => None,
+            1 => kernels.pop().map(|(_, k)| Entry::Kernel(k)),
+            _ => {
+                let trial = TierTrial::new(class, kernels, self.timer.clone());
+                Some(Entry::Trial(Arc::new(trial)))
+            }
+        };
+        let mut cache = self.lock_cache();
+        if n > 1 {
+            cache.count_trial_compiles(n - 1, us * (n - 1) / n);
+        }
+        let (e, evicted) = cache.insert(sig.clone(), outcome, us / n.max(1));
+        drop(cache);
+        if let Some(old) = evicted {
+            env::log(|| format!("evict,{old}"));
+        }
+        match e? {
+            Entry::Kernel(k) => Some(Pick::Kernel(k)),
+            Entry::Trial(t) => Some(self.settle(sig, t)),
+            Entry::Failed | Entry::Seen(_) => None,
+        }
+    }
+
+    /// A trial as it stands: its kernel once decided (committed to the cache), else the trial.
+    #[cfg(feature = "jit")]
+    fn settle(&self, sig: &Signature, t: Arc<TierTrial>) -> Pick {
+        if t.winner().is_some()
+            && let Some(k) = self.commit(sig, &t)
+        {
+            return Pick::Kernel(k);
+        }
+        Pick::Trial(t)
+    }
+
+    /// Takes a decided trial in: the signature's entry becomes the chosen kernel, its class
+    /// keeps the choice (logged once).
+    #[cfg(feature = "jit")]
+    pub(super) fn commit(&self, sig: &Signature, t: &Arc<TierTrial>) -> Option<Arc<Kernel>> {
+        let first = !t.committed();
+        let k = self.lock_cache().commit(sig, t)?;
+        if first && let Some(c) = t.choice() {
+            env::log(|| format!("choose,{c}"));
+        }
+        Some(k)
     }
 
     /// The shape-generic kernel for `sig`'s pattern, compiled on first use.

@@ -1,12 +1,10 @@
 //! Prepared calls: planned once for contiguous buffers of fixed shapes, their kernel bound.
 
-use std::sync::Arc;
-
 use super::interp::interp_bytes;
+use super::policy::Pick;
 use super::validate::{Checked, Desc, Operand};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
 use crate::kernels::{self, Ptrs};
 use crate::plan::Signature;
 
@@ -20,8 +18,9 @@ pub struct Prepared {
     pub(super) out_shape: Vec<usize>,
     /// `None`: the output is empty.
     pub(super) sig: Option<Signature>,
-    /// `None` with a signature: the static kernels run it.
-    pub(super) kernel: Option<Arc<Kernel>>,
+    /// `None` with a signature: the static kernels run it. A tier trial (under `Auto`, while
+    /// the class is measured) keeps deciding on the prepared call's own calls.
+    pub(super) kernel: Option<Pick>,
     /// Strides over the output, for an interpreter engine.
     pub(super) interp: Option<[Vec<isize>; 4]>,
 }
@@ -115,7 +114,12 @@ impl Prepared {
             // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
             // above), which is what `sig` was planned from; `out` is a `&mut` borrow, so it
             // overlaps no input.
-            Some(k) => unsafe { k.run(sig, p, 0, sig.outer()) },
+            Some(Pick::Kernel(k)) => unsafe { k.run(sig, p, 0, sig.outer()) },
+            #[cfg(feature = "jit")]
+            Some(Pick::Trial(t)) => {
+                // SAFETY: as above. The engine takes the choice in at its next lookup.
+                t.call(&mut |k| unsafe { k.run(sig, p, 0, sig.outer()) });
+            }
             // SAFETY: as above.
             None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
         }

@@ -21,7 +21,7 @@ use std::sync::Arc;
 use crate::error::{Error, Result};
 use crate::kernel::{CodeRunner, Kernel};
 use crate::plan::{Pattern, Signature};
-use crate::tier::Tier;
+use crate::tier::{Tier, Variant};
 
 pub use cranelift::Jit;
 pub(crate) use exec::ExecMem;
@@ -52,6 +52,9 @@ pub struct CodeGen {
     x86: Vec<x86::X86Gen>,
     /// x86 kernels run through this instead of on the CPU.
     runner: Option<Arc<dyn CodeRunner>>,
+    /// Named x86 tiers store outputs of at least this many bytes non-temporally; `Auto`
+    /// measures non-temporal stores against ordinary ones from an eighth of it.
+    nt_min_bytes: usize,
 }
 
 impl std::fmt::Debug for CodeGen {
@@ -104,6 +107,7 @@ impl CodeGen {
             #[cfg(target_arch = "x86_64")]
             x86,
             runner,
+            nt_min_bytes: opts.nt_min_bytes,
         })
     }
 
@@ -116,6 +120,7 @@ impl CodeGen {
             #[cfg(target_arch = "x86_64")]
             x86: Vec::new(),
             runner: None,
+            nt_min_bytes: usize::MAX,
         }
     }
 
@@ -188,27 +193,69 @@ impl CodeGen {
         self.compile_with(self.tier(), &p.representative(), true)
     }
 
+    /// The candidates for `sig`'s exact kernel, the preferred one first: the engine's tier
+    /// alone (with non-temporal stores from `nt_min_bytes` of output on); under `Auto` every
+    /// fast tier, each with ordinary stores and, for vector and copy rows from an eighth of
+    /// `nt_min_bytes` of output on, with non-temporal ones.
+    pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
+        let out_bytes = sig.numel().saturating_mul(sig.width);
+        if !self.auto {
+            let tier = self.tier_for(self.tier(), sig);
+            let nt = tier.is_x86() && out_bytes >= self.nt_min_bytes;
+            return vec![Variant { tier, nt }];
+        }
+        let probe_nt = self.nt_min_bytes != usize::MAX
+            && out_bytes >= self.nt_min_bytes / 8
+            && sig.row_shape() != crate::plan::RowShape::Strided;
+        let mut v = Vec::new();
+        for &t in self.tiers.iter().rev() {
+            let tier = self.tier_for(t, sig);
+            for nt in [false, true] {
+                let cand = Variant {
+                    tier,
+                    nt: nt && tier.is_x86(),
+                };
+                if (!nt || (probe_nt && tier.is_x86())) && !v.contains(&cand) {
+                    v.push(cand);
+                }
+            }
+        }
+        v
+    }
+
+    /// Compiles `sig`'s exact kernel as variant `v` (one of [`CodeGen::variants`]).
+    pub fn compile_variant(&self, v: Variant, sig: &Signature) -> Result<Kernel> {
+        self.compile_nt(v.tier, sig, false, v.nt)
+    }
+
     /// Compiles `sig` (exact, or `generic`: the shape-generic kernel of its pattern) with
-    /// `tier`, one of [`CodeGen::tiers`] (Cranelift where the x86 generator does not cover it).
+    /// `tier`, one of [`CodeGen::tiers`] (Cranelift where the x86 generator does not cover it);
+    /// exact x86 kernels store non-temporally from `nt_min_bytes` of output on.
     pub fn compile_with(&self, tier: Tier, sig: &Signature, generic: bool) -> Result<Kernel> {
+        let nt = sig.numel().saturating_mul(sig.width) >= self.nt_min_bytes;
+        self.compile_nt(tier, sig, generic, nt && !generic)
+    }
+
+    fn compile_nt(&self, tier: Tier, sig: &Signature, generic: bool, nt: bool) -> Result<Kernel> {
         #[cfg(target_arch = "x86_64")]
         if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
-            let code = x.emit(sig, generic)?;
+            let (code, _) = x.emit_with(sig, generic, nt)?;
+            let v = Variant { tier, nt };
             if let Some(r) = &self.runner {
                 return Ok(Kernel::with_runner(
                     sig.clone(),
                     generic,
-                    tier,
+                    v,
                     code,
                     r.clone(),
                 ));
             }
-            // SAFETY: `emit` returns a complete kernel function for `sig` (or its pattern) in
-            // the `KernelFn` convention, using the instructions of `tier`, which this host runs
-            // (checked in `new`: otherwise a runner is set).
-            return unsafe { Kernel::mapped(sig.clone(), generic, tier, &code) };
+            // SAFETY: `emit_with` returns a complete kernel function for `sig` (or its pattern)
+            // in the `KernelFn` convention, using the instructions of `tier`, which this host
+            // runs (checked in `new`: otherwise a runner is set).
+            return unsafe { Kernel::mapped(sig.clone(), generic, v, &code) };
         }
-        let _ = tier;
+        let _ = (tier, nt);
         if generic {
             self.cranelift.compile_generic(&Pattern::of(sig))
         } else {

@@ -110,11 +110,16 @@ impl X86Gen {
     /// Like [`X86Gen::emit`], with the length of the instruction part: the constants the code
     /// reads (RIP-relative) follow it.
     pub fn emit_parts(&self, sig: &Signature, generic: bool) -> Result<(Vec<u8>, usize)> {
+        self.emit_with(sig, generic, !generic && self.uses_nt(sig))
+    }
+
+    /// Like [`X86Gen::emit_parts`], with non-temporal stores or not as `nt` says (exact kernels
+    /// only: shape-generic kernels never use them).
+    pub fn emit_with(&self, sig: &Signature, generic: bool, nt: bool) -> Result<(Vec<u8>, usize)> {
         if !self.covers(sig) {
             return Err(Error::Codegen(format!("x86 tier does not cover {sig}")));
         }
-        let nt = !generic && self.uses_nt(sig);
-        emit::emit_kernel(sig, generic, self.level, nt)
+        emit::emit_kernel(sig, generic, self.level, nt && !generic)
             .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))
     }
 }

@@ -1,0 +1,346 @@
+//! Measure, then commit. Choices that depend on the machine as much as on the call are not
+//! guessed: whether a kernel's calls are split across threads (memory channels per core, a
+//! busy neighbour on a shared host), and which code runs a kernel class — the AVX-512 or the
+//! AVX2 tier, ordinary or non-temporal stores (the same AVX-512 code is faster on one CPU and
+//! slower on the next, and CPUID cannot tell). A [`Trial`] hands its options out to the first
+//! calls, two calls each way in turn, each timed, and from then on the fastest is used (each
+//! option's minimum, so that a cold first call does not decide).
+//!
+//! Probing in pairs matters: after a call on one thread the pool's workers have parked, so the
+//! first split call of a pair pays their wake-up while the second, like back-to-back split
+//! calls in steady state, finds them spinning (alternating single calls made every split probe
+//! a wake-up and kept 4 MiB calls that split twice as fast on one thread); likewise the first
+//! call of a kernel touches its code and its constants.
+
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+#[cfg(feature = "jit")]
+use std::sync::{Arc, OnceLock};
+
+use crate::engine::CallTimer;
+#[cfg(feature = "jit")]
+use crate::{kernel::Kernel, tier::KernelClass, tier::TierChoice, tier::Variant};
+
+/// Most options a trial compares.
+pub(crate) const MAX_OPTIONS: usize = 4;
+
+/// The learnt choice among a few options (indices `0..options`).
+#[derive(Debug)]
+pub(crate) struct Trial {
+    options: u32,
+    /// Probes before the choice: `2 * pairs` per option.
+    probes: u32,
+    /// Probes handed out.
+    handed: AtomicU32,
+    /// Probes recorded.
+    recorded: AtomicU32,
+    /// Fastest recorded time per option (`u64::MAX`: none yet).
+    best: [AtomicU64; MAX_OPTIONS],
+}
+
+impl Trial {
+    /// A trial of `options` (1 ..= [`MAX_OPTIONS`]) options, each probed in `pairs` pairs.
+    pub(crate) fn new(options: usize, pairs: u32) -> Trial {
+        let options = options.clamp(1, MAX_OPTIONS) as u32;
+        Trial {
+            options,
+            probes: 2 * pairs * options,
+            handed: AtomicU32::new(0),
+            recorded: AtomicU32::new(0),
+            best: std::array::from_fn(|_| AtomicU64::new(u64::MAX)),
+        }
+    }
+
+    /// Probes before the choice.
+    #[cfg(feature = "jit")]
+    pub(crate) fn probes(&self) -> u32 {
+        self.probes
+    }
+
+    /// The option the next call should run and time, or `None` once every probe is handed out.
+    pub(crate) fn next(&self) -> Option<usize> {
+        let n = self.handed.load(Ordering::Relaxed);
+        if n >= self.probes {
+            return None;
+        }
+        self.handed.fetch_add(1, Ordering::Relaxed);
+        Some(((n / 2) % self.options) as usize)
+    }
+
+    /// Records a probe: option `i` ran in `ns`. Returns true when this was the last probe.
+    pub(crate) fn record(&self, i: usize, ns: u64) -> bool {
+        self.best[i].fetch_min(ns, Ordering::Relaxed);
+        self.recorded.fetch_add(1, Ordering::Relaxed) + 1 == self.probes
+    }
+
+    /// Whether every probe has been recorded.
+    #[cfg(test)]
+    pub(crate) fn done(&self) -> bool {
+        self.recorded.load(Ordering::Relaxed) >= self.probes
+    }
+
+    /// The fastest time recorded per option (`u64::MAX`: none).
+    pub(crate) fn times(&self) -> Vec<u64> {
+        (0..self.options as usize)
+            .map(|i| self.best[i].load(Ordering::Relaxed))
+            .collect()
+    }
+
+    /// The choice from what was recorded: `prefer` unless another option was faster by more
+    /// than the fraction `margin` (the fastest of those, then).
+    pub(crate) fn decided(&self, prefer: usize, margin: f64) -> usize {
+        let t = self.times();
+        let (fastest, &ft) = t
+            .iter()
+            .enumerate()
+            .min_by_key(|&(_, &v)| v)
+            .expect("at least one option");
+        if ft == u64::MAX || (ft as f64) >= (1.0 - margin) * t[prefer] as f64 {
+            prefer
+        } else {
+            fastest
+        }
+    }
+}
+
+/// How a call runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Way {
+    /// Split across the engine's threads (option 0 of a kernel's split trial).
+    Split,
+    /// On the calling thread (option 1).
+    Single,
+}
+
+impl Way {
+    /// The option index of this way in a split trial.
+    pub(crate) fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// The split trial of a kernel: three pairs each way, split only when at least 5% faster.
+#[derive(Debug)]
+pub(crate) struct SplitChoice(Trial);
+
+impl Default for SplitChoice {
+    fn default() -> Self {
+        SplitChoice(Trial::new(2, 3))
+    }
+}
+
+impl SplitChoice {
+    /// The way the next call should run, and whether it is a probe to be timed and
+    /// [`SplitChoice::record`]ed.
+    pub(crate) fn next(&self) -> (Way, bool) {
+        match self.0.next() {
+            Some(0) => (Way::Split, true),
+            Some(_) => (Way::Single, true),
+            None => (self.decided(), false),
+        }
+    }
+
+    /// Records a probe: the call ran `way` in `ns`.
+    pub(crate) fn record(&self, way: Way, ns: u64) {
+        self.0.record(way.index(), ns);
+    }
+
+    fn decided(&self) -> Way {
+        match self.0.decided(Way::Single.index(), 0.05) {
+            0 => Way::Split,
+            _ => Way::Single,
+        }
+    }
+
+    /// The choice made, if the probes are done.
+    #[cfg(test)]
+    fn choice(&self) -> Option<Way> {
+        self.0.done().then(|| self.decided())
+    }
+}
+
+/// Pairs of timed calls per variant in a tier trial.
+#[cfg(feature = "jit")]
+const TIER_PAIRS: u32 = 2;
+
+/// A kernel class's measured choice in progress: one signature compiled as every candidate
+/// variant (the preferred one first), its calls timed in turn until the fastest is known.
+#[cfg(feature = "jit")]
+pub(crate) struct TierTrial {
+    class: KernelClass,
+    kernels: Vec<(Variant, Arc<Kernel>)>,
+    trial: Trial,
+    winner: OnceLock<usize>,
+    timer: Arc<dyn CallTimer>,
+    /// Total time of the probes.
+    probe_ns: AtomicU64,
+    /// Whether the engine has taken the choice in (its stats and its class table).
+    committed: std::sync::atomic::AtomicBool,
+}
+
+#[cfg(feature = "jit")]
+impl std::fmt::Debug for TierTrial {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let v: Vec<Variant> = self.kernels.iter().map(|k| k.0).collect();
+        write!(
+            f,
+            "TierTrial({}, {v:?}, {:?})",
+            self.class,
+            self.winner.get()
+        )
+    }
+}
+
+#[cfg(feature = "jit")]
+impl TierTrial {
+    pub(crate) fn new(
+        class: KernelClass,
+        kernels: Vec<(Variant, Arc<Kernel>)>,
+        timer: Arc<dyn CallTimer>,
+    ) -> TierTrial {
+        TierTrial {
+            class,
+            trial: Trial::new(kernels.len(), TIER_PAIRS),
+            kernels,
+            winner: OnceLock::new(),
+            timer,
+            probe_ns: AtomicU64::new(0),
+            committed: Default::default(),
+        }
+    }
+
+    /// True the first time it is called after the trial was decided, false otherwise: the
+    /// engine takes a choice in once.
+    pub(crate) fn take_commit(&self) -> bool {
+        self.winner.get().is_some() && !self.committed.swap(true, Ordering::Relaxed)
+    }
+
+    /// Whether the engine has taken the choice in.
+    pub(crate) fn committed(&self) -> bool {
+        self.committed.load(Ordering::Relaxed)
+    }
+
+    /// The kernel chosen, once the trial is over.
+    pub(crate) fn winner(&self) -> Option<&Arc<Kernel>> {
+        self.winner.get().map(|&w| &self.kernels[w].1)
+    }
+
+    /// The kernel that runs calls now: the one chosen, else the fastest so far.
+    pub(crate) fn current(&self) -> &Arc<Kernel> {
+        match self.winner() {
+            Some(k) => k,
+            None => &self.kernels[self.trial.decided(0, 0.0)].1,
+        }
+    }
+
+    /// Runs one call (`run` performs it with the kernel given): while probing, with the next
+    /// variant, timed and recorded; afterwards with the kernel chosen. Returns true when this
+    /// call's probe decided the trial.
+    pub(crate) fn call(&self, run: &mut dyn FnMut(&Kernel)) -> bool {
+        if self.winner.get().is_none()
+            && let Some(i) = self.trial.next()
+        {
+            let (v, k) = &self.kernels[i];
+            let ns = self.timer.time(*v, false, &mut || run(k));
+            self.probe_ns.fetch_add(ns, Ordering::Relaxed);
+            if self.trial.record(i, ns) {
+                return self.winner.set(self.trial.decided(0, 0.0)).is_ok();
+            }
+            return false;
+        }
+        run(self.current());
+        false
+    }
+
+    /// The choice and the times that decided it, once decided.
+    pub(crate) fn choice(&self) -> Option<TierChoice> {
+        let w = *self.winner.get()?;
+        let t = self.trial.times();
+        Some(TierChoice {
+            class: self.class,
+            chosen: self.kernels[w].0,
+            times_ns: self.kernels.iter().map(|k| k.0).zip(t).collect(),
+        })
+    }
+
+    /// Timed calls made, and the nanoseconds they took beyond what the chosen variant would
+    /// have taken (its fastest time each): the price of measuring.
+    pub(crate) fn cost(&self) -> (u64, u64) {
+        let probes = self.trial.probes() as u64;
+        let total = self.probe_ns.load(Ordering::Relaxed);
+        let best = self
+            .winner
+            .get()
+            .map_or(0, |&w| self.trial.times()[w].min(total));
+        (probes, total.saturating_sub(probes.saturating_mul(best)))
+    }
+}
+
+/// Wall-clock time of a call: the default [`CallTimer`].
+#[derive(Debug, Default)]
+pub(crate) struct WallClock;
+
+impl CallTimer for WallClock {
+    fn time(&self, _: crate::Variant, _: bool, call: &mut dyn FnMut()) -> u64 {
+        let t = std::time::Instant::now();
+        call();
+        t.elapsed().as_nanos() as u64
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn probes_alternate_in_pairs_then_the_faster_way_wins() {
+        for (single, split, want) in [
+            (100, 60, Way::Split),
+            (100, 97, Way::Single),
+            (100, 300, Way::Single),
+        ] {
+            let c = SplitChoice::default();
+            let mut ways = Vec::new();
+            while let (w, true) = c.next() {
+                ways.push(w);
+                // The first probe of each way is slow (cold caches, parked workers): the
+                // minimum decides.
+                let cold = if ways.len() == 1 || ways.len() == 3 {
+                    1000
+                } else {
+                    0
+                };
+                c.record(w, cold + if w == Way::Single { single } else { split });
+            }
+            assert_eq!(ways.len(), 12);
+            let pairs = [Way::Split, Way::Split, Way::Single, Way::Single];
+            assert!(ways.iter().zip(pairs.iter().cycle()).all(|(a, b)| a == b));
+            assert_eq!(c.choice(), Some(want));
+            assert_eq!(c.next(), (want, false));
+        }
+    }
+
+    #[test]
+    fn options_in_pairs_round_robin_and_the_fastest_wins() {
+        let t = Trial::new(3, 2);
+        let mut order = Vec::new();
+        let cost = [300u64, 100, 200];
+        while let Some(i) = t.next() {
+            order.push(i);
+            let last = t.record(i, cost[i] + if order.len() <= 6 { 50 } else { 0 });
+            assert_eq!(last, order.len() == 12);
+        }
+        assert_eq!(order, [0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2]);
+        assert!(t.done());
+        assert_eq!(t.times(), [300, 100, 200]);
+        assert_eq!(t.decided(0, 0.0), 1);
+        // A preferred option keeps its place unless another beats it by the margin.
+        let close = Trial::new(2, 1);
+        while let Some(i) = close.next() {
+            close.record(i, [100, 97][i]);
+        }
+        assert_eq!(close.decided(0, 0.05), 0);
+        assert_eq!(close.decided(0, 0.01), 1);
+        // Nothing recorded: the preferred option.
+        assert_eq!(Trial::new(2, 1).decided(1, 0.0), 1);
+    }
+}

@@ -1,0 +1,233 @@
+//! `Auto` chooses among the variants this host runs (AVX-512 and AVX2; ordinary and, for large
+//! outputs, non-temporal stores) by timing them on real calls. With an injected timer the
+//! choice is deterministic: the slower variant is never kept. The choice never changes a
+//! result, is made once per kernel class, its cost is counted, prepared calls take part, and
+//! named tiers never measure.
+
+use std::sync::Arc;
+
+use selectjit::jit::CodeGen;
+use selectjit::plan::plan_contiguous;
+use selectjit::{Backend, Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef};
+use selectjit::{Tier, Variant};
+
+/// A fixed cost per variant.
+type Cost = fn(Variant) -> u64;
+
+/// A timer that runs the call and reports a fixed cost per variant.
+#[derive(Debug)]
+struct Rigged(Cost);
+
+impl CallTimer for Rigged {
+    fn time(&self, v: Variant, _split: bool, call: &mut dyn FnMut()) -> u64 {
+        call();
+        (self.0)(v)
+    }
+}
+
+fn auto(cost: Cost) -> Engine {
+    Engine::try_with_config(EngineConfig {
+        tier: Tier::Auto,
+        threads: 1,
+        exact_after: 1,
+        timer: Some(Arc::new(Rigged(cost))),
+        ..EngineConfig::default()
+    })
+    .unwrap()
+}
+
+/// The candidates `Auto` has for `n` contiguous f32 elements.
+fn candidates(e: &Engine, n: usize) -> Vec<Variant> {
+    let cg: &CodeGen = e.codegen().unwrap();
+    cg.variants(&plan_contiguous(4, n).unwrap())
+}
+
+/// Runs `n`-element f32 selects on `e` (cond bytes varying per call) and checks each against
+/// the interpreter; returns how many calls ran.
+fn run_checked(e: &Engine, n: usize, calls: usize) {
+    let interp = Engine::with_backend(Backend::Interp);
+    let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    let f: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
+    for c in 0..calls {
+        let cond: Vec<u8> = (0..n).map(|i| [0u8, 1, 0xff, 0, 7][(i + c) % 5]).collect();
+        let mut got = vec![0f32; n];
+        let mut want = vec![1f32; n];
+        for (eng, out) in [(e, &mut got), (&interp, &mut want)] {
+            eng.select(
+                TensorRef::new(&cond, &[n]),
+                TensorRef::new(&t, &[n]),
+                TensorRef::new(&f, &[n]),
+                TensorMut::new(out, &[n]),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+        }
+        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        assert_eq!(bits(&got), bits(&want), "call {c}");
+    }
+}
+
+/// Each ranking of the variants: the slower ones are never kept, every candidate was timed
+/// with its own cost, and the calls' results never change.
+#[test]
+fn the_slower_variant_is_never_kept() {
+    let rankings: [(&str, Cost); 4] = [
+        (
+            "avx2 fastest",
+            |v| if v.tier == Tier::Avx2 { 100 } else { 300 } + v.nt as u64,
+        ),
+        (
+            "avx512 fastest",
+            |v| if v.tier == Tier::Avx512 { 100 } else { 300 } + v.nt as u64,
+        ),
+        (
+            "nt fastest",
+            |v| if v.nt { 150 } else { 250 } + (v.tier == Tier::Avx2) as u64,
+        ),
+        (
+            "ordinary fastest",
+            |v| if v.nt { 250 } else { 150 } + (v.tier == Tier::Avx512) as u64,
+        ),
+    ];
+    // 1M f32: a 4 MiB output, where non-temporal stores are candidates too.
+    let n = 1 << 20;
+    for (name, cost) in rankings {
+        let e = auto(cost);
+        let cands = candidates(&e, n);
+        if cands.len() < 2 {
+            println!("{name}: this host has one candidate ({cands:?}), nothing to choose");
+            run_checked(&e, n, 3);
+            assert_eq!(e.stats().tier_trials, 0);
+            continue;
+        }
+        // Two pairs of timed calls per candidate, then the choice.
+        let probes = 4 * cands.len();
+        run_checked(&e, n, probes + 2);
+        let s = e.stats();
+        assert_eq!(s.tier_trials, 1, "{name}: {s:?}");
+        let choices = e.tier_choices();
+        assert_eq!(choices.len(), 1);
+        let c = &choices[0];
+        let best = cands.iter().map(|&v| cost(v)).min().unwrap();
+        assert_eq!(
+            cost(c.chosen),
+            best,
+            "{name}: kept {} of {cands:?}",
+            c.chosen
+        );
+        assert_eq!(
+            c.times_ns.iter().map(|t| t.0).collect::<Vec<_>>(),
+            cands,
+            "{name}: every candidate timed, the preferred first"
+        );
+        for &(v, ns) in &c.times_ns {
+            assert_eq!(ns, cost(v), "{name}: {v}");
+        }
+        // The cost of measuring, as counted: every probe, and what each cost over the winner.
+        assert_eq!(s.trial_calls, probes as u64);
+        let excess: u64 = cands.iter().map(|&v| 4 * (cost(v) - best)).sum();
+        assert_eq!(s.trial_excess_ns, excess, "{name}");
+        assert_eq!(s.trial_compiles, cands.len() as u64 - 1);
+        // Later calls run the chosen kernel, without timing.
+        let k = e.kernel(&plan_contiguous(4, n).unwrap()).unwrap();
+        assert_eq!(k.variant(), c.chosen);
+        println!("{name}: {c}");
+    }
+}
+
+/// A class is measured once: another signature of the same pattern and output size class
+/// compiles only the chosen variant; a signature of another size class is measured anew.
+#[test]
+fn a_class_is_measured_once() {
+    let e = auto(|v| {
+        if v.tier == Tier::Avx2 && !v.nt {
+            10
+        } else {
+            20
+        }
+    });
+    let n = 1 << 20;
+    if candidates(&e, n).len() < 2 {
+        println!("one candidate on this host: nothing to measure");
+        return;
+    }
+    run_checked(&e, n, 40);
+    let s = e.stats();
+    assert_eq!(s.tier_trials, 1);
+    // Same class (4 to 8 MiB of output, contiguous f32): no new trial, one compile.
+    run_checked(&e, n + 1000, 3);
+    let s2 = e.stats();
+    assert_eq!(s2.tier_trials, 1);
+    assert_eq!(s2.trial_compiles, s.trial_compiles);
+    assert_eq!(s2.compiles, s.compiles + 1);
+    let k = e.kernel(&plan_contiguous(4, n + 1000).unwrap()).unwrap();
+    assert_eq!(k.variant(), e.tier_choices()[0].chosen);
+    // Another size class is measured on its own.
+    run_checked(&e, 4 * n, 40);
+    assert_eq!(e.stats().tier_trials, 2);
+    assert_eq!(e.tier_choices().len(), 2);
+}
+
+/// A prepared call takes part in the trial on its own calls; the engine takes the choice in at
+/// its next lookup.
+#[test]
+fn prepared_calls_measure_too() {
+    let e = auto(|v| if v.nt { 5 } else { 50 });
+    let n = 1 << 20;
+    let cands = candidates(&e, n);
+    if cands.len() < 2 {
+        println!("one candidate on this host: nothing to measure");
+        return;
+    }
+    let p = e
+        .prepare(selectjit::DType::F32, &[n], &[n], &[], Broadcast::Numpy)
+        .unwrap();
+    let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
+    for c in 0..4 * cands.len() + 3 {
+        let cond: Vec<u8> = (0..n).map(|i| ((i * 7 + c) % 3) as u8).collect();
+        let mut out = vec![0f32; n];
+        p.run(&cond, &t, &[-1.0], &mut out).unwrap();
+        for i in (0..n).step_by(997) {
+            let want = if cond[i] != 0 { t[i] } else { -1.0 };
+            assert_eq!(out[i].to_bits(), want.to_bits(), "call {c}, element {i}");
+        }
+    }
+    // The engine's next call of the signature takes the choice in.
+    assert_eq!(e.stats().tier_trials, 0);
+    let mut out = vec![0f32; n];
+    let cond = vec![1u8; n];
+    e.select(
+        TensorRef::new(&cond, &[n]),
+        TensorRef::new(&t, &[n]),
+        TensorRef::scalar(&[-1.0f32]),
+        TensorMut::new(&mut out, &[n]),
+        Broadcast::Numpy,
+    )
+    .unwrap();
+    assert_eq!(out, t);
+    assert_eq!(e.stats().tier_trials, 1);
+    assert!(e.tier_choices()[0].chosen.nt);
+}
+
+/// A named tier compiles one kernel and never measures.
+#[test]
+fn named_tiers_never_measure() {
+    for tier in Tier::host_tiers() {
+        let e = Engine::try_with_config(EngineConfig {
+            tier,
+            threads: 1,
+            exact_after: 1,
+            timer: Some(Arc::new(Rigged(|_| panic!("a named tier timed a call")))),
+            ..EngineConfig::default()
+        })
+        .unwrap();
+        run_checked(&e, 1 << 20, 3);
+        let s = e.stats();
+        assert_eq!(
+            (s.tier_trials, s.trial_calls, s.compiles),
+            (0, 0, 1),
+            "{tier}"
+        );
+        assert!(e.tier_choices().is_empty());
+    }
+}
