@@ -13,6 +13,7 @@
 
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
+use numpy::npyffi::NPY_ARRAY_C_CONTIGUOUS;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
@@ -23,6 +24,7 @@ use selectjit::{Broadcast, DType, Engine, TensorMut, TensorRef, engine::InPlace}
 use crate::layout::{self, ElemView};
 use crate::np;
 use crate::promote;
+use crate::scalars;
 
 /// Output elements from which the GIL is released while the kernel runs (numpy's `where`
 /// releases it from the same size).
@@ -52,6 +54,7 @@ fn dispatches(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         || obj.is_exact_instance_of::<PyComplex>()
         || obj.is_exact_instance_of::<PyList>()
         || obj.is_exact_instance_of::<PyTuple>()
+        || np::is_numpy_scalar(obj)
     {
         return Ok(false);
     }
@@ -83,11 +86,12 @@ fn lib_error(e: selectjit::Error) -> PyErr {
 }
 
 /// The checks on `out=`: an ndarray of the output shape and the result dtype, writeable.
+/// `inputs` describe condition, x and y for the messages.
 fn check_out<'py>(
     out: &Bound<'py, PyAny>,
     shape: &[usize],
     dt: &Bound<'py, PyArrayDescr>,
-    inputs: [&Bound<'py, PyUntypedArray>; 3],
+    inputs: [&String; 3],
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     if !np::is_ndarray(out) {
         return Err(PyTypeError::new_err(format!(
@@ -97,31 +101,37 @@ fn check_out<'py>(
     }
     // SAFETY: checked to be an ndarray (or subclass) just above.
     let o: Bound<'py, PyUntypedArray> = unsafe { out.clone().cast_into_unchecked() };
+    let od = np::dtype(&o);
+    let what = || {
+        format!(
+            "condition {}, x {}, y {}: result shape {}, dtype {}",
+            inputs[0],
+            inputs[1],
+            inputs[2],
+            shape_str(shape),
+            dt.str().map(|s| s.to_string()).unwrap_or_default()
+        )
+    };
     if o.shape() != shape {
         return Err(PyValueError::new_err(format!(
-            "out has shape {} but condition {}, x {} and y {} broadcast to {}",
+            "out has shape {} but the result's is {} ({})",
             shape_str(o.shape()),
-            shape_str(inputs[0].shape()),
-            shape_str(inputs[1].shape()),
-            shape_str(inputs[2].shape()),
-            shape_str(shape)
+            shape_str(shape),
+            what()
         )));
     }
-    let od = np::dtype(&o);
     if !np::equiv(&od, dt) {
         return Err(PyTypeError::new_err(format!(
-            "out has dtype {} but the result of x ({}) and y ({}) has dtype {} (out shape {})",
+            "out has dtype {} but the result's is {} ({})",
             od.str()?,
-            np::dtype(inputs[1]).str()?,
-            np::dtype(inputs[2]).str()?,
             dt.str()?,
-            shape_str(shape)
+            what()
         )));
     }
     if !np::writeable(&o) {
         return Err(PyValueError::new_err(format!(
-            "out is not writeable (shape {}, dtype {})",
-            shape_str(shape),
+            "out (shape {}, dtype {}) is not writeable",
+            shape_str(o.shape()),
             od.str()?
         )));
     }
@@ -141,6 +151,11 @@ impl<'py> Operand<'py> {
     /// The operand over `arr` with elements of `itemsize` bytes, copying `arr` first when its
     /// strides cannot be expressed in elements.
     fn new(arr: Bound<'py, PyUntypedArray>, itemsize: usize) -> PyResult<Self> {
+        if np::info(&arr).flags & NPY_ARRAY_C_CONTIGUOUS != 0
+            && let Some(view) = layout::contiguous_view(arr.shape(), itemsize)
+        {
+            return Ok(Operand::with_view(arr, view));
+        }
         match layout::elem_view(arr.shape(), arr.strides(), itemsize) {
             Some(view) => Ok(Operand::with_view(arr, view)),
             None => {
@@ -213,6 +228,61 @@ impl<'py> Operand<'py> {
     }
 }
 
+/// One of `x`, `y`: the argument, and its array as numpy converts it unless it is a weak Python
+/// scalar (converted only once the result dtype is known, see [`scalars`]).
+struct Input<'py> {
+    obj: Bound<'py, PyAny>,
+    arr: Option<Bound<'py, PyUntypedArray>>,
+    weak: Option<u8>,
+}
+
+impl<'py> Input<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let weak = promote::weak_kind(obj);
+        let arr = match weak {
+            Some(_) => None,
+            None => Some(np::from_any(obj)?),
+        };
+        Ok(Input {
+            obj: obj.clone(),
+            arr,
+            weak,
+        })
+    }
+
+    fn shape(&self) -> &[usize] {
+        self.arr.as_ref().map_or(&[], |a| a.shape())
+    }
+
+    fn strides(&self) -> &[isize] {
+        self.arr.as_ref().map_or(&[], |a| a.strides())
+    }
+
+    fn c_contiguous(&self) -> bool {
+        self.arr
+            .as_ref()
+            .is_none_or(|a| np::info(a).flags & NPY_ARRAY_C_CONTIGUOUS != 0)
+    }
+
+    /// The input in the result dtype: numpy's cast when its dtype differs.
+    fn in_dtype(&self, dt: &Bound<'py, PyArrayDescr>) -> PyResult<Bound<'py, PyUntypedArray>> {
+        match (&self.arr, self.weak) {
+            (Some(a), _) if np::equiv(&np::dtype(a), dt) => Ok(a.clone()),
+            (Some(a), _) => np::cast(a, dt),
+            (None, Some(kind)) => scalars::convert(&self.obj, kind, dt),
+            (None, None) => Err(PyRuntimeError::new_err("an input without an array")),
+        }
+    }
+
+    /// How the input is named in messages: its shape and dtype.
+    fn describe(&self) -> PyResult<String> {
+        Ok(match &self.arr {
+            Some(a) => format!("{} {}", shape_str(a.shape()), np::dtype(a).str()?),
+            None => format!("() Python {}", self.obj.get_type().name()?),
+        })
+    }
+}
+
 /// `where` on `engine` (the body of `selectjit.where` and `Engine.where`).
 pub fn where_call<'py>(
     engine: &Engine,
@@ -229,26 +299,31 @@ pub fn where_call<'py>(
             None => Ok(r),
             Some(o) => {
                 let ra = np::from_any(&r)?;
-                let o = check_out(o, ra.shape(), &np::dtype(&ra), [&ra, &ra, &ra])?;
+                let desc = format!("{} {}", shape_str(ra.shape()), np::dtype(&ra).str()?);
+                let o = check_out(o, ra.shape(), &np::dtype(&ra), [&desc, &desc, &desc])?;
                 np::copy_into(&o, &ra)?;
                 Ok(o.into_any())
             }
         };
     }
     let ca = np::from_any(cond)?;
-    let xa = np::from_any(x)?;
-    let ya = np::from_any(y)?;
-    let dt = promote::result_dtype(x, &xa, y, &ya)?;
+    let xi = Input::new(x)?;
+    let yi = Input::new(y)?;
+    let dt = promote::result_dtype(x, xi.arr.as_ref(), y, yi.arr.as_ref())?;
     let b =
-        selectjit::broadcast_shapes(mode, ca.shape(), xa.shape(), ya.shape()).map_err(lib_error)?;
+        selectjit::broadcast_shapes(mode, ca.shape(), xi.shape(), yi.shape()).map_err(lib_error)?;
     let out_arr = match out {
-        Some(o) => Some(check_out(o, &b.out, &dt, [&ca, &xa, &ya])?),
+        Some(o) => {
+            let cdesc = format!("{} {}", shape_str(ca.shape()), np::dtype(&ca).str()?);
+            let descs = [&cdesc, &xi.describe()?, &yi.describe()?];
+            Some(check_out(o, &b.out, &dt, descs)?)
+        }
         None => None,
     };
     let itemsize = dt.itemsize();
     let lib_dt = width_dtype(itemsize).filter(|_| np::movable(&dt));
     let Some(lib_dt) = lib_dt else {
-        return numpy_fallback(cond, x, y, [&ca, &xa, &ya], &b, mode, out_arr);
+        return numpy_fallback(cond, [&ca], [&xi, &yi], &b, mode, out_arr);
     };
 
     // The output: the caller's, or a new array in numpy's memory order.
@@ -256,11 +331,21 @@ pub fn where_call<'py>(
     let o = match out_arr {
         Some(o) => o,
         None => {
-            let st = |a: &Bound<'py, PyUntypedArray>, p: Placement| {
-                layout::strides_over_output(&b.out, a.shape(), a.strides(), p.start, p.len)
+            let c_in = np::info(&ca).flags & NPY_ARRAY_C_CONTIGUOUS != 0;
+            let strides = if c_in && xi.c_contiguous() && yi.c_contiguous() {
+                // Row-major inputs keep numpy's iterator in C order.
+                layout::numpy_out_strides(&b.out, &[], itemsize)
+            } else {
+                let st = |shape: &[usize], strides: &[isize], p: Placement| {
+                    layout::strides_over_output(&b.out, shape, strides, p.start, p.len)
+                };
+                let ops = [
+                    st(ca.shape(), ca.strides(), b.cond),
+                    st(xi.shape(), xi.strides(), b.then),
+                    st(yi.shape(), yi.strides(), b.else_),
+                ];
+                layout::numpy_out_strides(&b.out, &[&ops[0], &ops[1], &ops[2]], itemsize)
             };
-            let ops = [st(&ca, b.cond), st(&xa, b.then), st(&ya, b.else_)];
-            let strides = layout::numpy_out_strides(&b.out, &[&ops[0], &ops[1], &ops[2]], itemsize);
             np::empty(py, &dt, &b.out, &strides)?
         }
     };
@@ -278,14 +363,7 @@ pub fn where_call<'py>(
             np::cast(&ca, &np::bool_descr(py))?
         }
     };
-    let to_dt = |a: &Bound<'py, PyUntypedArray>| -> PyResult<Bound<'py, PyUntypedArray>> {
-        if np::equiv(&np::dtype(a), &dt) {
-            Ok(a.clone())
-        } else {
-            np::cast(a, &dt)
-        }
-    };
-    let (x1, y1) = (to_dt(&xa)?, to_dt(&ya)?);
+    let (x1, y1) = (xi.in_dtype(&dt)?, yi.in_dtype(&dt)?);
 
     // An output whose strides are not whole elements gets the result through a temporary.
     let (target, copy_back) = match layout::elem_view(o.shape(), o.strides(), itemsize) {
@@ -325,7 +403,7 @@ pub fn where_call<'py>(
         lib_dt,
         mode,
         (&c_op, &x_op, &y_op, &target),
-        (ca.shape(), xa.shape(), ya.shape(), &b.out),
+        (ca.shape(), xi.shape(), yi.shape(), &b.out),
         role,
     )?;
     if copy_back {
@@ -365,10 +443,21 @@ fn run(
             o.bytes_mut(),
         )
     };
-    let cref = TensorRef::with_layout(cb, cs, &c.view.strides, c.view.offset);
-    let xref = TensorRef::with_layout(xb, xs, &x.view.strides, x.view.offset);
-    let yref = TensorRef::with_layout(yb, ys, &y.view.strides, y.view.offset);
-    let omut = TensorMut::with_layout(ob, os, &o.view.strides, o.view.offset);
+    // Row-major contiguous views go without strides: the library's fast path for same-shape
+    // contiguous calls needs that.
+    fn view<'a>(b: &'a [u8], s: &'a [usize], op: &'a Operand<'_>) -> TensorRef<'a, u8> {
+        if op.view.contiguous {
+            TensorRef::new(b, s)
+        } else {
+            TensorRef::with_layout(b, s, &op.view.strides, op.view.offset)
+        }
+    }
+    let (cref, xref, yref) = (view(cb, cs, c), view(xb, xs, x), view(yb, ys, y));
+    let omut = if o.view.contiguous {
+        TensorMut::new(ob, os)
+    } else {
+        TensorMut::with_layout(ob, os, &o.view.strides, o.view.offset)
+    };
     let call = move || {
         catch_unwind(AssertUnwindSafe(|| match role {
             None => engine.select_dyn(dt, cref, xref, yref, omut, mode),
@@ -405,38 +494,32 @@ fn run(
 /// where the mode places it in the output, so numpy's broadcasting gives the same result.
 fn numpy_fallback<'py>(
     cond: &Bound<'py, PyAny>,
-    x: &Bound<'py, PyAny>,
-    y: &Bound<'py, PyAny>,
-    arrays: [&Bound<'py, PyUntypedArray>; 3],
+    [ca]: [&Bound<'py, PyUntypedArray>; 1],
+    [xi, yi]: [&Input<'py>; 2],
     b: &selectjit::shape::BroadcastShape,
     mode: Broadcast,
     out: Option<Bound<'py, PyUntypedArray>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = cond.py();
-    let args: [Bound<'py, PyAny>; 3] = if mode == Broadcast::Numpy {
-        [cond.clone(), x.clone(), y.clone()]
-    } else {
-        let orig = [cond, x, y];
-        let place = [b.cond, b.then, b.else_];
-        let mut v = Vec::with_capacity(3);
-        for k in 0..3 {
-            let a = arrays[k];
-            if a.ndim() == 0 {
-                v.push(orig[k].clone());
-                continue;
+    let place = |obj: &Bound<'py, PyAny>,
+                 arr: Option<&Bound<'py, PyUntypedArray>>,
+                 p: Placement|
+     -> PyResult<Bound<'py, PyAny>> {
+        match arr {
+            Some(a) if mode != Broadcast::Numpy && a.ndim() > 0 => {
+                let mut shape = vec![1usize; b.out.len()];
+                for j in 0..p.len {
+                    shape[p.start + j] = a.shape()[j];
+                }
+                a.call_method1("reshape", (PyTuple::new(py, shape)?,))
             }
-            let mut shape = vec![1usize; b.out.len()];
-            for j in 0..place[k].len {
-                shape[place[k].start + j] = a.shape()[j];
-            }
-            v.push(a.call_method1("reshape", (PyTuple::new(py, shape)?,))?);
+            _ => Ok(obj.clone()),
         }
-        [v[0].clone(), v[1].clone(), v[2].clone()]
     };
-    let r = np::numpy(py)?
-        .where_
-        .bind(py)
-        .call1((&args[0], &args[1], &args[2]))?;
+    let c = place(cond, Some(ca), b.cond)?;
+    let x = place(&xi.obj, xi.arr.as_ref(), b.then)?;
+    let y = place(&yi.obj, yi.arr.as_ref(), b.else_)?;
+    let r = np::numpy(py)?.where_.bind(py).call1((c, x, y))?;
     match out {
         None => Ok(r),
         Some(o) => {

@@ -2,6 +2,11 @@
 //! first-element offset as the library takes them, and the memory order numpy's `where` gives
 //! its output.
 
+use smallvec::{SmallVec, smallvec};
+
+/// Per-dimension values, inline up to 8 dimensions.
+pub type Dims<T> = SmallVec<[T; 8]>;
+
 /// Where a strided view lives in memory, in bytes relative to its data pointer: the lowest and
 /// one past the highest byte any of its elements occupies. `None` for a view with a zero
 /// dimension (it addresses nothing).
@@ -31,7 +36,10 @@ pub struct ElemView {
     /// Buffer length in bytes (0 for a view that addresses nothing).
     pub len: usize,
     /// Strides in elements.
-    pub strides: Vec<isize>,
+    pub strides: Dims<isize>,
+    /// Whether the view is row-major contiguous from the start of the buffer (the library then
+    /// takes it without strides, on its fast path for same-shape contiguous calls).
+    pub contiguous: bool,
     /// Index of the element at coordinate `[0, 0, ...]` in the buffer, in elements.
     pub offset: usize,
 }
@@ -44,7 +52,7 @@ pub fn elem_view(shape: &[usize], strides: &[isize], itemsize: usize) -> Option<
     if w == 0 {
         return None;
     }
-    let mut es = Vec::with_capacity(shape.len());
+    let mut es = Dims::with_capacity(shape.len());
     for (&d, &s) in shape.iter().zip(strides) {
         if d <= 1 {
             es.push(0);
@@ -59,15 +67,44 @@ pub fn elem_view(shape: &[usize], strides: &[isize], itemsize: usize) -> Option<
         return shape.contains(&0).then(|| ElemView {
             start: 0,
             len: 0,
-            strides: vec![0; shape.len()],
+            strides: smallvec![0; shape.len()],
+            contiguous: false,
             offset: 0,
         });
     };
+    // Row-major contiguous: each stride (of a dimension longer than 1) is the product of the
+    // later dimensions.
+    let mut expect = 1isize;
+    let mut contiguous = true;
+    for (&d, &s) in shape.iter().zip(es.iter()).rev() {
+        if d > 1 && s != expect {
+            contiguous = false;
+            break;
+        }
+        expect = expect.wrapping_mul(d as isize);
+    }
     Some(ElemView {
         start: lo,
         len: (hi - lo) as usize,
         strides: es,
+        contiguous,
         offset: (-lo / w) as usize,
+    })
+}
+
+/// The view of a row-major contiguous array (numpy's C-contiguous flag) of `shape`, or `None`
+/// when it addresses nothing or its size overflows.
+pub fn contiguous_view(shape: &[usize], itemsize: usize) -> Option<ElemView> {
+    let mut n = itemsize;
+    for &d in shape {
+        n = n.checked_mul(d)?;
+    }
+    (n != 0 && n <= isize::MAX as usize).then(|| ElemView {
+        start: 0,
+        len: n,
+        strides: Dims::new(),
+        contiguous: true,
+        offset: 0,
     })
 }
 
@@ -86,8 +123,8 @@ pub fn strides_over_output(
     strides: &[isize],
     start: usize,
     len: usize,
-) -> Vec<isize> {
-    let mut st = vec![0isize; out_shape.len()];
+) -> Dims<isize> {
+    let mut st: Dims<isize> = smallvec![0isize; out_shape.len()];
     for j in 0..len.min(shape.len()) {
         let k = start + j;
         if k < out_shape.len() && out_shape[k] != 1 && shape[j] != 1 {
@@ -103,11 +140,11 @@ pub fn strides_over_output(
 /// them, and zero strides say nothing), then lays the output out contiguously in that order with
 /// positive strides. `ops` are the inputs' strides over the output (see
 /// [`strides_over_output`]).
-pub fn numpy_out_strides(out_shape: &[usize], ops: &[&[isize]], itemsize: usize) -> Vec<isize> {
+pub fn numpy_out_strides(out_shape: &[usize], ops: &[&[isize]], itemsize: usize) -> Dims<isize> {
     let nd = out_shape.len();
     // Axis-data index `a` is output dimension `nd - 1 - a` (numpy reverses C order).
     let stride_of = |a: usize, op: &[isize]| op[nd - 1 - a];
-    let mut perm: Vec<usize> = (0..nd).collect();
+    let mut perm: Dims<usize> = (0..nd).collect();
     for i0 in 1..nd {
         let j0 = perm[i0];
         let mut ipos = i0;
@@ -138,7 +175,7 @@ pub fn numpy_out_strides(out_shape: &[usize], ops: &[&[isize]], itemsize: usize)
             perm[ipos] = j0;
         }
     }
-    let mut out = vec![0isize; nd];
+    let mut out: Dims<isize> = smallvec![0isize; nd];
     let mut stride = itemsize as isize;
     for &a in &perm {
         let k = nd - 1 - a;
@@ -158,18 +195,26 @@ mod tests {
         assert_eq!(byte_range(&[5], &[-4], 4), Some((-16, 4)));
         let v = elem_view(&[5], &[-4], 4).unwrap();
         assert_eq!(
-            (v.start, v.len, v.strides.clone(), v.offset),
-            (-16, 20, vec![-1], 4)
+            (v.start, v.len, &v.strides[..], v.offset),
+            (-16, 20, &[-1][..], 4)
         );
+        assert!(!v.contiguous);
         // Rows reversed, columns every other one: [2, 3] out of a [2, 6] f64 buffer.
         let v = elem_view(&[2, 3], &[-48, 16], 8).unwrap();
         assert_eq!(
-            (v.start, v.len, v.strides.clone(), v.offset),
-            (-48, 88, vec![-6, 2], 6)
+            (v.start, v.len, &v.strides[..], v.offset),
+            (-48, 88, &[-6, 2][..], 6)
         );
+        // Contiguous whatever the strides of size-1 dims; the fast constructor agrees.
+        assert!(elem_view(&[2, 1, 3], &[12, 99, 4], 4).unwrap().contiguous);
+        assert_eq!(contiguous_view(&[2, 1, 3], 4).map(|v| v.len), Some(24));
+        assert!(contiguous_view(&[2, 0], 4).is_none());
         // A stride that is not a multiple of the itemsize needs a copy; size-1 dims do not care.
         assert!(elem_view(&[3], &[6], 4).is_none());
-        assert_eq!(elem_view(&[1, 3], &[6, 4], 4).unwrap().strides, vec![0, 1]);
+        assert_eq!(
+            &elem_view(&[1, 3], &[6, 4], 4).unwrap().strides[..],
+            &[0, 1]
+        );
         // Empty views address nothing.
         let v = elem_view(&[0, 3], &[-12, 4], 4).unwrap();
         assert_eq!((v.len, v.offset), (0, 0));
@@ -180,18 +225,18 @@ mod tests {
     fn output_order_follows_numpy() {
         // All C-contiguous: C order.
         let c: [isize; 2] = [24, 8];
-        assert_eq!(numpy_out_strides(&[2, 3], &[&c], 8), vec![24, 8]);
+        assert_eq!(&numpy_out_strides(&[2, 3], &[&c], 8)[..], &[24, 8]);
         // All Fortran: Fortran order.
         let f: [isize; 2] = [8, 16];
-        assert_eq!(numpy_out_strides(&[2, 3], &[&f, &f], 8), vec![8, 16]);
+        assert_eq!(&numpy_out_strides(&[2, 3], &[&f, &f], 8)[..], &[8, 16]);
         // C and F disagree: C wins.
-        assert_eq!(numpy_out_strides(&[2, 3], &[&f, &c], 8), vec![24, 8]);
+        assert_eq!(&numpy_out_strides(&[2, 3], &[&f, &c], 8)[..], &[24, 8]);
         // Reversed C: positive C strides.
         let r: [isize; 2] = [-24, -8];
-        assert_eq!(numpy_out_strides(&[2, 3], &[&r], 4), vec![12, 4]);
+        assert_eq!(&numpy_out_strides(&[2, 3], &[&r], 4)[..], &[12, 4]);
         // Broadcast operands say nothing; a zero-size dim zeroes the strides after it.
         let z: [isize; 2] = [0, 0];
-        assert_eq!(numpy_out_strides(&[3, 0], &[&z], 8), vec![0, 8]);
-        assert_eq!(numpy_out_strides(&[], &[], 8), Vec::<isize>::new());
+        assert_eq!(&numpy_out_strides(&[3, 0], &[&z], 8)[..], &[0, 8]);
+        assert!(numpy_out_strides(&[], &[], 8).is_empty());
     }
 }

@@ -20,6 +20,7 @@ mod call;
 mod layout;
 mod np;
 mod promote;
+mod scalars;
 
 /// Which engine a Python `Engine` object runs: its own, or the process-wide default one.
 enum Inner {

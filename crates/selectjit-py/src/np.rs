@@ -24,6 +24,18 @@ pub fn is_exact_ndarray(obj: &Bound<'_, PyAny>) -> bool {
     unsafe { pyo3::ffi::Py_TYPE(obj.as_ptr()) == ndarray_type(obj.py()) }
 }
 
+/// Whether `obj` is a numpy scalar (an instance of `numpy.generic`).
+#[inline]
+pub fn is_numpy_scalar(obj: &Bound<'_, PyAny>) -> bool {
+    let py = obj.py();
+    // SAFETY: reads a type object pointer from numpy's API table (as in `ndarray_type`) and
+    // checks the type of a live object with the GIL held.
+    unsafe {
+        let t = npyffi::get_type_object(py, NpyTypes::PyGenericArrType_Type);
+        pyo3::ffi::PyObject_TypeCheck(obj.as_ptr(), t) != 0
+    }
+}
+
 /// Whether `obj` is a `numpy.ndarray` or an instance of a subclass.
 #[inline]
 pub fn is_ndarray(obj: &Bound<'_, PyAny>) -> bool {

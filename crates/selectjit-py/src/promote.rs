@@ -71,31 +71,31 @@ type Cache = HashMap<(Key, Key), Py<PyArrayDescr>>;
 static CACHE: Mutex<Option<Cache>> = Mutex::new(None);
 const CACHE_MAX: usize = 512;
 
-/// numpy's result dtype of `x` and `y` (the original arguments) whose arrays as numpy converts
-/// them are `xa` and `ya`.
+/// numpy's result dtype of `x` and `y` (the original arguments). `xa` and `ya` are their arrays
+/// as numpy converts them, given for every argument that is not a weak Python scalar
+/// ([`weak_kind`]).
 pub fn result_dtype<'py>(
     x: &Bound<'py, PyAny>,
-    xa: &Bound<'py, PyUntypedArray>,
+    xa: Option<&Bound<'py, PyUntypedArray>>,
     y: &Bound<'py, PyAny>,
-    ya: &Bound<'py, PyUntypedArray>,
+    ya: Option<&Bound<'py, PyUntypedArray>>,
 ) -> PyResult<Bound<'py, PyArrayDescr>> {
     let py = x.py();
-    let (wx, wy) = (weak_kind(x), weak_kind(y));
-    let (dx, dy) = (np::dtype(xa), np::dtype(ya));
+    let dx = xa.map(np::dtype);
+    let dy = ya.map(np::dtype);
     // The common case: one built-in numeric dtype in native byte order for both.
-    if wx.is_none()
-        && wy.is_none()
+    if let (Some(dx), Some(dy)) = (&dx, &dy)
         && dx.as_ptr() == dy.as_ptr()
         && builtin_numeric(dx.num())
         && native(dx.byteorder())
     {
-        return Ok(dx);
+        return Ok(dx.clone());
     }
-    let key = |w: Option<u8>, d: &Bound<'py, PyArrayDescr>| match w {
-        Some(k) => Some(Key::Weak(k)),
-        None => fixed_key(d),
+    let key = |o: &Bound<'py, PyAny>, d: &Option<Bound<'py, PyArrayDescr>>| match d {
+        None => weak_kind(o).map(Key::Weak),
+        Some(d) => fixed_key(d),
     };
-    let k = key(wx, &dx).zip(key(wy, &dy));
+    let k = key(x, &dx).zip(key(y, &dy));
     if let Some(k) = k {
         let cache = CACHE.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(d) = cache.as_ref().and_then(|c| c.get(&k)) {
@@ -103,8 +103,8 @@ pub fn result_dtype<'py>(
         }
     }
     // Python scalars go in as themselves (numpy marks them weak), everything else as its array.
-    let ox: &Bound<'py, PyAny> = if wx.is_some() { x } else { xa.as_any() };
-    let oy: &Bound<'py, PyAny> = if wy.is_some() { y } else { ya.as_any() };
+    let ox: &Bound<'py, PyAny> = xa.map_or(x, |a| a.as_any());
+    let oy: &Bound<'py, PyAny> = ya.map_or(y, |a| a.as_any());
     let d = np::numpy(py)?
         .result_type
         .bind(py)
