@@ -86,12 +86,13 @@ fn lib_error(e: selectjit::Error) -> PyErr {
 }
 
 /// The checks on `out=`: an ndarray of the output shape and the result dtype, writeable.
-/// `inputs` describe condition, x and y for the messages.
+/// `inputs` describes condition, x and y for the messages (called on error only: numpy's
+/// dtype names are made in Python, microseconds each).
 fn check_out<'py>(
     out: &Bound<'py, PyAny>,
     shape: &[usize],
     dt: &Bound<'py, PyArrayDescr>,
-    inputs: [&String; 3],
+    inputs: impl Fn() -> PyResult<[String; 3]>,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     if !np::is_ndarray(out) {
         return Err(PyTypeError::new_err(format!(
@@ -103,11 +104,9 @@ fn check_out<'py>(
     let o: Bound<'py, PyUntypedArray> = unsafe { out.clone().cast_into_unchecked() };
     let od = np::dtype(&o);
     let what = || {
+        let [c, x, y] = inputs().unwrap_or_default();
         format!(
-            "condition {}, x {}, y {}: result shape {}, dtype {}",
-            inputs[0],
-            inputs[1],
-            inputs[2],
+            "condition {c}, x {x}, y {y}: result shape {}, dtype {}",
             shape_str(shape),
             dt.str().map(|s| s.to_string()).unwrap_or_default()
         )
@@ -299,8 +298,11 @@ pub fn where_call<'py>(
             None => Ok(r),
             Some(o) => {
                 let ra = np::from_any(&r)?;
-                let desc = format!("{} {}", shape_str(ra.shape()), np::dtype(&ra).str()?);
-                let o = check_out(o, ra.shape(), &np::dtype(&ra), [&desc, &desc, &desc])?;
+                let desc = || -> PyResult<[String; 3]> {
+                    let d = format!("{} {}", shape_str(ra.shape()), np::dtype(&ra).str()?);
+                    Ok([d.clone(), d.clone(), d])
+                };
+                let o = check_out(o, ra.shape(), &np::dtype(&ra), desc)?;
                 np::copy_into(&o, &ra)?;
                 Ok(o.into_any())
             }
@@ -314,8 +316,10 @@ pub fn where_call<'py>(
         selectjit::broadcast_shapes(mode, ca.shape(), xi.shape(), yi.shape()).map_err(lib_error)?;
     let out_arr = match out {
         Some(o) => {
-            let cdesc = format!("{} {}", shape_str(ca.shape()), np::dtype(&ca).str()?);
-            let descs = [&cdesc, &xi.describe()?, &yi.describe()?];
+            let descs = || -> PyResult<[String; 3]> {
+                let c = format!("{} {}", shape_str(ca.shape()), np::dtype(&ca).str()?);
+                Ok([c, xi.describe()?, yi.describe()?])
+            };
             Some(check_out(o, &b.out, &dt, descs)?)
         }
         None => None,
