@@ -227,6 +227,42 @@ impl<'py> Operand<'py> {
     }
 }
 
+/// The output shape and where each input lands in it.
+struct Bcast {
+    out: layout::Dims<usize>,
+    cond: Placement,
+    then: Placement,
+    else_: Placement,
+}
+
+impl Bcast {
+    /// The library's rule for `mode`; numpy's rule is worked out here (the library checks the
+    /// shapes again when it runs), its messages come from the library.
+    fn new(mode: Broadcast, [c, x, y]: [&[usize]; 3]) -> PyResult<Bcast> {
+        if mode == Broadcast::Numpy
+            && let Some(out) = layout::numpy_broadcast([c, x, y])
+        {
+            let right = |s: &[usize]| Placement {
+                start: out.len() - s.len(),
+                len: s.len(),
+            };
+            return Ok(Bcast {
+                cond: right(c),
+                then: right(x),
+                else_: right(y),
+                out,
+            });
+        }
+        let b = selectjit::broadcast_shapes(mode, c, x, y).map_err(lib_error)?;
+        Ok(Bcast {
+            out: b.out.iter().copied().collect(),
+            cond: b.cond,
+            then: b.then,
+            else_: b.else_,
+        })
+    }
+}
+
 /// One of `x`, `y`: the argument, and its array as numpy converts it unless it is a weak Python
 /// scalar (converted only once the result dtype is known, see [`scalars`]).
 struct Input<'py> {
@@ -312,8 +348,7 @@ pub fn where_call<'py>(
     let xi = Input::new(x)?;
     let yi = Input::new(y)?;
     let dt = promote::result_dtype(x, xi.arr.as_ref(), y, yi.arr.as_ref())?;
-    let b =
-        selectjit::broadcast_shapes(mode, ca.shape(), xi.shape(), yi.shape()).map_err(lib_error)?;
+    let b = Bcast::new(mode, [ca.shape(), xi.shape(), yi.shape()])?;
     let out_arr = match out {
         Some(o) => {
             let descs = || -> PyResult<[String; 3]> {
@@ -500,7 +535,7 @@ fn numpy_fallback<'py>(
     cond: &Bound<'py, PyAny>,
     [ca]: [&Bound<'py, PyUntypedArray>; 1],
     [xi, yi]: [&Input<'py>; 2],
-    b: &selectjit::shape::BroadcastShape,
+    b: &Bcast,
     mode: Broadcast,
     out: Option<Bound<'py, PyUntypedArray>>,
 ) -> PyResult<Bound<'py, PyAny>> {

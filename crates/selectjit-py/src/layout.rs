@@ -92,6 +92,24 @@ pub fn elem_view(shape: &[usize], strides: &[isize], itemsize: usize) -> Option<
     })
 }
 
+/// numpy's broadcast of three shapes (right-aligned, each dimension equal or 1): the output
+/// shape, or `None` when they do not broadcast.
+pub fn numpy_broadcast(shapes: [&[usize]; 3]) -> Option<Dims<usize>> {
+    let nd = shapes.iter().map(|s| s.len()).max().unwrap_or(0);
+    let mut out: Dims<usize> = smallvec![1; nd];
+    for s in shapes {
+        for (j, &d) in s.iter().enumerate() {
+            let o = &mut out[nd - s.len() + j];
+            if *o == 1 {
+                *o = d;
+            } else if d != 1 && d != *o {
+                return None;
+            }
+        }
+    }
+    Some(out)
+}
+
 /// The view of a row-major contiguous array (numpy's C-contiguous flag) of `shape`, or `None`
 /// when it addresses nothing or its size overflows.
 pub fn contiguous_view(shape: &[usize], itemsize: usize) -> Option<ElemView> {
@@ -219,6 +237,16 @@ mod tests {
         let v = elem_view(&[0, 3], &[-12, 4], 4).unwrap();
         assert_eq!((v.len, v.offset), (0, 0));
         assert!(overlaps((0, 10), (9, 12)) && !overlaps((0, 10), (10, 12)));
+    }
+
+    #[test]
+    fn broadcast_like_numpy() {
+        let b = |a: &[usize], b: &[usize], c: &[usize]| numpy_broadcast([a, b, c]);
+        assert_eq!(&b(&[3], &[2, 3], &[]).unwrap()[..], &[2, 3]);
+        assert_eq!(&b(&[2, 1], &[1, 3], &[3]).unwrap()[..], &[2, 3]);
+        assert_eq!(&b(&[0], &[1], &[4, 1]).unwrap()[..], &[4, 0]);
+        assert!(b(&[3], &[2, 3], &[4]).is_none());
+        assert!(b(&[], &[], &[]).unwrap().is_empty());
     }
 
     #[test]
