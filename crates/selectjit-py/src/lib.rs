@@ -173,6 +173,8 @@ fn default_engine(py: Python<'_>) -> PyResult<Py<PyEngine>> {
         .map(|e| e.clone_ref(py))
 }
 
+/// numpy.where bit for bit, on selectjit's JIT-compiled Select kernels: `where`, `Engine`,
+/// `default_engine`.
 #[pymodule]
 #[pyo3(name = "selectjit")]
 fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -136,22 +136,38 @@ pub fn bool_descr(py: Python<'_>) -> Bound<'_, PyArrayDescr> {
     numpy::dtype::<bool>(py)
 }
 
-/// A new, uninitialised array of `dtype` with the given shape and byte strides (which must lay
-/// the elements out without gaps or overlaps in `shape.product() * itemsize` bytes, as
-/// [`crate::layout::numpy_out_strides`] makes them).
+/// A new, uninitialised array of `dtype` with the given shape and byte strides, which must keep
+/// every element inside `shape.product() * itemsize` bytes from the start (as the gap-free
+/// layouts of [`crate::layout::numpy_out_strides`] do; checked).
 pub fn empty<'py>(
     py: Python<'py>,
     dtype: &Bound<'py, PyArrayDescr>,
     shape: &[usize],
     strides: &[isize],
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
-    let mut dims: Vec<npyffi::npy_intp> = shape.iter().map(|&d| d as npyffi::npy_intp).collect();
-    let mut st: Vec<npyffi::npy_intp> = strides.to_vec();
+    let itemsize = dtype.itemsize();
+    let n = shape
+        .iter()
+        .try_fold(itemsize, |a, &d| a.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize);
+    let fits = match (n, crate::layout::byte_range(shape, strides, itemsize)) {
+        (None, _) => false,
+        (Some(_), None) => shape.contains(&0),
+        (Some(n), Some((lo, hi))) => lo >= 0 && hi as usize <= n,
+    };
+    if strides.len() != shape.len() || !fits {
+        return Err(pyo3::exceptions::PyRuntimeError::new_err(format!(
+            "selectjit: internal error: strides {strides:?} do not fit shape {shape:?}"
+        )));
+    }
+    let mut dims: crate::layout::Dims<npyffi::npy_intp> =
+        shape.iter().map(|&d| d as npyffi::npy_intp).collect();
+    let mut st: crate::layout::Dims<npyffi::npy_intp> = strides.iter().copied().collect();
     // SAFETY: `dims` and `st` hold `shape.len()` entries each and outlive the call, which copies
     // them; the descriptor reference is stolen, so one is made for it. With no data pointer numpy
     // allocates `product(dims) * itemsize` bytes and uses the strides given (as its iterator does
-    // for allocated outputs); the caller passes strides of a gap-free layout of that size. The
-    // result is a new array or NULL with an error set.
+    // for allocated outputs); every element they address lies in those bytes (checked above).
+    // The result is a new array or NULL with an error set.
     unsafe {
         let p = PY_ARRAY_API.PyArray_NewFromDescr(
             py,
