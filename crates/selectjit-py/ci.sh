@@ -15,6 +15,8 @@ set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 root="$(cd "$here/../.." && pwd)"
 export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$root/target}"
+mkdir -p "$CARGO_TARGET_DIR"
+CARGO_TARGET_DIR="$(cd "$CARGO_TARGET_DIR" && pwd)"   # absolute: the script changes directory
 python="${PYTHON:-python3}"
 profile="${SELECTJIT_PY_PROFILE:-dev}"
 venv="$CARGO_TARGET_DIR/selectjit-py-venv"
@@ -29,8 +31,9 @@ t1=$(date +%s)
 echo "selectjit-py: venv and test requirements in $((t1 - t0)) s"
 
 # --no-build-isolation: maturin is already in the venv (requirements-test.txt).
-MATURIN_PEP517_ARGS="--profile $profile" "$venv/bin/python" -m pip install --disable-pip-version-check --no-build-isolation --verbose \
-    "$here" > "$CARGO_TARGET_DIR/selectjit-py-build.log" 2>&1 \
+MATURIN_PEP517_ARGS="--profile $profile" "$venv/bin/python" -m pip install \
+    --disable-pip-version-check --no-build-isolation --verbose "$here" \
+    > "$CARGO_TARGET_DIR/selectjit-py-build.log" 2>&1 \
     || { tail -50 "$CARGO_TARGET_DIR/selectjit-py-build.log"; exit 1; }
 t2=$(date +%s)
 echo "selectjit-py: package built (cargo profile $profile) and installed in $((t2 - t1)) s"
