@@ -1,7 +1,8 @@
 //! The result dtype of `where(condition, x, y)`: numpy's `result_type(x, y)`, with Python
 //! `int`, `float` and `complex` scalars "weak" (NEP 50), exactly as numpy's `where` computes it.
 //! Results for fixed (non-parametric) dtypes are cached, so repeated calls do not go back to
-//! Python.
+//! Python. Under NEP 50 (numpy 2, which the package requires) a Python scalar's value never
+//! changes the result dtype, only its kind does, so weak scalars are keyed by kind.
 
 use std::collections::HashMap;
 use std::sync::Mutex;
