@@ -1,0 +1,600 @@
+//! `where(condition, x, y, out=..., broadcast=...)`: numpy's semantics, the library's kernels.
+//!
+//! The steps follow numpy's own `where` (`PyArray_Where`): the three arguments become arrays as
+//! `numpy.asarray` makes them; the result dtype is `numpy.result_type(x, y)` with Python scalars
+//! weak; `x` and `y` are cast to it (numpy's cast) when their dtype differs; the condition is
+//! cast to bool unless it is one byte of bool or integer (where "non-zero" is the byte itself);
+//! the output is allocated in the memory order numpy's iterator picks. Then the library moves
+//! the elements, with the GIL released for calls of more than 500 elements (numpy's threshold).
+//!
+//! What goes to numpy instead: arguments that override `__array_function__` (numpy would hand
+//! them to their library), and result dtypes numpy does not move as plain bytes (object,
+//! strings or structures whose itemsize is not 1, 2, 4, 8 or 16).
+
+use std::panic::{AssertUnwindSafe, catch_unwind};
+
+use numpy::npyffi::NPY_ARRAY_C_CONTIGUOUS;
+use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyTuple};
+use selectjit::shape::Placement;
+use selectjit::{Broadcast, DType, Engine, TensorMut, TensorRef, engine::InPlace};
+
+use crate::layout::{self, ElemView};
+use crate::np;
+use crate::promote;
+use crate::scalars;
+
+/// Output elements from which the GIL is released while the kernel runs (numpy's `where`
+/// releases it from the same size).
+const DETACH_MIN_ELEMENTS: usize = 500;
+
+/// Shapes as numpy prints them: `(2, 3)`, `(4,)`, `()`.
+pub fn shape_str(s: &[usize]) -> String {
+    match s {
+        [d] => format!("({d},)"),
+        _ => format!(
+            "({})",
+            s.iter()
+                .map(|d| d.to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    }
+}
+
+/// Whether numpy's `where` would hand `obj` to another library through `__array_function__`.
+fn dispatches(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if np::is_exact_ndarray(obj)
+        || obj.is_none()
+        || obj.is_exact_instance_of::<PyFloat>()
+        || obj.is_exact_instance_of::<PyInt>()
+        || obj.is_exact_instance_of::<PyBool>()
+        || obj.is_exact_instance_of::<PyComplex>()
+        || obj.is_exact_instance_of::<PyList>()
+        || obj.is_exact_instance_of::<PyTuple>()
+        || np::is_numpy_scalar(obj)
+    {
+        return Ok(false);
+    }
+    let py = obj.py();
+    match obj
+        .get_type()
+        .getattr_opt(pyo3::intern!(py, "__array_function__"))?
+    {
+        None => Ok(false),
+        Some(f) => Ok(!f.is(np::numpy(py)?.array_function.bind(py))),
+    }
+}
+
+/// The library's dtype for moving elements of `itemsize` bytes (kernels depend on the width
+/// only).
+fn width_dtype(itemsize: usize) -> Option<DType> {
+    Some(match itemsize {
+        1 => DType::U8,
+        2 => DType::U16,
+        4 => DType::U32,
+        8 => DType::U64,
+        16 => DType::Complex128,
+        _ => return None,
+    })
+}
+
+fn lib_error(e: selectjit::Error) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// The checks on `out=`: an ndarray of the output shape and the result dtype, writeable.
+/// `inputs` describes condition, x and y for the messages (called on error only: numpy's
+/// dtype names are made in Python, microseconds each).
+fn check_out<'py>(
+    out: &Bound<'py, PyAny>,
+    shape: &[usize],
+    dt: &Bound<'py, PyArrayDescr>,
+    inputs: impl Fn() -> PyResult<[String; 3]>,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    if !np::is_ndarray(out) {
+        return Err(PyTypeError::new_err(format!(
+            "out must be a numpy.ndarray, not {}",
+            out.get_type().name()?
+        )));
+    }
+    // SAFETY: checked to be an ndarray (or subclass) just above.
+    let o: Bound<'py, PyUntypedArray> = unsafe { out.clone().cast_into_unchecked() };
+    let od = np::dtype(&o);
+    let what = || {
+        let [c, x, y] = inputs().unwrap_or_default();
+        format!(
+            "condition {c}, x {x}, y {y}: result shape {}, dtype {}",
+            shape_str(shape),
+            dt.str().map(|s| s.to_string()).unwrap_or_default()
+        )
+    };
+    if o.shape() != shape {
+        return Err(PyValueError::new_err(format!(
+            "out has shape {} but the result's is {} ({})",
+            shape_str(o.shape()),
+            shape_str(shape),
+            what()
+        )));
+    }
+    if !np::equiv(&od, dt) {
+        return Err(PyTypeError::new_err(format!(
+            "out has dtype {} but the result's is {} ({})",
+            od.str()?,
+            dt.str()?,
+            what()
+        )));
+    }
+    if !np::writeable(&o) {
+        return Err(PyValueError::new_err(format!(
+            "out (shape {}, dtype {}) is not writeable",
+            shape_str(o.shape()),
+            od.str()?
+        )));
+    }
+    Ok(o)
+}
+
+/// An operand ready for the library: its array (kept alive), the view and the absolute byte
+/// range of its buffer.
+struct Operand<'py> {
+    arr: Bound<'py, PyUntypedArray>,
+    view: ElemView,
+    /// `[start, end)` of the buffer, absolute addresses (empty for a view of nothing).
+    range: (usize, usize),
+}
+
+impl<'py> Operand<'py> {
+    /// The operand over `arr` with elements of `itemsize` bytes, copying `arr` first when its
+    /// strides cannot be expressed in elements.
+    fn new(arr: Bound<'py, PyUntypedArray>, itemsize: usize) -> PyResult<Self> {
+        if np::info(&arr).flags & NPY_ARRAY_C_CONTIGUOUS != 0
+            && let Some(view) = layout::contiguous_view(arr.shape(), itemsize)
+        {
+            return Ok(Operand::with_view(arr, view));
+        }
+        match layout::elem_view(arr.shape(), arr.strides(), itemsize) {
+            Some(view) => Ok(Operand::with_view(arr, view)),
+            None => {
+                let c = np::copy(&arr)?;
+                let view =
+                    layout::elem_view(c.shape(), c.strides(), itemsize).ok_or_else(|| {
+                        PyRuntimeError::new_err("a C-contiguous copy has no element layout")
+                    })?;
+                Ok(Operand::with_view(c, view))
+            }
+        }
+    }
+
+    fn with_view(arr: Bound<'py, PyUntypedArray>, view: ElemView) -> Self {
+        let base = np::info(&arr).data as usize;
+        let start = base.wrapping_add_signed(view.start);
+        Operand {
+            range: (start, start.wrapping_add(view.len)),
+            arr,
+            view,
+        }
+    }
+
+    fn data_ptr(&self) -> *mut u8 {
+        np::info(&self.arr).data
+    }
+
+    /// The operand's buffer as a byte slice.
+    ///
+    /// # Safety
+    /// No `&mut` slice over any byte of the range may exist while the returned slice is alive
+    /// (the caller keeps the output's range apart from every input's, see `run`).
+    unsafe fn bytes(&self) -> &[u8] {
+        if self.view.len == 0 {
+            return &[];
+        }
+        // SAFETY: `view` was computed from this array's own shape and strides (`elem_view`),
+        // so `[data + start, data + start + len)` is exactly the span from the lowest to the
+        // highest byte of the elements the array addresses, memory numpy owns for the array's
+        // lifetime (`self.arr` keeps it alive while the slice lives, as the slice borrows
+        // `self`). The caller guarantees the absence of aliasing `&mut` slices.
+        unsafe {
+            std::slice::from_raw_parts(self.data_ptr().offset(self.view.start), self.view.len)
+        }
+    }
+
+    /// The operand's buffer as a mutable byte slice.
+    ///
+    /// # Safety
+    /// No other slice over any byte of the range may exist while the returned one is alive.
+    #[allow(clippy::mut_from_ref)]
+    unsafe fn bytes_mut(&self) -> &mut [u8] {
+        if self.view.len == 0 {
+            return &mut [];
+        }
+        // SAFETY: as in `bytes` for the extent and lifetime; exclusivity is the caller's
+        // guarantee (the output is only ever this one slice, and no input slice overlaps it).
+        unsafe {
+            std::slice::from_raw_parts_mut(self.data_ptr().offset(self.view.start), self.view.len)
+        }
+    }
+
+    fn overlaps(&self, other: &Operand<'_>) -> bool {
+        self.view.len != 0 && other.view.len != 0 && layout::overlaps(self.range, other.range)
+    }
+
+    /// Same memory, same layout: an exact in-place operand of `out`.
+    fn same_as(&self, out: &Operand<'_>) -> bool {
+        self.arr.shape() == out.arr.shape() && self.view == out.view && self.range == out.range
+    }
+}
+
+/// The output shape and where each input lands in it.
+struct Bcast {
+    out: layout::Dims<usize>,
+    cond: Placement,
+    then: Placement,
+    else_: Placement,
+}
+
+impl Bcast {
+    /// The library's rule for `mode`; numpy's rule is worked out here (the library checks the
+    /// shapes again when it runs), its messages come from the library.
+    fn new(mode: Broadcast, [c, x, y]: [&[usize]; 3]) -> PyResult<Bcast> {
+        if mode == Broadcast::Numpy
+            && let Some(out) = layout::numpy_broadcast([c, x, y])
+        {
+            let right = |s: &[usize]| Placement {
+                start: out.len() - s.len(),
+                len: s.len(),
+            };
+            return Ok(Bcast {
+                cond: right(c),
+                then: right(x),
+                else_: right(y),
+                out,
+            });
+        }
+        let b = selectjit::broadcast_shapes(mode, c, x, y).map_err(lib_error)?;
+        Ok(Bcast {
+            out: b.out.iter().copied().collect(),
+            cond: b.cond,
+            then: b.then,
+            else_: b.else_,
+        })
+    }
+}
+
+/// One of `x`, `y`: the argument, and its array as numpy converts it unless it is a weak Python
+/// scalar (converted only once the result dtype is known, see [`scalars`]).
+struct Input<'py> {
+    obj: Bound<'py, PyAny>,
+    arr: Option<Bound<'py, PyUntypedArray>>,
+    weak: Option<u8>,
+}
+
+impl<'py> Input<'py> {
+    fn new(obj: &Bound<'py, PyAny>) -> PyResult<Self> {
+        let weak = promote::weak_kind(obj);
+        let arr = match weak {
+            Some(_) => None,
+            None => Some(np::from_any(obj)?),
+        };
+        Ok(Input {
+            obj: obj.clone(),
+            arr,
+            weak,
+        })
+    }
+
+    fn shape(&self) -> &[usize] {
+        self.arr.as_ref().map_or(&[], |a| a.shape())
+    }
+
+    fn strides(&self) -> &[isize] {
+        self.arr.as_ref().map_or(&[], |a| a.strides())
+    }
+
+    fn c_contiguous(&self) -> bool {
+        self.arr
+            .as_ref()
+            .is_none_or(|a| np::info(a).flags & NPY_ARRAY_C_CONTIGUOUS != 0)
+    }
+
+    /// The input in the result dtype: numpy's cast when its dtype differs.
+    fn in_dtype(&self, dt: &Bound<'py, PyArrayDescr>) -> PyResult<Bound<'py, PyUntypedArray>> {
+        match (&self.arr, self.weak) {
+            (Some(a), _) if np::equiv(&np::dtype(a), dt) => Ok(a.clone()),
+            (Some(a), _) => np::cast(a, dt),
+            (None, Some(kind)) => scalars::convert(&self.obj, kind, dt),
+            (None, None) => Err(PyRuntimeError::new_err("an input without an array")),
+        }
+    }
+
+    /// How the input is named in messages: its shape and dtype.
+    fn describe(&self) -> PyResult<String> {
+        Ok(match &self.arr {
+            Some(a) => format!("{} {}", shape_str(a.shape()), np::dtype(a).str()?),
+            None => format!("() Python {}", self.obj.get_type().name()?),
+        })
+    }
+}
+
+/// `where` on `engine` (the body of `selectjit.where` and `Engine.where`).
+pub fn where_call<'py>(
+    engine: &Engine,
+    cond: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+    mode: Broadcast,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = cond.py();
+    if mode == Broadcast::Numpy && (dispatches(cond)? || dispatches(x)? || dispatches(y)?) {
+        let r = np::numpy(py)?.where_.bind(py).call1((cond, x, y))?;
+        return match out {
+            None => Ok(r),
+            Some(o) => {
+                let ra = np::from_any(&r)?;
+                let desc = || -> PyResult<[String; 3]> {
+                    let d = format!("{} {}", shape_str(ra.shape()), np::dtype(&ra).str()?);
+                    Ok([d.clone(), d.clone(), d])
+                };
+                let o = check_out(o, ra.shape(), &np::dtype(&ra), desc)?;
+                np::copy_into(&o, &ra)?;
+                Ok(o.into_any())
+            }
+        };
+    }
+    let ca = np::from_any(cond)?;
+    let xi = Input::new(x)?;
+    let yi = Input::new(y)?;
+    let dt = promote::result_dtype(x, xi.arr.as_ref(), y, yi.arr.as_ref())?;
+    let b = Bcast::new(mode, [ca.shape(), xi.shape(), yi.shape()])?;
+    let out_arr = match out {
+        Some(o) => {
+            let descs = || -> PyResult<[String; 3]> {
+                let c = format!("{} {}", shape_str(ca.shape()), np::dtype(&ca).str()?);
+                Ok([c, xi.describe()?, yi.describe()?])
+            };
+            Some(check_out(o, &b.out, &dt, descs)?)
+        }
+        None => None,
+    };
+    let itemsize = dt.itemsize();
+    let lib_dt = width_dtype(itemsize).filter(|_| np::movable(&dt));
+    let Some(lib_dt) = lib_dt else {
+        return numpy_fallback(cond, [&ca], [&xi, &yi], &b, mode, out_arr);
+    };
+
+    // The output: the caller's, or a new array in numpy's memory order.
+    let fresh_out = out_arr.is_none();
+    let o = match out_arr {
+        Some(o) => o,
+        None => {
+            let c_in = np::info(&ca).flags & NPY_ARRAY_C_CONTIGUOUS != 0;
+            let strides = if c_in && xi.c_contiguous() && yi.c_contiguous() {
+                // Row-major inputs keep numpy's iterator in C order.
+                layout::numpy_out_strides(&b.out, &[], itemsize)
+            } else {
+                let st = |shape: &[usize], strides: &[isize], p: Placement| {
+                    layout::strides_over_output(&b.out, shape, strides, p.start, p.len)
+                };
+                let ops = [
+                    st(ca.shape(), ca.strides(), b.cond),
+                    st(xi.shape(), xi.strides(), b.then),
+                    st(yi.shape(), yi.strides(), b.else_),
+                ];
+                layout::numpy_out_strides(&b.out, &[&ops[0], &ops[1], &ops[2]], itemsize)
+            };
+            np::empty(py, &dt, &b.out, &strides)?
+        }
+    };
+    if b.out.contains(&0) {
+        return Ok(o.into_any());
+    }
+
+    // Inputs as the kernels take them: cond as bytes that are non-zero where numpy's bool cast
+    // is true, x and y in the result dtype.
+    let c1 = {
+        let cd = np::dtype(&ca);
+        if cd.itemsize() == 1 && matches!(cd.kind(), b'b' | b'i' | b'u') {
+            ca.clone()
+        } else {
+            np::cast(&ca, &np::bool_descr(py))?
+        }
+    };
+    let (x1, y1) = (xi.in_dtype(&dt)?, yi.in_dtype(&dt)?);
+
+    // An output whose strides are not whole elements gets the result through a temporary.
+    let (target, copy_back) = match layout::elem_view(o.shape(), o.strides(), itemsize) {
+        Some(v) => (Operand::with_view(o.clone(), v), false),
+        None => {
+            let st = layout::numpy_out_strides(&b.out, &[], itemsize);
+            let t = np::empty(py, &dt, &b.out, &st)?;
+            (Operand::new(t, itemsize)?, true)
+        }
+    };
+    let mut c_op = Operand::new(c1, 1)?;
+    let mut x_op = Operand::new(x1, itemsize)?;
+    let mut y_op = Operand::new(y1, itemsize)?;
+
+    // Overlap with the caller's output: an input that is the output itself (same memory and
+    // layout) runs in place; any other overlap reads a copy, as numpy's ufuncs do.
+    let mut role = None;
+    if !fresh_out && !copy_back {
+        if x_op.overlaps(&target) && x_op.same_as(&target) {
+            role = Some(InPlace::Then);
+        } else if y_op.overlaps(&target) && y_op.same_as(&target) {
+            role = Some(InPlace::Else);
+        }
+        if c_op.overlaps(&target) {
+            c_op = Operand::new(np::copy(&c_op.arr)?, 1)?;
+        }
+        if role != Some(InPlace::Then) && x_op.overlaps(&target) {
+            x_op = Operand::new(np::copy(&x_op.arr)?, itemsize)?;
+        }
+        if role != Some(InPlace::Else) && y_op.overlaps(&target) {
+            y_op = Operand::new(np::copy(&y_op.arr)?, itemsize)?;
+        }
+    }
+    run(
+        py,
+        engine,
+        lib_dt,
+        mode,
+        (&c_op, &x_op, &y_op, &target),
+        (ca.shape(), xi.shape(), yi.shape(), &b.out),
+        role,
+    )?;
+    if copy_back {
+        np::copy_into(&o, &target.arr)?;
+    }
+    Ok(o.into_any())
+}
+
+/// Runs the library on prepared operands: `shapes` are cond's, x's, y's and the output's.
+#[allow(clippy::too_many_arguments)]
+fn run(
+    py: Python<'_>,
+    engine: &Engine,
+    dt: DType,
+    mode: Broadcast,
+    (c, x, y, o): (&Operand<'_>, &Operand<'_>, &Operand<'_>, &Operand<'_>),
+    (cs, xs, ys, os): (&[usize], &[usize], &[usize], &[usize]),
+    role: Option<InPlace>,
+) -> PyResult<()> {
+    let n: usize = os.iter().product();
+    // SAFETY: the output operand's byte range overlaps no input's that is passed as a slice:
+    // a fresh output is new memory; for the caller's output every overlapping input was
+    // replaced by a copy above, except the in-place one, which is not made into a slice (the
+    // library reads it through the output). Input slices are shared and may overlap each
+    // other. The arrays stay alive (borrowed by the operands) until `run` returns.
+    let (cb, xb, yb, ob) = unsafe {
+        (
+            c.bytes(),
+            match role {
+                Some(InPlace::Then) => &[][..],
+                _ => x.bytes(),
+            },
+            match role {
+                Some(InPlace::Else) => &[][..],
+                _ => y.bytes(),
+            },
+            o.bytes_mut(),
+        )
+    };
+    // Row-major contiguous views go without strides: the library's fast path for same-shape
+    // contiguous calls needs that.
+    fn view<'a>(b: &'a [u8], s: &'a [usize], op: &'a Operand<'_>) -> TensorRef<'a, u8> {
+        if op.view.contiguous {
+            TensorRef::new(b, s)
+        } else {
+            TensorRef::with_layout(b, s, &op.view.strides, op.view.offset)
+        }
+    }
+    let (cref, xref, yref) = (view(cb, cs, c), view(xb, xs, x), view(yb, ys, y));
+    let omut = if o.view.contiguous {
+        TensorMut::new(ob, os)
+    } else {
+        TensorMut::with_layout(ob, os, &o.view.strides, o.view.offset)
+    };
+    let call = move || {
+        catch_unwind(AssertUnwindSafe(|| match role {
+            None => engine.select_dyn(dt, cref, xref, yref, omut, mode),
+            Some(InPlace::Then) => {
+                engine.select_in_place_dyn(dt, cref, omut, InPlace::Then, yref, mode)
+            }
+            Some(InPlace::Else) => {
+                engine.select_in_place_dyn(dt, cref, omut, InPlace::Else, xref, mode)
+            }
+        }))
+    };
+    let r = if n > DETACH_MIN_ELEMENTS {
+        py.detach(call)
+    } else {
+        call()
+    };
+    match r {
+        Ok(r) => r.map_err(lib_error),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(PyRuntimeError::new_err(format!(
+                "selectjit: internal error (a panic in the library): {msg}"
+            )))
+        }
+    }
+}
+
+/// numpy's own `where` for dtypes the kernels do not move (objects, odd itemsizes), and the
+/// copy into `out`. Under the library's other broadcast modes each input is first reshaped to
+/// where the mode places it in the output, so numpy's broadcasting gives the same result.
+fn numpy_fallback<'py>(
+    cond: &Bound<'py, PyAny>,
+    [ca]: [&Bound<'py, PyUntypedArray>; 1],
+    [xi, yi]: [&Input<'py>; 2],
+    b: &Bcast,
+    mode: Broadcast,
+    out: Option<Bound<'py, PyUntypedArray>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = cond.py();
+    let place = |obj: &Bound<'py, PyAny>,
+                 arr: Option<&Bound<'py, PyUntypedArray>>,
+                 p: Placement|
+     -> PyResult<Bound<'py, PyAny>> {
+        match arr {
+            Some(a) if mode != Broadcast::Numpy && a.ndim() > 0 => {
+                let mut shape = vec![1usize; b.out.len()];
+                for j in 0..p.len {
+                    shape[p.start + j] = a.shape()[j];
+                }
+                a.call_method1("reshape", (PyTuple::new(py, shape)?,))
+            }
+            _ => Ok(obj.clone()),
+        }
+    };
+    let c = place(cond, Some(ca), b.cond)?;
+    let x = place(&xi.obj, xi.arr.as_ref(), b.then)?;
+    let y = place(&yi.obj, yi.arr.as_ref(), b.else_)?;
+    let r = np::numpy(py)?.where_.bind(py).call1((c, x, y))?;
+    match out {
+        None => Ok(r),
+        Some(o) => {
+            let ra = np::from_any(&r)?;
+            np::copy_into(&o, &ra)?;
+            Ok(o.into_any())
+        }
+    }
+}
+
+/// The library's broadcast mode from the Python arguments.
+pub fn parse_mode(broadcast: Option<&Bound<'_, PyAny>>, axis: i64) -> PyResult<Broadcast> {
+    let Some(b) = broadcast else {
+        return Ok(Broadcast::Numpy);
+    };
+    let s: std::borrow::Cow<'_, str> = b
+        .cast::<pyo3::types::PyString>()
+        .map_err(|_| {
+            PyTypeError::new_err(format!(
+                "broadcast must be a str (numpy, two-step, none or pdpd), not {}",
+                b.get_type()
+                    .name()
+                    .map(|n| n.to_string())
+                    .unwrap_or_default()
+            ))
+        })?
+        .to_cow()?
+        .into_owned()
+        .into();
+    match s.as_ref() {
+        "numpy" => Ok(Broadcast::Numpy),
+        "two-step" => Ok(Broadcast::TwoStep),
+        "none" => Ok(Broadcast::None),
+        "pdpd" => Ok(Broadcast::Pdpd { axis }),
+        other => Err(PyValueError::new_err(format!(
+            "unknown broadcast mode '{other}' (expected numpy, two-step, none or pdpd)"
+        ))),
+    }
+}

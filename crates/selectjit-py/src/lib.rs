@@ -1,0 +1,186 @@
+//! The Python module `selectjit`: `numpy.where` bit for bit, on selectjit's JIT-compiled
+//! Select kernels.
+//!
+//! ```python
+//! import numpy as np, selectjit
+//! out = selectjit.where(cond, x, y)            # == np.where(cond, x, y), bytes, dtype, shape
+//! selectjit.where(cond, x, 0.0, out=x)         # in place
+//! ```
+//!
+//! The work is in [`call`] (numpy's steps: conversion, promotion, casts, output order) and
+//! [`layout`] (numpy views as the library's views); [`np`] wraps the numpy C API.
+
+use pyo3::exceptions::PyValueError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use selectjit::jit::Tier;
+use selectjit::{Engine, EngineConfig};
+
+mod call;
+mod layout;
+mod np;
+mod promote;
+mod scalars;
+
+/// Which engine a Python `Engine` object runs: its own, or the process-wide default one.
+enum Inner {
+    Own(Box<Engine>),
+    Default,
+}
+
+/// A selectjit engine: a kernel cache and a code-generation tier.
+///
+/// `Engine(tier="auto", threads=None)`: `tier` is one of auto, cranelift, avx2, avx512 (a tier
+/// this CPU cannot run is a ValueError); `threads` is how many threads a large call may be
+/// split across (default: all available; 1 never splits).
+#[pyclass(name = "Engine", module = "selectjit", frozen)]
+struct PyEngine {
+    inner: Inner,
+}
+
+impl PyEngine {
+    fn engine(&self) -> &Engine {
+        match &self.inner {
+            Inner::Own(e) => e,
+            Inner::Default => selectjit::default_engine(),
+        }
+    }
+}
+
+#[pymethods]
+impl PyEngine {
+    #[new]
+    #[pyo3(signature = (tier = "auto".to_string(), threads = None))]
+    fn new(tier: String, threads: Option<usize>) -> PyResult<Self> {
+        let tier: Tier = tier
+            .parse()
+            .map_err(|e: selectjit::Error| PyValueError::new_err(e.to_string()))?;
+        let mut config = EngineConfig {
+            tier,
+            ..EngineConfig::default()
+        };
+        if let Some(t) = threads {
+            if t == 0 {
+                return Err(PyValueError::new_err("threads must be at least 1"));
+            }
+            config.threads = t;
+        }
+        let engine =
+            Engine::try_with_config(config).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyEngine {
+            inner: Inner::Own(Box::new(engine)),
+        })
+    }
+
+    /// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)` on this engine:
+    /// see `selectjit.where`.
+    #[pyo3(signature = (condition, x, y, /, *, out = None, broadcast = None, axis = -1))]
+    fn r#where<'py>(
+        &self,
+        condition: &Bound<'py, PyAny>,
+        x: &Bound<'py, PyAny>,
+        y: &Bound<'py, PyAny>,
+        out: Option<&Bound<'py, PyAny>>,
+        broadcast: Option<&Bound<'py, PyAny>>,
+        axis: i64,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let mode = call::parse_mode(broadcast, axis)?;
+        call::where_call(self.engine(), condition, x, y, out, mode)
+    }
+
+    /// The kernel cache's counters (the library's `CacheStats`) as a dict.
+    fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let s = self.engine().stats();
+        let d = PyDict::new(py);
+        d.set_item("capacity", s.capacity)?;
+        d.set_item("len", s.len)?;
+        d.set_item("hits", s.hits)?;
+        d.set_item("misses", s.misses)?;
+        d.set_item("generic_runs", s.generic_runs)?;
+        d.set_item("evictions", s.evictions)?;
+        d.set_item("compiles", s.compiles)?;
+        d.set_item("compile_us", s.compile_us)?;
+        d.set_item("generic_compiles", s.generic_compiles)?;
+        d.set_item("generic_compile_us", s.generic_compile_us)?;
+        d.set_item("compile_failures", s.compile_failures)?;
+        d.set_item("generic_len", s.generic_len)?;
+        d.set_item("aot_exact_runs", s.aot_exact_runs)?;
+        d.set_item("aot_generic_runs", s.aot_generic_runs)?;
+        d.set_item("static_runs", s.static_runs)?;
+        d.set_item("aot_exact_kernels", s.aot_exact_kernels)?;
+        d.set_item("aot_generic_kernels", s.aot_generic_kernels)?;
+        d.set_item("aot_rejected", s.aot_rejected)?;
+        Ok(d)
+    }
+
+    /// The tier that compiles this engine's kernels (`None` without a code generator).
+    #[getter]
+    fn tier(&self) -> Option<&'static str> {
+        self.engine().tier().map(|t| t.name())
+    }
+
+    /// Threads a large call may be split across.
+    #[getter]
+    fn threads(&self) -> usize {
+        self.engine().config().threads
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "selectjit.Engine(tier={:?}, threads={})",
+            self.tier().unwrap_or("none"),
+            self.threads()
+        )
+    }
+}
+
+/// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)`
+///
+/// `numpy.where(condition, x, y)` bit for bit (values, dtype, shape, memory order), on
+/// selectjit's compiled kernels and the process-wide default engine.
+///
+/// - `out`: an ndarray of the broadcast shape and the result dtype, any strides; it may be `x`
+///   or `y` (in place). Otherwise a ValueError / TypeError, and `out` is not written.
+/// - `broadcast`: "numpy" (default), "two-step", "none" or "pdpd" (with `axis`), the library's
+///   broadcast modes; shapes a mode refuses are a ValueError.
+#[pyfunction]
+#[pyo3(signature = (condition, x, y, /, *, out = None, broadcast = None, axis = -1))]
+fn r#where<'py>(
+    condition: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+    broadcast: Option<&Bound<'py, PyAny>>,
+    axis: i64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let mode = call::parse_mode(broadcast, axis)?;
+    call::where_call(selectjit::default_engine(), condition, x, y, out, mode)
+}
+
+/// The engine `selectjit.where` uses (one per process, shared by all threads).
+#[pyfunction]
+fn default_engine(py: Python<'_>) -> PyResult<Py<PyEngine>> {
+    static DEFAULT: pyo3::sync::PyOnceLock<Py<PyEngine>> = pyo3::sync::PyOnceLock::new();
+    DEFAULT
+        .get_or_try_init(py, || {
+            Py::new(
+                py,
+                PyEngine {
+                    inner: Inner::Default,
+                },
+            )
+        })
+        .map(|e| e.clone_ref(py))
+}
+
+/// numpy.where bit for bit, on selectjit's JIT-compiled Select kernels: `where`, `Engine`,
+/// `default_engine`.
+#[pymodule]
+#[pyo3(name = "selectjit")]
+fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(r#where, m)?)?;
+    m.add_function(wrap_pyfunction!(default_engine, m)?)?;
+    m.add_class::<PyEngine>()?;
+    Ok(())
+}
