@@ -185,12 +185,16 @@ pub struct Measurement {
     pub elements: usize,
     /// Bytes moved: each input's own bytes plus the output's.
     pub traffic_bytes: usize,
-    /// The tier `auto` picks on this host; `jit_ns` is its time.
+    /// The variant `auto` chose for the case by measuring (`avx2`, `avx512+nt`, ...); `jit_ns`
+    /// is its time.
     pub jit_tier: String,
     /// Median time of the `auto` tier, single-threaded.
     pub jit_ns: f64,
-    /// Every tier this host runs, single-threaded.
+    /// Every tier this host runs, named (each with its fixed non-temporal threshold),
+    /// single-threaded.
     pub tiers: Vec<TierTime>,
+    /// `jit_ns` over the fastest named tier's time.
+    pub auto_over_best_tier: f64,
     /// Median time of the static kernels, single-threaded.
     pub static_ns: f64,
     /// The C library's memcpy of half the traffic.
@@ -363,10 +367,14 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         engines.push(e);
         outs.push(out);
     }
-    let auto = tiers
-        .iter()
-        .position(|&t| Some(t) == Tier::best())
-        .ok_or_else(|| Error::Invalid("no tier runs on this host".into()))?;
+    // `auto`: its first call compiles every candidate; the calls after it measure them (each
+    // checked) until the choice is made, before anything is timed.
+    let auto = single(Backend::Jit, Tier::Auto)?;
+    let mut out_auto = vec![0u8; out_bytes];
+    let t0 = Instant::now();
+    inp.run(&auto, &mut out_auto)?;
+    let auto_first_us = t0.elapsed().as_nanos() as f64 / 1e3;
+    let auto_variant = settle(&auto, &inp, &mut out_auto, &check)?;
     let stat = single(Backend::Static, Tier::Auto)?;
     let mut out_static = vec![0u8; out_bytes];
     inp.run(&stat, &mut out_static)?;
@@ -379,7 +387,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let threads = jit_mt.config().threads;
     let mut out_mt = vec![0u8; out_bytes];
     inp.run(&jit_mt, &mut out_mt)?;
-    check("multi-threaded jit", &out_mt)?;
+    settle(&jit_mt, &inp, &mut out_mt, &check)?;
 
     let mut zip = Some(ndarray_peer::ndarray_peer(&inp, &reference)?);
 
@@ -396,6 +404,9 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         fs.push(Box::new(move || inp.run(e, out).expect("validated above")));
     }
     fs.push(Box::new(|| {
+        inp.run(&auto, &mut out_auto).expect("validated above")
+    }));
+    fs.push(Box::new(|| {
         inp.run(&stat, &mut out_static).expect("validated above")
     }));
     fs.push(Box::new(|| {
@@ -409,9 +420,10 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     drop(refs);
     drop(fs);
     let nt = tiers.len();
-    let static_ns = t[nt];
-    let jit_mt_ns = t[nt + 1];
-    let ndarray_ns = zip.is_some().then(|| t[nt + 2]);
+    let jit_ns = t[nt];
+    let static_ns = t[nt + 1];
+    let jit_mt_ns = t[nt + 2];
+    let ndarray_ns = zip.is_some().then(|| t[nt + 3]);
     // The copies, each timed on its own (back-to-back batches, no other working set between
     // them): the roofline is the best this machine does, not a copy disturbed by the select's
     // contenders.
@@ -449,14 +461,15 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     } else {
         None
     };
-    let jit_ns = t[auto];
+    let best_tier_ns = t[..nt].iter().copied().fold(f64::INFINITY, f64::min);
     Ok(Measurement {
         case: case.name.clone(),
         dtype: case.dtype.clone(),
         elements: inp.elements(),
         traffic_bytes: inp.traffic_bytes(),
-        jit_tier: tiers[auto].name().to_string(),
+        jit_tier: auto_variant,
         jit_ns,
+        auto_over_best_tier: jit_ns / best_tier_ns,
         tiers: tiers
             .iter()
             .enumerate()
@@ -478,7 +491,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         ndarray_ns,
         threads,
         copy_mt_ns,
-        compile_us: first[auto],
+        compile_us: auto_first_us,
         jit_over_static: jit_ns / static_ns,
         jit_over_memcpy: jit_ns / copy_of(CopyKind::Memcpy).unwrap_or(f64::NAN),
         jit_over_roofline: jit_ns / roofline_ns,
@@ -486,8 +499,33 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     })
 }
 
-/// The tier of the exact kernel `e` holds for `inp`'s signature.
-fn kernel_tier(e: &Engine, inp: &Inputs) -> Option<Tier> {
+/// Calls `e` until its measured choice for the case is made (at most 64 calls, each checked),
+/// and returns the variant that runs the case.
+fn settle(
+    e: &Engine,
+    inp: &Inputs,
+    out: &mut [u8],
+    check: &dyn Fn(&str, &[u8]) -> Result<()>,
+) -> Result<String> {
+    let sig = signature(inp).ok_or_else(|| Error::Invalid("empty case".into()))?;
+    for _ in 0..64 {
+        out.fill(0);
+        inp.run(e, out)?;
+        check("auto", out)?;
+        let k = e.kernel(&sig);
+        if e.tier_choices()
+            .iter()
+            .any(|c| c.class == selectjit::KernelClass::of(&sig))
+            || e.stats().tier_trials == 0 && e.stats().trial_compiles == 0
+        {
+            return Ok(k.map_or("static".into(), |k| k.variant().to_string()));
+        }
+    }
+    Err(Error::Invalid("auto did not choose within 64 calls".into()))
+}
+
+/// The signature of `inp`'s call.
+fn signature(inp: &Inputs) -> Option<selectjit::Signature> {
     let b = selectjit::shape::broadcast_shapes(
         Broadcast::Numpy,
         &inp.cond_shape,
@@ -504,7 +542,12 @@ fn kernel_tier(e: &Engine, inp: &Inputs) -> Option<Tier> {
         st(&inp.then_shape, b.then),
         st(&inp.else_shape, b.else_),
     );
-    let sig = plan(inp.dtype.width(), &b.out, [&sc, &sth, &se, &so])?;
+    plan(inp.dtype.width(), &b.out, [&sc, &sth, &se, &so])
+}
+
+/// The tier of the exact kernel `e` holds for `inp`'s signature.
+fn kernel_tier(e: &Engine, inp: &Inputs) -> Option<Tier> {
+    let sig = signature(inp)?;
     e.codegen().map(|c| c.tier_for(c.tier(), &sig))
 }
 
@@ -531,8 +574,16 @@ pub fn table_header(tiers: &[Tier]) -> String {
         h.push_str(&format!(" {:>10}", t.name()));
     }
     h.push_str(&format!(
-        " {:>9} {:>14} {:>8} {:>8} {:>9} {:>6} {:>8} {:>9}",
-        "static", "copy (best)", "jit/stat", "jit/copy", "jit-mt", "mt/1t", "copy-mt", "1st call"
+        " {:>20} {:>9} {:>14} {:>8} {:>8} {:>9} {:>6} {:>8} {:>9}",
+        "auto (chosen)",
+        "static",
+        "copy (best)",
+        "jit/stat",
+        "jit/copy",
+        "jit-mt",
+        "mt/1t",
+        "copy-mt",
+        "1st call"
     ));
     {
         h.push_str(&format!(" {:>9} {:>8}", "ndarray", "jit/nd"));
@@ -558,7 +609,9 @@ pub fn table_row(m: &Measurement) -> String {
         .map(|c| format!("{:.2}", m.roofline_ns / c))
         .unwrap_or_else(|| "-".into());
     r.push_str(&format!(
-        " {:>9.2} {:>8.2} {:<5} {:>8.3} {:>8.3} {:>9.2} {:>6.2} {:>8} {:>6.0} us",
+        " {:>9.2} {:<10} {:>9.2} {:>8.2} {:<5} {:>8.3} {:>8.3} {:>9.2} {:>6.2} {:>8} {:>6.0} us",
+        us(m.jit_ns),
+        format!("({})", m.jit_tier),
         us(m.static_ns),
         us(m.roofline_ns),
         m.roofline_kind.name(),
@@ -577,7 +630,8 @@ pub fn table_row(m: &Measurement) -> String {
 
 /// What the table's columns mean, printed under it.
 pub const TABLE_NOTES: &str = "times in us per call (median of interleaved rounds), single-threaded unless -mt; \
-jit = the tier auto picks; * = that tier does not cover the case and Cranelift compiled it; \
+tier columns = that tier named (non-temporal stores from 32 MiB of output); jit = auto, with the variant \
+it chose by measuring (+nt: non-temporal stores); * = that tier does not cover the case and Cranelift compiled it; \
 copy (best) = the fastest of memcpy / vector / non-temporal copies of half the traffic; \
 copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
 ndarray = the hand-written ndarray Zip loop, jit/nd = jit time over it";

@@ -13,7 +13,7 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use selectjit::jit::Tier;
+use selectjit::Tier;
 use selectjit::{Engine, EngineConfig};
 
 mod call;
@@ -110,7 +110,22 @@ impl PyEngine {
         d.set_item("aot_exact_kernels", s.aot_exact_kernels)?;
         d.set_item("aot_generic_kernels", s.aot_generic_kernels)?;
         d.set_item("aot_rejected", s.aot_rejected)?;
+        d.set_item("tier_trials", s.tier_trials)?;
+        d.set_item("trial_calls", s.trial_calls)?;
+        d.set_item("trial_excess_ns", s.trial_excess_ns)?;
+        d.set_item("trial_compiles", s.trial_compiles)?;
+        d.set_item("trial_compile_us", s.trial_compile_us)?;
         Ok(d)
+    }
+
+    /// The choices the `auto` tier made by measuring, one line each: the kernel class, the
+    /// variant kept, and each candidate's fastest time.
+    fn tier_choices(&self) -> Vec<String> {
+        self.engine()
+            .tier_choices()
+            .iter()
+            .map(|c| c.to_string())
+            .collect()
     }
 
     /// The tier that compiles this engine's kernels (`None` without a code generator).

@@ -9,7 +9,8 @@ from conftest import assert_same
 STATS = {"capacity", "len", "hits", "misses", "generic_runs", "evictions", "compiles",
          "compile_us", "generic_compiles", "generic_compile_us", "compile_failures",
          "generic_len", "aot_exact_runs", "aot_generic_runs", "static_runs",
-         "aot_exact_kernels", "aot_generic_kernels", "aot_rejected"}
+         "aot_exact_kernels", "aot_generic_kernels", "aot_rejected", "tier_trials",
+         "trial_calls", "trial_excess_ns", "trial_compiles", "trial_compile_us"}
 
 
 def available(tier):
@@ -63,6 +64,19 @@ def test_stats_count_calls():
     assert after["hits"] + after["generic_runs"] + after["misses"] >= 5
     assert after["compiles"] == 1
     assert isinstance(after["aot_rejected"], bool)
+
+
+def test_auto_measures_and_reports_its_choice():
+    e = selectjit.Engine(threads=1)
+    c = np.random.default_rng(1).random(4096) < 0.5
+    x = np.arange(4096, dtype=np.float32)
+    for _ in range(40):
+        assert_same(e.where(c, x, -x), np.where(c, x, -x))
+    s = e.stats()
+    choices = e.tier_choices()
+    assert len(choices) == s["tier_trials"]
+    if s["tier_trials"]:
+        assert s["trial_calls"] >= 4 and "us" in choices[0]
 
 
 def test_default_engine_is_shared():

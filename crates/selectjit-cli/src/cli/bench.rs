@@ -55,6 +55,22 @@ pub fn run(a: Args) -> Result<()> {
             ms.len()
         );
     }
+    println!(
+        "geometric mean of auto/static time: {:.3} ({} of {} cases faster than static)",
+        geomean(&ms, |m| m.jit_ns / m.static_ns),
+        ms.iter().filter(|m| m.jit_ns < m.static_ns).count(),
+        ms.len()
+    );
+    if let Some(w) = ms
+        .iter()
+        .filter(|m| m.elements >= 1 << 16)
+        .max_by(|x, y| x.auto_over_best_tier.total_cmp(&y.auto_over_best_tier))
+    {
+        println!(
+            "worst auto/fastest named tier on cases of >= 64K elements: {:.3} ({}, auto chose {})",
+            w.auto_over_best_tier, w.case, w.jit_tier
+        );
+    }
     let worst = |big: bool| {
         ms.iter()
             .filter(|m| (m.elements >= 1 << 16) == big)
