@@ -63,10 +63,10 @@ pub trait CodeRunner: Send + Sync + std::fmt::Debug {
 enum Code {
     /// A Cranelift JIT module, freed on drop. The mutex makes the module (which holds a
     /// `RefCell`) shareable; it is touched only on drop.
-    #[cfg(feature = "jit")]
+    #[cfg(cranelift_tier)]
     Cranelift(std::sync::Mutex<Option<Box<cranelift_jit::JITModule>>>),
     /// Code emitted by the x86 tier in a mapping of its own.
-    #[cfg(feature = "jit")]
+    #[cfg(x86_tier)]
     Mapped(crate::jit::ExecMem),
     /// Code this host cannot run, executed by a [`CodeRunner`] (verification only).
     #[cfg(feature = "jit")]
@@ -135,7 +135,7 @@ impl Kernel {
     }
 
     /// A kernel compiled by Cranelift into `module`, entered at `entry`.
-    #[cfg(feature = "jit")]
+    #[cfg(cranelift_tier)]
     pub(crate) fn cranelift(
         sig: Signature,
         generic: bool,
@@ -185,7 +185,7 @@ impl Kernel {
     /// # Safety
     /// `code` is a complete function with the [`KernelFn`] signature and contract for `sig`
     /// (exact) or `sig`'s pattern (generic), using only instructions this host executes.
-    #[cfg(feature = "jit")]
+    #[cfg(x86_tier)]
     pub(crate) unsafe fn mapped(
         sig: Signature,
         generic: bool,
@@ -243,7 +243,7 @@ impl Kernel {
     /// The machine code of an x86-tier kernel (`None` for Cranelift and linked kernels).
     pub fn x86_code(&self) -> Option<&[u8]> {
         match &self.code {
-            #[cfg(feature = "jit")]
+            #[cfg(x86_tier)]
             Code::Mapped(m) => Some(m.bytes()),
             #[cfg(feature = "jit")]
             Code::Runner(v, _) => Some(v),
@@ -334,10 +334,12 @@ impl Drop for Kernel {
         match &mut self.code {
             Code::Linked => {} // part of the program, never counted
             #[cfg(feature = "jit")]
+            #[cfg_attr(not(cranelift_tier), allow(unused_variables))]
             owned => {
                 LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
                 LIVE_CODE.fetch_sub(self.code_bytes, std::sync::atomic::Ordering::Relaxed);
                 // A mapping unmaps itself when dropped; a Cranelift module is freed here.
+                #[cfg(cranelift_tier)]
                 if let Code::Cranelift(module) = owned {
                     let module = match module.get_mut() {
                         Ok(m) => m.take(),

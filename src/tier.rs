@@ -48,8 +48,8 @@ impl Tier {
     pub fn available(self) -> bool {
         match self {
             Tier::Auto => Tier::CONCRETE.into_iter().any(Tier::available),
-            Tier::Cranelift => cfg!(feature = "jit"),
-            Tier::Avx2 | Tier::Avx512 => cfg!(feature = "jit") && self.host_has_features(),
+            Tier::Cranelift => cfg!(cranelift_tier),
+            Tier::Avx2 | Tier::Avx512 => cfg!(x86_tier) && self.host_has_features(),
         }
     }
 
@@ -77,20 +77,34 @@ impl Tier {
         if self.available() {
             return None;
         }
+        let name = self.name();
         if !cfg!(feature = "jit") {
             return Some(format!(
-                "tier {}: this build of selectjit generates no code (its `jit` feature is off)",
-                self.name()
+                "tier {name}: this build of selectjit generates no code (its `jit` feature is off)"
             ));
         }
-        if !cfg!(target_arch = "x86_64") {
-            return Some(format!("tier {} needs an x86-64 host", self.name()));
-        }
-        Some(format!(
-            "tier {} needs the CPU features {}, which this host lacks",
-            self.name(),
-            self.required_features().join(" ")
-        ))
+        let x86 = cfg!(target_arch = "x86_64");
+        let arch = std::env::consts::ARCH;
+        Some(match self {
+            Tier::Cranelift => format!(
+                "tier {name}: this build of selectjit has no Cranelift (its `cranelift` feature \
+                 is off)"
+            ),
+            Tier::Avx2 | Tier::Avx512 if !x86 => format!("tier {name} needs an x86-64 host"),
+            Tier::Avx2 | Tier::Avx512 => format!(
+                "tier {name} needs the CPU features {}, which this host lacks",
+                self.required_features().join(" ")
+            ),
+            Tier::Auto if x86 => format!(
+                "tier {name}: this host lacks the x86 tier's CPU features ({}) and this build of \
+                 selectjit has no Cranelift (its `cranelift` feature is off)",
+                Tier::Avx2.required_features().join(" ")
+            ),
+            Tier::Auto => format!(
+                "tier {name}: on {arch} the code generator is Cranelift, and this build of \
+                 selectjit has none (enable its `cranelift` feature)"
+            ),
+        })
     }
 
     /// The tiers this host runs, the most portable first.
@@ -235,11 +249,14 @@ mod tests {
             assert_eq!(t.name().parse::<Tier>().unwrap(), t);
         }
         assert!("avx1024".parse::<Tier>().is_err());
-        if cfg!(feature = "jit") {
+        assert_eq!(Tier::Cranelift.available(), cfg!(cranelift_tier));
+        if cfg!(cranelift_tier) || cfg!(x86_tier) && Tier::Avx2.available() {
             let best = Tier::best().expect("a jit build runs a tier");
             assert_ne!(best, Tier::Auto);
             assert!(best.available() && Tier::Auto.available());
-            assert!(Tier::Cranelift.available());
+        } else if cfg!(feature = "jit") {
+            let why = Tier::Auto.unavailable_reason().unwrap();
+            assert!(why.contains("`cranelift` feature"), "{why}");
         } else {
             assert_eq!(Tier::best(), None);
             assert!(

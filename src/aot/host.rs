@@ -53,7 +53,7 @@ fn detect() -> Vec<&'static str> {
 /// without (a table that needs any is then refused, naming them).
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 fn detect() -> Vec<&'static str> {
-    #[cfg(feature = "jit")]
+    #[cfg(cranelift_tier)]
     if let Ok(isa) = crate::jit::cranelift::host_isa(false) {
         return isa
             .isa_flags()
@@ -67,7 +67,7 @@ fn detect() -> Vec<&'static str> {
 
 #[cfg(all(
     test,
-    feature = "jit",
+    cranelift_tier,
     any(target_arch = "x86_64", target_arch = "aarch64")
 ))]
 mod tests {

@@ -30,8 +30,10 @@ use crate::error::Result;
 use crate::pool::Pool;
 use crate::tier::Tier;
 
+#[cfg(cranelift_tier)]
+use crate::jit::Jit;
 #[cfg(feature = "jit")]
-use crate::jit::{CodeGen, CodeGenOptions, Jit};
+use crate::jit::{CodeGen, CodeGenOptions};
 
 /// Selects with a chosen backend. `Send + Sync`: share one engine between threads.
 pub struct Engine {
@@ -148,7 +150,7 @@ impl Engine {
 
     /// An engine that runs kernels from the given Cranelift code generator (e.g. one configured
     /// with [`Jit::set_blendv`]); the backend is `Jit`, the tier Cranelift.
-    #[cfg(feature = "jit")]
+    #[cfg(cranelift_tier)]
     pub fn with_jit(config: EngineConfig, jit: Jit) -> Engine {
         let config = EngineConfig {
             backend: Backend::Jit,

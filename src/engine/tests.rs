@@ -54,7 +54,7 @@ mod basics {
     }
 }
 
-#[cfg(feature = "jit")]
+#[cfg(cranelift_tier)]
 mod jit_smoke {
     use crate::engine::*;
     use crate::jit::Jit;

@@ -11,9 +11,11 @@
 //! engine may use and compiles a signature with the one it is asked for. A [`Kernel`] records
 //! its tier, and the engine and the cache never learn how it was made.
 
+#[cfg(cranelift_tier)]
 pub mod cranelift;
+#[cfg(x86_tier)]
 mod exec;
-#[cfg(target_arch = "x86_64")]
+#[cfg(x86_tier)]
 pub mod x86;
 
 use std::sync::Arc;
@@ -23,7 +25,9 @@ use crate::kernel::{CodeRunner, Kernel};
 use crate::plan::{Pattern, Signature};
 use crate::tier::{Tier, Variant};
 
+#[cfg(cranelift_tier)]
 pub use cranelift::Jit;
+#[cfg(x86_tier)]
 pub(crate) use exec::ExecMem;
 
 /// Settings of a [`CodeGen`].
@@ -47,8 +51,9 @@ pub struct CodeGen {
     tiers: Vec<Tier>,
     /// Whether the engine's tier was `Auto`.
     auto: bool,
+    #[cfg(cranelift_tier)]
     cranelift: Jit,
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_tier)]
     x86: Vec<x86::X86Gen>,
     /// x86 kernels run through this instead of on the CPU.
     runner: Option<Arc<dyn CodeRunner>>,
@@ -59,7 +64,7 @@ pub struct CodeGen {
 
 impl std::fmt::Debug for CodeGen {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "CodeGen({:?}, {:?})", self.tiers, self.cranelift)
+        write!(f, "CodeGen({:?})", self.tiers)
     }
 }
 
@@ -68,18 +73,13 @@ impl CodeGen {
     /// (Cranelift where it runs none). A tier the host cannot run is an error, unless
     /// `opts.runner` is given to run its kernels.
     pub fn new(tier: Tier, opts: CodeGenOptions) -> Result<CodeGen> {
+        #[cfg(cranelift_tier)]
         let cranelift = Jit::host(opts.verify)?;
         let auto = tier == Tier::Auto;
         let tiers = if auto {
-            let x: Vec<Tier> = Tier::host_tiers()
-                .into_iter()
-                .filter(|t| t.is_x86())
-                .collect();
-            if x.is_empty() {
-                vec![Tier::Cranelift]
-            } else {
-                x
-            }
+            let host = Tier::host_tiers();
+            let x: Vec<Tier> = host.iter().copied().filter(|t| t.is_x86()).collect();
+            if x.is_empty() { host } else { x }
         } else {
             vec![tier]
         };
@@ -95,16 +95,18 @@ impl CodeGen {
             }
             None
         };
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(x86_tier)]
         let x86 = tiers
             .iter()
             .filter_map(|&t| x86::X86Gen::for_tier(t, opts.nt_min_bytes))
             .collect();
+        let _ = opts.verify;
         Ok(CodeGen {
             tiers,
             auto,
+            #[cfg(cranelift_tier)]
             cranelift,
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(x86_tier)]
             x86,
             runner,
             nt_min_bytes: opts.nt_min_bytes,
@@ -112,12 +114,13 @@ impl CodeGen {
     }
 
     /// Cranelift alone, as configured by the caller (e.g. with [`Jit::set_blendv`]).
+    #[cfg(cranelift_tier)]
     pub fn from_cranelift(jit: Jit) -> CodeGen {
         CodeGen {
             tiers: vec![Tier::Cranelift],
             auto: false,
             cranelift: jit,
-            #[cfg(target_arch = "x86_64")]
+            #[cfg(x86_tier)]
             x86: Vec::new(),
             runner: None,
             nt_min_bytes: usize::MAX,
@@ -146,12 +149,13 @@ impl CodeGen {
     }
 
     /// The Cranelift generator (the tier itself, or the fallback of the x86 tiers).
+    #[cfg(cranelift_tier)]
     pub fn cranelift(&self) -> &Jit {
         &self.cranelift
     }
 
     /// The x86 generator of `tier`, if this generator has one.
-    #[cfg(target_arch = "x86_64")]
+    #[cfg(x86_tier)]
     pub fn x86(&self, tier: Tier) -> Option<&x86::X86Gen> {
         self.x86.iter().find(|g| g.tier() == tier)
     }
@@ -159,7 +163,7 @@ impl CodeGen {
     /// The tier that compiles `sig` when asked for `tier`: `tier`, or Cranelift where the x86
     /// generator does not cover the signature.
     pub fn tier_for(&self, tier: Tier, sig: &Signature) -> Tier {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(x86_tier)]
         if self.x86(tier).is_some_and(|x| x.covers(sig)) {
             return tier;
         }
@@ -176,11 +180,11 @@ impl CodeGen {
         } else {
             ""
         };
-        format!(
-            "tier {how}{}{emu}; cranelift {}",
-            names.join(", "),
-            self.cranelift.describe()
-        )
+        #[cfg(cranelift_tier)]
+        let cl = format!("; cranelift {}", self.cranelift.describe());
+        #[cfg(not(cranelift_tier))]
+        let cl = "";
+        format!("tier {how}{}{emu}{cl}", names.join(", "))
     }
 
     /// Compiles `sig` with its dims and strides baked in, with the preferred tier.
@@ -237,7 +241,7 @@ impl CodeGen {
     }
 
     fn compile_nt(&self, tier: Tier, sig: &Signature, generic: bool, nt: bool) -> Result<Kernel> {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(x86_tier)]
         if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
             let (code, _) = x.emit_with(sig, generic, nt)?;
             let v = Variant { tier, nt };
@@ -256,25 +260,35 @@ impl CodeGen {
             return unsafe { Kernel::mapped(sig.clone(), generic, v, &code) };
         }
         let _ = (tier, nt);
-        if generic {
+        #[cfg(cranelift_tier)]
+        return if generic {
             self.cranelift.compile_generic(&Pattern::of(sig))
         } else {
             self.cranelift.compile(sig)
-        }
+        };
+        #[cfg(not(cranelift_tier))]
+        Err(Error::Codegen(format!(
+            "no tier of this build compiles {sig} (generic: {generic})"
+        )))
     }
 
     /// The machine code of `sig`'s exact kernel from `tier` (bytes of x86 code, or Cranelift's
     /// listing), and the tier that made it.
     pub fn machine_code(&self, tier: Tier, sig: &Signature) -> Result<(Tier, MachineCode)> {
-        #[cfg(target_arch = "x86_64")]
+        #[cfg(x86_tier)]
         if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
             return Ok((tier, MachineCode::X86(x.emit(sig, false)?)));
         }
         let _ = tier;
-        Ok((
+        #[cfg(cranelift_tier)]
+        return Ok((
             Tier::Cranelift,
             MachineCode::Listing(self.cranelift.disassembly(sig)?),
-        ))
+        ));
+        #[cfg(not(cranelift_tier))]
+        Err(Error::Codegen(format!(
+            "no tier of this build compiles {sig}"
+        )))
     }
 }
 
