@@ -274,7 +274,27 @@ impl Kernel {
     /// element `sig` addresses from them in `begin..end` lies inside its buffer, the output
     /// overlaps no input except exactly (in place). The engine establishes it by validating
     /// every buffer against its shape and strides before planning.
+    #[inline]
     pub unsafe fn run(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+        if !self.generic
+            && let Some(entry) = self.entry
+        {
+            let (dims, strides) = (std::ptr::null(), std::ptr::null());
+            // SAFETY: `entry` points at finalized code owned by `self.code` (or linked into the
+            // program), alive while `self` is; the caller guarantees the memory contract for
+            // `sig`, this exact kernel's signature; exact kernels read no dims or strides.
+            return unsafe { entry(p.cond, p.then, p.else_, p.out, begin, end, dims, strides) };
+        }
+        // SAFETY: the caller's contract.
+        unsafe { self.run_slow(sig, p, begin, end) }
+    }
+
+    /// [`Kernel::run`] for shape-generic kernels and kernels run by a [`CodeRunner`].
+    ///
+    /// # Safety
+    /// As for [`Kernel::run`].
+    #[inline(never)]
+    unsafe fn run_slow(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
         // A shape-generic kernel reads its dims and byte strides from two arrays; exact kernels
         // get null pointers (and no arrays to fill on their hot path).
         let args;

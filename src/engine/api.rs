@@ -1,9 +1,10 @@
 //! The entry points: typed and byte-level selects, in place, and prepared calls.
 
-use super::validate::{Desc, Operand};
+use super::validate::{Desc, Operand, same_contiguous};
 use super::{Backend, Engine, Prepared};
 use crate::dtype::{DType, Element};
 use crate::error::Result;
+use crate::kernels::Ptrs;
 use crate::plan::plan;
 use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
 use crate::tensor::{TensorMut, TensorRef};
@@ -57,6 +58,28 @@ impl Engine {
         mode: Broadcast,
     ) -> Result<()> {
         let (o, shape, strides, offset) = out.into_parts();
+        // A cache hit of one contiguous shape: straight to this thread's memo of its kernel.
+        if self.config.backend == Backend::Jit {
+            let od = Desc {
+                len: o.len(),
+                shape,
+                strides,
+                offset,
+            };
+            let ops = [(&cond).into(), (&then).into(), (&else_).into(), od];
+            if let Some(n) = same_contiguous(&ops) {
+                let p = Ptrs {
+                    cond: cond.data().as_ptr(),
+                    then: then.data().as_ptr().cast(),
+                    else_: else_.data().as_ptr().cast(),
+                    out: o.as_mut_ptr().cast(),
+                };
+                let w = T::DTYPE.width();
+                if self.run_memo_contiguous(w, n, p, n * w) {
+                    return Ok(());
+                }
+            }
+        }
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         self.run_bytes(
             T::DTYPE.width(),

@@ -1,8 +1,12 @@
 //! The per-thread memo: the last exact kernel a thread got from an engine, so that repeated
 //! calls of one signature skip the shared cache (no lock, no hashing, no reference counting),
-//! and repeated contiguous calls skip planning too.
+//! and repeated contiguous calls skip planning too. Its hits are counted on the thread and
+//! added to the engine's count 64 at a time (an atomic add on every call would cost more than
+//! the rest of a cache hit), when the memo is replaced, and when the thread asks for stats.
 
+use std::cell::Cell;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Engine;
 use crate::kernel::Kernel;
@@ -17,6 +21,37 @@ struct Memo {
     /// `(width, n)` when `sig` is the plan of `n` contiguous elements of one shape for all four
     /// operands, so that such calls find the kernel without planning.
     contiguous: Option<(usize, usize)>,
+    /// Hits not yet added to the engine's count.
+    pending: Cell<u64>,
+    /// The engine's count of memo hits.
+    counter: Arc<AtomicU64>,
+}
+
+/// Hits a thread counts before adding them to its engine's count.
+const BATCH: u64 = 64;
+
+impl Memo {
+    #[inline]
+    fn hit(&self) {
+        let n = self.pending.get() + 1;
+        if n == BATCH {
+            self.counter.fetch_add(BATCH, Ordering::Relaxed);
+            self.pending.set(0);
+        } else {
+            self.pending.set(n);
+        }
+    }
+
+    fn flush(&self) {
+        self.counter
+            .fetch_add(self.pending.replace(0), Ordering::Relaxed);
+    }
+}
+
+impl Drop for Memo {
+    fn drop(&mut self) {
+        self.flush();
+    }
 }
 
 thread_local! {
@@ -37,7 +72,20 @@ impl Engine {
                 sig: sig.clone(),
                 kernel: k.clone(),
                 contiguous,
+                pending: Cell::new(0),
+                counter: self.memo_hits.clone(),
             })
+        });
+    }
+
+    /// Adds this thread's pending memo hits of this engine to its count.
+    pub(super) fn flush_memo_hits(&self) {
+        MEMO.with(|m| {
+            if let Some(memo) = m.borrow().as_ref()
+                && memo.engine == self.id
+            {
+                memo.flush();
+            }
         });
     }
 
@@ -58,7 +106,7 @@ impl Engine {
             let m = m.borrow();
             match &*m {
                 Some(memo) if memo.engine == self.id && memo.sig == *sig => {
-                    self.count_memo_hit();
+                    memo.hit();
                     // SAFETY: as in `run_planned`, whose contract the caller upholds: the
                     // kernel is the exact kernel of `sig` and the range is the whole outer
                     // dimension.
@@ -72,6 +120,7 @@ impl Engine {
 
     /// [`Engine::run_memo`] for `n` contiguous elements of one shape for all four operands,
     /// without planning: the memo knows whether its signature is that call's plan.
+    #[inline]
     pub(super) fn run_memo_contiguous(
         &self,
         width: usize,
@@ -86,11 +135,12 @@ impl Engine {
             let m = m.borrow();
             match &*m {
                 Some(memo) if memo.engine == self.id && memo.contiguous == Some((width, n)) => {
-                    self.count_memo_hit();
+                    memo.hit();
                     // SAFETY: the caller validated the four buffers for `n` contiguous
                     // elements, which is exactly the layout `memo.sig` was planned from
-                    // (`plan_contiguous(width, n)`); the range is its whole outer dimension.
-                    unsafe { memo.kernel.run(&memo.sig, p, 0, memo.sig.outer()) };
+                    // (`plan_contiguous(width, n)`, whose one dim is `n`); the range is that
+                    // whole dimension.
+                    unsafe { memo.kernel.run(&memo.sig, p, 0, n) };
                     true
                 }
                 _ => false,

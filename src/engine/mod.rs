@@ -47,8 +47,9 @@ pub struct Engine {
     pool: std::sync::OnceLock<Option<Pool>>,
     /// Identifies the engine in the per-thread memo.
     id: u64,
-    /// Calls served by the per-thread memo (counted as cache hits).
-    memo_hits: AtomicU64,
+    /// Calls served by the per-thread memos (counted as cache hits; each thread adds its own
+    /// in batches).
+    memo_hits: Arc<AtomicU64>,
     /// Calls run by an exact kernel of the AOT table, by a shape-generic kernel of the table,
     /// and by the static kernels.
     runs: [AtomicU64; 3],
@@ -204,7 +205,7 @@ impl Engine {
         let last = why.filter(|_| config.backend == Backend::Jit);
         Engine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
-            memo_hits: AtomicU64::new(0),
+            memo_hits: Arc::new(AtomicU64::new(0)),
             runs: Default::default(),
             aot_error: None,
             timer: config
@@ -252,8 +253,11 @@ impl Engine {
         None
     }
 
-    /// Cache counters: hits, misses, evictions, compilations and their time.
+    /// Cache counters: hits, misses, evictions, compilations and their time. Hits of a
+    /// thread's memo of its last kernel are added 64 at a time: the calling thread's all, other
+    /// threads' up to the last 63.
     pub fn stats(&self) -> CacheStats {
+        self.flush_memo_hits();
         let mut s = self.lock_cache().stats();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         s.hits += load(&self.memo_hits);
@@ -286,10 +290,6 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
-    }
-
-    fn count_memo_hit(&self) {
-        self.memo_hits.fetch_add(1, Ordering::Relaxed);
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, KernelCache> {

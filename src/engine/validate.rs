@@ -2,7 +2,7 @@
 //! broadcast inferred, before anything is read or written.
 
 use crate::error::{Error, Result, ShapeFmt};
-use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, check_shape, strides_over};
+use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
 use crate::tensor::{TensorRef, check_output_distinct, validate};
 
 /// One operand's description in elements: buffer length, shape, optional strides, and the
@@ -66,20 +66,32 @@ pub(crate) fn check(
 }
 
 /// The common case checked cheaply: no explicit strides (so no offset either) and one shape for
-/// all four operands (a valid call in every broadcast mode). Returns the element count when every buffer holds it and
-/// the shape is within the limits; `None` sends the call down the general path, which reports
-/// any error.
+/// all four operands (a valid call in every broadcast mode) of at most `MAX_RANK` dims, whose
+/// `n` elements every buffer holds. Returns `n` when it is not 0 (buffers that hold `n`
+/// elements bound it, so no count or extent can overflow); `None` sends the call down the
+/// general path, which reports any error. One pass, no allocation, no call: this is the cost of
+/// every cache hit.
+#[inline]
 pub(crate) fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
-    let shape = ops[3].shape;
-    if ops
-        .iter()
-        .any(|d| d.strides.is_some() || d.offset != 0 || d.shape != shape)
-        || check_shape("output", shape).is_err()
+    let [c, t, e, o] = ops;
+    let r = o.shape.len();
+    if r > crate::shape::MAX_RANK
+        || ops
+            .iter()
+            .any(|d| d.strides.is_some() | (d.offset != 0) | (d.shape.len() != r))
     {
         return None;
     }
-    let n: usize = shape.iter().product();
-    ops.iter().all(|d| d.len >= n).then_some(n)
+    let mut n = 1usize;
+    for k in 0..r {
+        let d = o.shape[k];
+        if (c.shape[k] != d) | (t.shape[k] != d) | (e.shape[k] != d) {
+            return None;
+        }
+        n = n.checked_mul(d)?;
+    }
+    let fits = (n != 0) & (c.len >= n) & (t.len >= n) & (e.len >= n) & (o.len >= n);
+    fits.then_some(n)
 }
 
 /// A byte-level source operand: a buffer with its element description, or the output (in place).
