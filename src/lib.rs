@@ -78,15 +78,20 @@
 //!
 //! [`Engine::prepare`] plans a call once for contiguous buffers of fixed shapes and binds its
 //! kernel ([`Prepared::run`]: length checks and the call). [`Engine::select_dyn`] takes raw
-//! bytes with a run-time [`DType`] (the CLI and the C ABI, [`capi`], use it).
+//! bytes with a run-time [`DType`] (the command line and the C ABI use it).
 //!
-//! ## Tiers
+//! ## Tiers, and how `Auto` chooses
 //!
-//! [`EngineConfig::tier`] picks the code generator ([`jit::Tier`]): `Auto` (the default: the best
-//! the host runs), `Cranelift` (portable, 128-bit vectors on x86-64), `Avx2` and `Avx512`
-//! (x86-64 machine code emitted directly; it covers every signature the planner produces, and
-//! Cranelift would compile any it did not). The environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`,
-//! `avx512`) sets it for engines built with default settings.
+//! [`EngineConfig::tier`] picks the code generator ([`Tier`]): `Avx2` and `Avx512` (x86-64
+//! machine code emitted directly; they cover every signature the planner produces) and
+//! `Cranelift` (every architecture Cranelift targets; 128-bit vectors on x86-64). `Auto`, the
+//! default, measures: the first exact kernel of each kernel class ([`KernelClass`]: a loop
+//! pattern and an output size class) is compiled as every candidate [`Variant`] — each fast
+//! tier the host runs, with ordinary stores and, for large outputs, non-temporal ones — and its
+//! calls time them in turn until the fastest is known ([`Engine::tier_choices`] lists the
+//! choices and the times that decided them; [`CacheStats`] counts their cost). The
+//! environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`) sets the tier of
+//! engines built with default settings.
 //!
 //! ## Knobs
 //!
@@ -98,25 +103,32 @@
 //! | `threads` | available parallelism (1: never split) | |
 //! | `parallel_min_bytes` | 1 MiB: from this much output a kernel times its first calls on one thread and on all, and keeps the faster way | `SELECTJIT_PARALLEL_MIN_BYTES` |
 //! | `tier` | `Auto` | `SELECTJIT_TIER` |
-//! | `nt_min_bytes` | 32 MiB: x86 tiers store larger outputs non-temporally | `SELECTJIT_NT_MIN_BYTES` |
+//! | `nt_min_bytes` | 32 MiB: named x86 tiers store larger outputs non-temporally; `Auto` measures it from an eighth of this | `SELECTJIT_NT_MIN_BYTES` |
 //! | `verify` | on in debug builds: Cranelift verifier on every kernel | |
-//! | `emulate` | off: run x86-tier kernels the host cannot execute in the emulator | |
+//! | `runner` | none: run x86-tier kernels the host cannot execute through this (the emulator of `selectjit-emu`) | |
+//! | `timer` | wall-clock time: what times the calls behind measured choices | |
 //! | `aot` | none: an ahead-of-time kernel table ([`aot`]) served before any code generation | |
 //!
-//! `SELECTJIT_VERBOSE=1` logs one stderr line per compile and per eviction. [`Engine::stats`]
-//! gives hits, misses, generic runs, evictions and compile times.
+//! `SELECTJIT_VERBOSE=1` logs one stderr line per compile, eviction and measured choice
+//! ([`mod@env`] lists every variable). [`Engine::stats`] gives hits, misses, generic runs,
+//! evictions, compile times and the cost of measuring.
 //!
 //! ## Features
 //!
+//! * `jit` (default) — code generation at run time with the x86-64 tier (AVX2 / AVX-512).
+//!   Without it the library is the no-JIT build: the interpreter, the static kernels and
+//!   ahead-of-time tables ([`aot`]), for hosts that forbid executable memory.
+//! * `cranelift` — the Cranelift tier: the JIT on aarch64, s390x and riscv64; on x86-64 a
+//!   128-bit tier for hosts without AVX2. Its x64 back end is ~3 MiB of machine code, which is
+//!   why a runtime on x86-64 does not get it by default.
 //! * `ndarray` — [the `ndarray` module](crate::ndarray): select on `ndarray` arrays and views of
-//!   any dimensionality and strides (cond `bool` or `u8`), into a new array or a mutable view;
-//!   and an ndarray `Zip` column in `selectjit bench`.
+//!   any dimensionality and strides (cond `bool` or `u8`), into a new array or a mutable view.
 //!
 //! ## Examples
 //!
 //! `examples/embed_runtime.rs` (one engine shared by threads, prepared kernels, dynamic sequence
 //! lengths, statistics), `examples/ndarray.rs`, `examples/strings.rs` (the generic path) and
-//! `examples/c/select.c` (the C ABI).
+//! `examples/c/select.c` (the C ABI, crate `selectjit-capi`).
 #![warn(missing_docs)]
 
 pub mod aot;

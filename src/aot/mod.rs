@@ -2,7 +2,7 @@
 //!
 //! The `selectjit-aot` crate (and `selectjit aot` on the command line) compiles kernels (exact
 //! kernels by [`Signature`], shape-generic kernels by [`Pattern`]) for any Cranelift target
-//! into one relocatable object, with a table ([`SelectjitAotTable`], C layout, see [`format`])
+//! into one relocatable object, with a table ([`SelectjitAotTable`], C layout, see [`mod@format`])
 //! that maps each kernel's key ([`key`]) to its function, and a C header. This module is the
 //! side a program links: linked into it, the table is registered with [`AotTable::from_raw`],
 //! which checks it against the host, and given to an engine

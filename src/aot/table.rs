@@ -97,7 +97,7 @@ impl AotTable {
     ///
     /// # Safety
     /// `table` is NULL or points at a table that lives for the rest of the program, written by
-    /// [`super::export`] into an object that is linked into this program (or into a library that
+    /// an exporter (`selectjit-aot`) into an object that is linked into this program (or into a library that
     /// stays loaded): its `entries` and `keys` cover `entry_count` entries and `keys_len` bytes,
     /// and each function pointer is the kernel its key names. The checks above catch tables
     /// for another machine or format and corrupted keys, not pointers that lie.

@@ -53,7 +53,7 @@ pub(crate) fn interp_bytes(
 }
 
 /// Select over any `Clone` element type (strings, ...) through the reference interpreter. Views
-/// may have any strides and offsets, as in [`Engine::select`].
+/// may have any strides and offsets, as in [`crate::Engine::select`].
 pub fn select_generic<T: Clone>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,

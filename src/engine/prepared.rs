@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::kernels::{self, Ptrs};
 use crate::plan::Signature;
 
-/// A call planned once by [`Engine::prepare`] for contiguous row-major buffers, with its kernel
+/// A call planned once by [`crate::Engine::prepare`] for contiguous row-major buffers, with its kernel
 /// bound. `Send + Sync`; it keeps its kernel alive even after the engine's cache evicts it.
 #[derive(Debug, Clone)]
 pub struct Prepared {
