@@ -103,7 +103,7 @@
 //! | `threads` | available parallelism (1: never split) | |
 //! | `parallel_min_bytes` | 1 MiB: from this much output a kernel times its first calls on one thread and on all, and keeps the faster way | `SELECTJIT_PARALLEL_MIN_BYTES` |
 //! | `tier` | `Auto` | `SELECTJIT_TIER` |
-//! | `nt_min_bytes` | 32 MiB: named x86 tiers store larger outputs non-temporally; `Auto` measures it from an eighth of this | `SELECTJIT_NT_MIN_BYTES` |
+//! | `nt_min_bytes` | 32 MiB: named x86 tiers store larger outputs non-temporally; `Auto` measures it against ordinary stores from a quarter of this | `SELECTJIT_NT_MIN_BYTES` |
 //! | `verify` | on in debug builds: Cranelift verifier on every kernel | |
 //! | `runner` | none: run x86-tier kernels the host cannot execute through this (the emulator of `selectjit-emu`) | |
 //! | `timer` | wall-clock time: what times the calls behind measured choices | |

@@ -23,30 +23,41 @@ use crate::{kernel::Kernel, tier::KernelClass, tier::TierChoice, tier::Variant};
 /// Most options a trial compares.
 pub(crate) const MAX_OPTIONS: usize = 4;
 
-/// The learnt choice among a few options (indices `0..options`).
+/// Most pairs of probes per option.
+const MAX_PAIRS: usize = 4;
+
+/// The learnt choice among a few options (indices `0..options`), each probed in pairs; an
+/// option's time is the median of its pairs' faster calls, so that neither a cold first call
+/// nor one lucky call decides.
 #[derive(Debug)]
 pub(crate) struct Trial {
     options: u32,
+    pairs: u32,
     /// Probes before the choice: `2 * pairs` per option.
     probes: u32,
     /// Probes handed out.
     handed: AtomicU32,
-    /// Probes recorded.
+    /// Probes recorded, and per option.
     recorded: AtomicU32,
-    /// Fastest recorded time per option (`u64::MAX`: none yet).
-    best: [AtomicU64; MAX_OPTIONS],
+    per_option: [AtomicU32; MAX_OPTIONS],
+    /// The faster call of each pair, per option (`u64::MAX`: none yet).
+    pair_best: [[AtomicU64; MAX_PAIRS]; MAX_OPTIONS],
 }
 
 impl Trial {
-    /// A trial of `options` (1 ..= [`MAX_OPTIONS`]) options, each probed in `pairs` pairs.
+    /// A trial of `options` (1 ..= [`MAX_OPTIONS`]) options, each probed in `pairs` (1 ..= 4)
+    /// pairs.
     pub(crate) fn new(options: usize, pairs: u32) -> Trial {
         let options = options.clamp(1, MAX_OPTIONS) as u32;
+        let pairs = pairs.clamp(1, MAX_PAIRS as u32);
         Trial {
             options,
+            pairs,
             probes: 2 * pairs * options,
             handed: AtomicU32::new(0),
             recorded: AtomicU32::new(0),
-            best: std::array::from_fn(|_| AtomicU64::new(u64::MAX)),
+            per_option: Default::default(),
+            pair_best: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(u64::MAX))),
         }
     }
 
@@ -68,7 +79,10 @@ impl Trial {
 
     /// Records a probe: option `i` ran in `ns`. Returns true when this was the last probe.
     pub(crate) fn record(&self, i: usize, ns: u64) -> bool {
-        self.best[i].fetch_min(ns, Ordering::Relaxed);
+        let k = self.per_option[i].fetch_add(1, Ordering::Relaxed) as usize / 2;
+        if k < self.pairs as usize {
+            self.pair_best[i][k].fetch_min(ns, Ordering::Relaxed);
+        }
         self.recorded.fetch_add(1, Ordering::Relaxed) + 1 == self.probes
     }
 
@@ -78,10 +92,22 @@ impl Trial {
         self.recorded.load(Ordering::Relaxed) >= self.probes
     }
 
-    /// The fastest time recorded per option (`u64::MAX`: none).
+    /// Each option's time: the median of its recorded pairs' faster calls (the faster of the
+    /// two middle ones for an even count; `u64::MAX` when none was recorded).
     pub(crate) fn times(&self) -> Vec<u64> {
         (0..self.options as usize)
-            .map(|i| self.best[i].load(Ordering::Relaxed))
+            .map(|i| {
+                let mut v: Vec<u64> = self.pair_best[i][..self.pairs as usize]
+                    .iter()
+                    .map(|a| a.load(Ordering::Relaxed))
+                    .filter(|&t| t != u64::MAX)
+                    .collect();
+                v.sort_unstable();
+                match v.len() {
+                    0 => u64::MAX,
+                    n => v[(n - 1) / 2],
+                }
+            })
             .collect()
     }
 
@@ -160,7 +186,7 @@ impl SplitChoice {
 
 /// Pairs of timed calls per variant in a tier trial.
 #[cfg(feature = "jit")]
-const TIER_PAIRS: u32 = 2;
+const TIER_PAIRS: u32 = 3;
 
 /// A kernel class's measured choice in progress: one signature compiled as every candidate
 /// variant (the preferred one first), its calls timed in turn until the fastest is known.
@@ -321,15 +347,19 @@ mod tests {
 
     #[test]
     fn options_in_pairs_round_robin_and_the_fastest_wins() {
-        let t = Trial::new(3, 2);
+        let t = Trial::new(3, 3);
         let mut order = Vec::new();
         let cost = [300u64, 100, 200];
         while let Some(i) = t.next() {
             order.push(i);
-            let last = t.record(i, cost[i] + if order.len() <= 6 { 50 } else { 0 });
-            assert_eq!(last, order.len() == 12);
+            // The first round is cold; one call of option 0 is lucky: the median ignores both.
+            let extra = if order.len() <= 6 { 500 } else { 0 };
+            let lucky = if order.len() == 13 { 250 } else { 0 };
+            let last = t.record(i, cost[i] + extra - lucky);
+            assert_eq!(last, order.len() == 18);
         }
-        assert_eq!(order, [0, 0, 1, 1, 2, 2, 0, 0, 1, 1, 2, 2]);
+        let round = [0, 0, 1, 1, 2, 2];
+        assert_eq!(order, [round, round, round].concat());
         assert!(t.done());
         assert_eq!(t.times(), [300, 100, 200]);
         assert_eq!(t.decided(0, 0.0), 1);

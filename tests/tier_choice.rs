@@ -89,8 +89,8 @@ fn the_slower_variant_is_never_kept() {
             |v| if v.nt { 250 } else { 150 } + (v.tier == Tier::Avx512) as u64,
         ),
     ];
-    // 1M f32: a 4 MiB output, where non-temporal stores are candidates too.
-    let n = 1 << 20;
+    // 2M f32: an 8 MiB output, where non-temporal stores are candidates too.
+    let n = 2 << 20;
     for (name, cost) in rankings {
         let e = auto(cost);
         let cands = candidates(&e, n);
@@ -100,8 +100,8 @@ fn the_slower_variant_is_never_kept() {
             assert_eq!(e.stats().tier_trials, 0);
             continue;
         }
-        // Two pairs of timed calls per candidate, then the choice.
-        let probes = 4 * cands.len();
+        // Three pairs of timed calls per candidate, then the choice.
+        let probes = 6 * cands.len();
         run_checked(&e, n, probes + 2);
         let s = e.stats();
         assert_eq!(s.tier_trials, 1, "{name}: {s:?}");
@@ -125,7 +125,7 @@ fn the_slower_variant_is_never_kept() {
         }
         // The cost of measuring, as counted: every probe, and what each cost over the winner.
         assert_eq!(s.trial_calls, probes as u64);
-        let excess: u64 = cands.iter().map(|&v| 4 * (cost(v) - best)).sum();
+        let excess: u64 = cands.iter().map(|&v| 6 * (cost(v) - best)).sum();
         assert_eq!(s.trial_excess_ns, excess, "{name}");
         assert_eq!(s.trial_compiles, cands.len() as u64 - 1);
         // Later calls run the chosen kernel, without timing.
@@ -151,7 +151,7 @@ fn a_class_is_measured_once() {
         println!("one candidate on this host: nothing to measure");
         return;
     }
-    run_checked(&e, n, 40);
+    run_checked(&e, n, 60);
     let s = e.stats();
     assert_eq!(s.tier_trials, 1);
     // Same class (4 to 8 MiB of output, contiguous f32): no new trial, one compile.
@@ -163,7 +163,7 @@ fn a_class_is_measured_once() {
     let k = e.kernel(&plan_contiguous(4, n + 1000).unwrap()).unwrap();
     assert_eq!(k.variant(), e.tier_choices()[0].chosen);
     // Another size class is measured on its own.
-    run_checked(&e, 4 * n, 40);
+    run_checked(&e, 4 * n, 60);
     assert_eq!(e.stats().tier_trials, 2);
     assert_eq!(e.tier_choices().len(), 2);
 }
@@ -173,7 +173,7 @@ fn a_class_is_measured_once() {
 #[test]
 fn prepared_calls_measure_too() {
     let e = auto(|v| if v.nt { 5 } else { 50 });
-    let n = 1 << 20;
+    let n = 2 << 20;
     let cands = candidates(&e, n);
     if cands.len() < 2 {
         println!("one candidate on this host: nothing to measure");
@@ -183,7 +183,7 @@ fn prepared_calls_measure_too() {
         .prepare(selectjit::DType::F32, &[n], &[n], &[], Broadcast::Numpy)
         .unwrap();
     let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    for c in 0..4 * cands.len() + 3 {
+    for c in 0..6 * cands.len() + 3 {
         let cond: Vec<u8> = (0..n).map(|i| ((i * 7 + c) % 3) as u8).collect();
         let mut out = vec![0f32; n];
         p.run(&cond, &t, &[-1.0], &mut out).unwrap();

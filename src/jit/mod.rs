@@ -58,7 +58,7 @@ pub struct CodeGen {
     /// x86 kernels run through this instead of on the CPU.
     runner: Option<Arc<dyn CodeRunner>>,
     /// Named x86 tiers store outputs of at least this many bytes non-temporally; `Auto`
-    /// measures non-temporal stores against ordinary ones from an eighth of it.
+    /// measures non-temporal stores against ordinary ones from a quarter of it.
     nt_min_bytes: usize,
 }
 
@@ -199,8 +199,11 @@ impl CodeGen {
 
     /// The candidates for `sig`'s exact kernel, the preferred one first: the engine's tier
     /// alone (with non-temporal stores from `nt_min_bytes` of output on); under `Auto` every
-    /// fast tier, each with ordinary stores and, for vector and copy rows from an eighth of
-    /// `nt_min_bytes` of output on, with non-temporal ones.
+    /// fast tier, each with ordinary stores and, for vector and copy rows from a quarter of
+    /// `nt_min_bytes` of output on (8 MiB by default: the call's traffic then fills a typical
+    /// last-level cache), with non-temporal ones. Smaller outputs are not offered non-temporal
+    /// stores: left in the cache they serve whatever reads them next, which a select's own
+    /// time does not show.
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
         let out_bytes = sig.numel().saturating_mul(sig.width);
         if !self.auto {
@@ -209,7 +212,7 @@ impl CodeGen {
             return vec![Variant { tier, nt }];
         }
         let probe_nt = self.nt_min_bytes != usize::MAX
-            && out_bytes >= self.nt_min_bytes / 8
+            && out_bytes >= self.nt_min_bytes / 4
             && sig.row_shape() != crate::plan::RowShape::Strided;
         let mut v = Vec::new();
         for &t in self.tiers.iter().rev() {
