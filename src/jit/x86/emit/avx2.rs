@@ -73,7 +73,7 @@ impl VecIsa for Avx2 {
                 e.jb(small)?;
             }
             // After the main loop: the last block again, overlapping what is done.
-            if n.known().is_none_or(|n| n % blk != 0) {
+            if e.unaligned_end || n.known().is_none_or(|n| n % blk != 0) {
                 e.a.cmp(r8, r9)?;
                 e.jae(done)?;
                 e.a.lea(r8, ptr(r9 - blk as i32))?;
@@ -120,7 +120,7 @@ impl VecIsa for Avx2 {
                 e.a.cmp(r10, blk as i32)?;
                 e.jb(small)?;
             }
-            if b.known().is_none_or(|b| b % blk != 0) {
+            if e.unaligned_end || b.known().is_none_or(|b| b % blk != 0) {
                 e.a.cmp(r8, r10)?;
                 e.jae(done)?;
                 e.a.lea(r8, ptr(r10 - blk as i32))?;

@@ -64,7 +64,7 @@ impl VecIsa for Avx512 {
     fn tail(e: &mut Emitter, n: Bounds, done: Label) -> R {
         let lanes = e.lanes();
         let blk = lanes * UNROLL as u64;
-        match n.known() {
+        match n.known().filter(|_| !e.unaligned_end) {
             Some(k) => {
                 // Known length: straight-line code with immediate masks, from `r8`, which the
                 // main loop left at the last whole block.
@@ -102,7 +102,7 @@ impl VecIsa for Avx512 {
         done: Label,
     ) -> R {
         let blk = 32 * UNROLL as u64;
-        match b.known() {
+        match b.known().filter(|_| !e.unaligned_end) {
             Some(k) => {
                 // From `r8`, which the block loop left at the last whole block.
                 let rest = k % blk;

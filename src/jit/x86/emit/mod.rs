@@ -122,6 +122,9 @@ pub(super) struct Emitter<'s> {
     branches: Vec<Branch>,
     /// then/else: every stride is 0, so the operand is splatted once per kernel.
     pub invariant: [bool; 2],
+    /// The row's main loop may start past element 0 (after a head that aligns the output), so
+    /// a tail cannot tell from the row length where the loop stopped.
+    pub unaligned_end: bool,
     saved: Vec<AsmRegister64>,
     frame: i32,
 }
@@ -186,6 +189,7 @@ impl<'s> Emitter<'s> {
             consts: Vec::new(),
             branches: Vec::new(),
             invariant,
+            unaligned_end: false,
             saved: Vec::new(),
             frame: 0,
         }
