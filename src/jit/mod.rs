@@ -275,14 +275,14 @@ impl CodeGen {
         )))
     }
 
-    /// The machine code of `sig`'s exact kernel from `tier` (bytes of x86 code, or Cranelift's
-    /// listing), and the tier that made it.
-    pub fn machine_code(&self, tier: Tier, sig: &Signature) -> Result<(Tier, MachineCode)> {
+    /// The machine code of `sig`'s exact kernel as variant `v` (bytes of x86 code, or
+    /// Cranelift's listing), and the tier that made it.
+    pub fn machine_code(&self, v: Variant, sig: &Signature) -> Result<(Tier, MachineCode)> {
         #[cfg(x86_tier)]
-        if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
-            return Ok((tier, MachineCode::X86(x.emit(sig, false)?)));
+        if let Some(x) = self.x86(v.tier).filter(|x| x.covers(sig)) {
+            return Ok((v.tier, MachineCode::X86(x.emit_with(sig, false, v.nt)?.0)));
         }
-        let _ = tier;
+        let _ = v;
         #[cfg(cranelift_tier)]
         return Ok((
             Tier::Cranelift,

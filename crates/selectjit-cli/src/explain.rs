@@ -3,23 +3,34 @@
 use std::fmt::Write as _;
 
 use selectjit::error::ShapeFmt;
-use selectjit::jit::{CodeGen, MachineCode};
+use selectjit::jit::{CodeGen, CodeGenOptions, MachineCode};
 use selectjit::plan::{Pattern, plan};
 use selectjit::shape::{broadcast_shapes, contiguous_strides, strides_over};
-use selectjit::{Broadcast, DType, Result, Tier};
+use selectjit::{Broadcast, DType, Engine, EngineConfig, KernelClass, Result, Tier};
+use selectjit::{TensorMut, TensorRef};
 
 /// Describes a call on contiguous inputs of the given shapes: inferred shape, each input's
 /// strides over it, the collapsed plan and its signature, the pattern of its shape-generic
-/// kernel, the tier that compiles it under `codegen`, and the machine code of its exact kernel
-/// (with the Cranelift IR when Cranelift compiles it).
+/// kernel, the variant that runs it under `config` — under `auto`, measured on calls with
+/// inputs of these shapes when `measure` (and the output is at most 1 GiB) — and the machine
+/// code of that exact kernel (with the Cranelift IR when Cranelift compiles it).
 pub fn explain(
-    codegen: &CodeGen,
+    config: &EngineConfig,
     dtype: DType,
     cond: &[usize],
     then: &[usize],
     else_: &[usize],
     mode: Broadcast,
+    measure: bool,
 ) -> Result<String> {
+    let codegen = CodeGen::new(
+        config.tier,
+        CodeGenOptions {
+            verify: true,
+            nt_min_bytes: config.nt_min_bytes,
+            runner: config.runner.clone(),
+        },
+    )?;
     let mut s = String::new();
     let b = broadcast_shapes(mode, cond, then, else_)?;
     let st = |sh: &[usize], p| strides_over(sh, &contiguous_strides(sh), p, &b.out);
@@ -56,20 +67,41 @@ pub fn explain(
     let _ = writeln!(s, "signature  {sig}");
     let _ = writeln!(s, "generic    {}", Pattern::of(&sig));
     let _ = writeln!(s, "codegen    {}", codegen.describe());
-    let (tier, code) = codegen.machine_code(codegen.tier(), &sig)?;
+    let candidates = codegen.variants(&sig);
+    let mut variant = candidates[0];
+    if codegen.is_auto() && candidates.len() > 1 {
+        let class = KernelClass::of(&sig);
+        let names: Vec<String> = candidates.iter().map(|v| v.to_string()).collect();
+        let _ = writeln!(s, "class      {class}: candidates {}", names.join(", "));
+        match measured(
+            config,
+            dtype,
+            [cond, then, else_],
+            &b.out,
+            mode,
+            &class,
+            measure,
+        )? {
+            Some(c) => {
+                let _ = writeln!(s, "measured   {c}");
+                variant = c.chosen;
+            }
+            None => {
+                let _ = writeln!(s, "measured   not measured: {} would run first", variant);
+            }
+        }
+    }
+    let (tier, code) = codegen.machine_code(variant, &sig)?;
     let asm = match code {
         MachineCode::X86(bytes) => selectjit_emu::disassemble(&bytes),
         MachineCode::Listing(text) => text,
     };
-    let why = if tier == codegen.tier() {
+    let why = if tier == variant.tier {
         String::new()
     } else {
-        format!(
-            " (the {} tier does not cover this signature)",
-            codegen.tier()
-        )
+        format!(" (the {} tier does not cover this signature)", variant.tier)
     };
-    let _ = writeln!(s, "tier       {tier}{why}");
+    let _ = writeln!(s, "variant    {variant}{why}");
     if tier == Tier::Cranelift {
         let _ = writeln!(
             s,
@@ -81,32 +113,125 @@ pub fn explain(
     Ok(s)
 }
 
+/// `auto`'s choice for `class`, measured on calls of these shapes (inputs of a repeating cond
+/// pattern), or `None` when not measuring.
+fn measured(
+    config: &EngineConfig,
+    dtype: DType,
+    shapes: [&[usize]; 3],
+    out_shape: &[usize],
+    mode: Broadcast,
+    class: &KernelClass,
+    measure: bool,
+) -> Result<Option<selectjit::TierChoice>> {
+    let n = |sh: &[usize]| sh.iter().product::<usize>();
+    let w = dtype.width();
+    if !measure || n(out_shape).saturating_mul(w) > 1 << 30 {
+        return Ok(None);
+    }
+    let engine = Engine::try_with_config(EngineConfig {
+        tier: Tier::Auto,
+        threads: 1,
+        exact_after: 1,
+        ..config.clone()
+    })?;
+    let cond: Vec<u8> = (0..n(shapes[0])).map(|i| (i * 7 % 3) as u8).collect();
+    let then = vec![0x11u8; n(shapes[1]) * w];
+    let else_ = vec![0x22u8; n(shapes[2]) * w];
+    let mut out = vec![0u8; n(out_shape) * w];
+    for _ in 0..64 {
+        engine.select_dyn(
+            dtype,
+            TensorRef::new(&cond, shapes[0]),
+            TensorRef::new(&then, shapes[1]),
+            TensorRef::new(&else_, shapes[2]),
+            TensorMut::new(&mut out, out_shape),
+            mode,
+        )?;
+        if let Some(c) = engine
+            .tier_choices()
+            .into_iter()
+            .find(|c| c.class == *class)
+        {
+            return Ok(Some(c));
+        }
+    }
+    Ok(None)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
+    fn config(tier: Tier) -> EngineConfig {
+        EngineConfig {
+            tier,
+            ..EngineConfig::default()
+        }
+    }
+
     #[test]
     fn explains_the_attention_mask() {
-        let cg = CodeGen::from_cranelift(selectjit::jit::Jit::host(true).unwrap());
+        let cfg = config(Tier::Cranelift);
+        let mask = [&[1, 1, 128, 128][..], &[8, 12, 128, 128], &[]];
         let t = explain(
-            &cg,
+            &cfg,
             DType::F32,
-            &[1, 1, 128, 128],
-            &[8, 12, 128, 128],
-            &[],
+            mask[0],
+            mask[1],
+            mask[2],
             Broadcast::Numpy,
+            true,
         )
         .unwrap();
         assert!(t.contains("output [8,12,128,128]"), "{t}");
         assert!(t.contains("collapsed dims [96, 16384]"), "{t}");
-        assert!(t.contains("tier       cranelift"), "{t}");
+        assert!(t.contains("variant    cranelift"), "{t}");
         assert!(t.contains("function"), "{t}");
         assert!(t.contains("ret"), "{t}");
-        assert!(explain(&cg, DType::F32, &[3], &[4], &[], Broadcast::Numpy).is_err());
+        assert!(explain(&cfg, DType::F32, &[3], &[4], &[], Broadcast::Numpy, true).is_err());
         assert!(
-            explain(&cg, DType::F32, &[0], &[0], &[], Broadcast::Numpy)
+            explain(&cfg, DType::F32, &[0], &[0], &[], Broadcast::Numpy, true)
                 .unwrap()
                 .contains("empty output")
         );
+    }
+
+    /// Under `auto`, explain measures the call and shows the variant it chose and the times.
+    #[test]
+    fn explains_the_measured_choice() {
+        let cfg = config(Tier::Auto);
+        let t = explain(
+            &cfg,
+            DType::F32,
+            &[4096],
+            &[4096],
+            &[4096],
+            Broadcast::Numpy,
+            true,
+        )
+        .unwrap();
+        let x86: Vec<Tier> = Tier::host_tiers()
+            .into_iter()
+            .filter(|t| t.is_x86())
+            .collect();
+        if x86.len() > 1 {
+            assert!(t.contains("candidates avx512, avx2"), "{t}");
+            assert!(t.contains("measured   w4 rank1"), "{t}");
+            assert!(t.contains(" us"), "{t}");
+        }
+        let quiet = explain(
+            &cfg,
+            DType::F32,
+            &[4096],
+            &[4096],
+            &[],
+            Broadcast::Numpy,
+            false,
+        )
+        .unwrap();
+        if x86.len() > 1 {
+            assert!(quiet.contains("not measured"), "{quiet}");
+        }
     }
 }

@@ -24,6 +24,10 @@ pub struct Args {
     axis: i64,
     #[command(flatten)]
     codegen: CodegenArgs,
+    /// Under the auto tier, do not run the call to measure its candidates (shows the one that
+    /// would run first).
+    #[arg(long)]
+    no_measure: bool,
 }
 
 /// Parses `2,3,4` (or `''` for a scalar).
@@ -45,22 +49,19 @@ pub fn parse_shape(s: &str) -> Result<Vec<usize>> {
 
 pub fn run(a: Args) -> Result<()> {
     let dtype: DType = a.dtype.parse()?;
-    let cfg = a.codegen.config(selectjit::Backend::Jit)?;
-    let codegen = selectjit::jit::CodeGen::new(
-        cfg.tier,
-        selectjit::jit::CodeGenOptions {
-            verify: true,
-            nt_min_bytes: cfg.nt_min_bytes,
-            runner: Some(selectjit_emu::Emulator::runner()),
-        },
-    )?;
+    let mut cfg = a.codegen.config(selectjit::Backend::Jit)?;
+    // Kernels of a tier the host lacks are disassembled; with --emulate they also run.
+    if cfg.runner.is_none() {
+        cfg.runner = Some(selectjit_emu::Emulator::runner());
+    }
     let text = crate::explain::explain(
-        &codegen,
+        &cfg,
         dtype,
         &parse_shape(&a.cond)?,
         &parse_shape(&a.then)?,
         &parse_shape(&a.else_)?,
         a.broadcast.with_axis(a.axis),
+        !a.no_measure,
     )?;
     print!("{text}");
     Ok(())
