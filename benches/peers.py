@@ -1,5 +1,10 @@
 #!/usr/bin/env python3
-"""selectjit against the Where/Select of numpy, ONNX Runtime and OpenVINO (CPU), single-threaded.
+"""selectjit against the Where/Select of numpy, ONNX Runtime and OpenVINO (CPU).
+
+One thread for every contender (default), or with `--threads default` each at its default:
+ONNX Runtime and OpenVINO with their own thread pools, numpy (single-threaded anyway), and
+selectjit's engine on every core (`jit-mt` of `selectjit bench`, which splits only calls that
+measured faster split).
 
 For every case of cases.json: runs `selectjit bench` on that case alone, then times the peers
 (interleaved rounds, median, like src/bench.rs) and checks their output bytes against a bytewise
@@ -113,6 +118,10 @@ def numpy_peer(cond, then, else_):
     return call, lambda: box[0]
 
 
+# "1": one thread for every contender; "default": each at its default thread count.
+THREADS = "1"
+
+
 def ort_peer(cond, then, else_):
     elem = DTYPES[dtype_name(then)][1]
     out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
@@ -123,8 +132,9 @@ def ort_peer(cond, then, else_):
          info("e", elem, else_.shape)], [info("y", elem, out.shape)])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
     so = ort.SessionOptions()
-    so.intra_op_num_threads = so.inter_op_num_threads = 1
-    so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    if THREADS == "1":
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
     so.log_severity_level = 3
     try:
         sess = ort.InferenceSession(model.SerializeToString(), so,
@@ -160,8 +170,8 @@ def openvino_peer(cond, then, else_):
     params = [ov_ops.parameter(list(a.shape), t)
               for a, t in [(cond, ov.Type.boolean), (then, typ), (else_, typ)]]
     model = ov.Model([ov_ops.select(*params, auto_broadcast="numpy")], params)
-    compiled = OV_CORE.compile_model(model, "CPU", {"INFERENCE_NUM_THREADS": 1,
-                                                    "NUM_STREAMS": 1})
+    config = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1} if THREADS == "1" else {}
+    compiled = OV_CORE.compile_model(model, "CPU", config)
     req = compiled.create_infer_request()
 
     def tensor(a, t):  # shares the numpy buffer
@@ -348,11 +358,16 @@ def run_cases(cases, exe, opts):
             runners[p] = call
         times = timeit(list(runners.values()), opts.rounds, opts.min_batch_ns)
         for p, t in zip(runners, times):
-            row["peers"][p].update(ns=t, ratio=t / sj["jit_ns"])
+            row["peers"][p].update(ns=t, ratio=t / sj_ns(sj))
         del runners
         rows.append(row)
         print(table_line(row), flush=True)
     return rows
+
+
+def sj_ns(sj):
+    """selectjit's time in this mode: one thread, or its engine on every core."""
+    return sj["jit_ns"] if THREADS == "1" else sj["jit_mt_ns"]
 
 
 def cell(row, p):
@@ -368,7 +383,7 @@ def table_cells(row):
     kt = next((t["kernel_tier"] for t in sj["tiers"] if t["tier"] == sj["jit_tier"]),
               sj["jit_tier"])
     tier = sj["jit_tier"] + ("" if kt == sj["jit_tier"] else f"->{kt}")
-    out = [row["case"], row["dtype"], str(row["elements"]), f"{sj['jit_ns'] / 1e3:.2f}", tier,
+    out = [row["case"], row["dtype"], str(row["elements"]), f"{sj_ns(sj) / 1e3:.2f}", tier,
            f"{sj['static_ns'] / 1e3:.2f}", f"{sj['roofline_ns'] / 1e3:.2f}"]
     for p in PEERS:
         out += cell(row, p)
@@ -448,27 +463,32 @@ def environment(exe, opts):
             "onnx": onnx.__version__, "onnxruntime": ort.__version__,
             "openvino": ov.__version__.split("-")[0],
             "mode": "quick" if opts.quick else "full", "filter": opts.filter,
+            "threads": "one thread" if THREADS == "1" else "default threads",
             "rounds": opts.rounds, "min_batch_ms": opts.min_batch_ns / 1e6}
 
 
-NOTES = [
-    "Times in µs per call, medians of interleaved rounds, single-threaded; ratios are peer "
-    "time / selectjit time (above 1: selectjit is faster), all from this one run.",
-    "selectjit = the tier `auto` picks (`->` names the tier that compiled the kernel where the "
-    "picked one does not cover it); static = the crate's precompiled kernels; roofline = the "
-    "fastest copy of the same traffic (a bound, not a select).",
-    "numpy = `np.where(cond, then, else)`, which allocates its output (included). ORT = a "
-    "one-node `Where` model, I/O bound to preallocated buffers, `run_with_iobinding`. "
-    "OpenVINO = `opset13.select(auto_broadcast='numpy')` compiled for CPU, one inference "
-    "thread, one reused infer request writing into a preallocated output tensor.",
-    "Peer times include the Python call (about a microsecond), which dominates tiny cases; "
-    "selectjit's are Rust calls. `!` = the peer's output differs from the reference bytes.",
-]
+def notes():
+    threads = ("single-threaded" if THREADS == "1" else
+               "each contender at its default thread count (selectjit: its engine on every core)")
+    return [
+        f"Times in µs per call, medians of interleaved rounds, {threads}; ratios are peer "
+        "time / selectjit time (above 1: selectjit is faster), all from this one run.",
+        "selectjit = the `auto` tier with the variant it chose by measuring (`+nt`: non-temporal "
+        "stores); static = the crate's precompiled kernels; roofline = the fastest copy of the "
+        "same traffic (a bound, not a select).",
+        "numpy = `np.where(cond, then, else)`, which allocates its output (included). ORT = a "
+        "one-node `Where` model, I/O bound to preallocated buffers, `run_with_iobinding`. "
+        "OpenVINO = `opset13.select(auto_broadcast='numpy')` compiled for CPU, one reused infer "
+        "request writing into a preallocated output tensor.",
+        "Peer times include the Python call (about a microsecond), which dominates tiny cases; "
+        "selectjit's are Rust calls. `!` = the peer's output differs from the reference bytes.",
+    ]
 
 
 def markdown(env, rows, summ, probes, note):
     md = ["# selectjit and its peers", "",
-          f"Measured {env['date']} on {env['cpu']}, {env['vcpus']} vCPU, {env['mode']} run "
+          f"Measured {env['date']} on {env['cpu']}, {env['vcpus']} vCPU, {env['threads']}, "
+          f"{env['mode']} run "
           f"({env['rounds']} rounds, batches of at least {env['min_batch_ms']:g} ms). "
           f"{env['selectjit']}; numpy {env['numpy']}, ml_dtypes {env['ml_dtypes']}, "
           f"onnxruntime {env['onnxruntime']}, openvino {env['openvino']}, Python {env['python']}.",
@@ -482,7 +502,7 @@ def markdown(env, rows, summ, probes, note):
                                             "OpenVINO µs", "OV/sj"]) + " |",
            "|" + "---|" * 2 + "---:|" * (len(HEADER) - 2)]
     md += ["| " + " | ".join(table_cells(r)) + " |" for r in rows]
-    md += [""] + [f"- {n}" for n in NOTES] + ["", "## Summary", ""]
+    md += [""] + [f"- {n}" for n in notes()] + ["", "## Summary", ""]
     for p, s in summ.items():
         md.append(f"- {s['line']}.")
         md += [f"  - n/a: {x}" for x in s["n/a"]]
@@ -505,7 +525,11 @@ def main():
     ap.add_argument("--json", type=Path, help="write the combined results here")
     ap.add_argument("--markdown", type=Path, help="write the table and findings here")
     ap.add_argument("--note", default="", help="a line for the markdown (e.g. machine load)")
+    ap.add_argument("--threads", choices=["1", "default"], default="1",
+                    help="one thread for every contender, or each at its default")
     opts = ap.parse_args()
+    global THREADS
+    THREADS = opts.threads
     opts.rounds, opts.min_batch_ns = (5, 1e6) if opts.quick else (15, 4e6)
     if not opts.selectjit.is_file():
         sys.exit(f"no selectjit binary at {opts.selectjit}: run `cargo build --release` first "
@@ -518,7 +542,7 @@ def main():
     env = environment(opts.selectjit, opts)
     print(table_line(HEADER))
     rows = run_cases(cases, opts.selectjit, opts)
-    print("\n".join(NOTES))
+    print("\n".join(notes()))
     summ = summaries(rows)
     for s in summ.values():
         print(s["line"])

@@ -5,8 +5,8 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use selectjit::{Broadcast, DType};
-use selectjit_aot::{ExportOptions, KernelSet, Kinds, export};
+use selectjit::DType;
+use selectjit_aot::{ExportOptions, export, parse_shapes};
 
 fn main() {
     let shapes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/shapes.json");
@@ -14,43 +14,17 @@ fn main() {
     println!("cargo:rerun-if-changed={shapes}");
     let target = std::env::var("TARGET").expect("cargo sets TARGET");
     let text = std::fs::read_to_string(shapes).expect("the conformance file");
-    let v: serde_json::Value = serde_json::from_str(&text).expect("JSON");
-    let mut set = KernelSet::new();
-    let shape = |x: &serde_json::Value| -> Vec<usize> {
-        x.as_array()
-            .expect("a shape")
-            .iter()
-            .map(|d| d.as_u64().expect("a size") as usize)
-            .collect()
-    };
-    for case in v["cases"].as_array().expect("cases") {
-        if case["expect"] == "error" {
-            continue;
-        }
-        let mode = match case["mode"].as_str().expect("a mode") {
-            "numpy" => Broadcast::Numpy,
-            "two-step" => Broadcast::TwoStep,
-            "none" => Broadcast::None,
-            _ => Broadcast::Pdpd {
-                axis: case["axis"].as_i64().unwrap_or(-1),
-            },
-        };
-        let (c, t, e) = (
-            shape(&case["cond"]),
-            shape(&case["then"]),
-            shape(&case["else"]),
-        );
-        for dt in [
-            DType::U8,
-            DType::F16,
-            DType::F32,
-            DType::F64,
-            DType::Complex128,
-        ] {
-            set.add_call(dt, &c, &t, &e, mode, Kinds::Both)
-                .expect("a valid conformance case");
-        }
-    }
+    // The conformance file is a shapes file as it is: every valid case, both kernel kinds.
+    let widths = [
+        DType::U8,
+        DType::F16,
+        DType::F32,
+        DType::F64,
+        DType::Complex128,
+    ];
+    let set = parse_shapes(&text, &widths)
+        .expect("the conformance cases")
+        .set;
     // Build scripts run unoptimised: the verifier would double the export time.
     let opts = ExportOptions {
         verify: false,
