@@ -32,7 +32,7 @@ fn table() -> AotTable {
 fn engines() -> &'static [Engine] {
     static E: OnceLock<Vec<Engine>> = OnceLock::new();
     E.get_or_init(|| {
-        let cfg = |backend, tier, exact_after, emulate| EngineConfig {
+        let cfg = |backend, tier, exact_after, emulate: bool| EngineConfig {
             backend,
             tier,
             exact_after,
