@@ -72,8 +72,25 @@ impl VecIsa for Avx2 {
                 e.a.cmp(r9, blk as i32)?;
                 e.jb(small)?;
             }
-            // After the main loop: the last block again, overlapping what is done.
-            if e.unaligned_end || n.known().is_none_or(|n| n % blk != 0) {
+            if e.unaligned_end {
+                // After an aligning head: aligned vectors, then the last few elements as a row
+                // of their own (the block again over the row's end would split lines).
+                let lanes = e.lanes();
+                let (top, rest) = (e.label(), e.label());
+                e.a.lea(r10, ptr(r9 - lanes as i32))?;
+                e.bind(top);
+                e.a.cmp(r8, r10)?;
+                e.ja(rest)?;
+                e.avx2_body(32, 1, false, false)?;
+                e.a.add(r8, lanes as i32)?;
+                e.jmp(top)?;
+                e.bind(rest);
+                e.a.mov(rax, r9)?;
+                e.a.sub(rax, r8)?;
+                e.je(done)?;
+                Avx2::short(e, lanes - 1)?;
+            } else if n.known().is_none_or(|n| n % blk != 0) {
+                // After the main loop: the last block again, overlapping what is done.
                 e.a.cmp(r8, r9)?;
                 e.jae(done)?;
                 e.a.lea(r8, ptr(r9 - blk as i32))?;

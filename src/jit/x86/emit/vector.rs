@@ -122,6 +122,13 @@ impl Emitter<'_> {
         Ok(())
     }
 
+    /// Whether operand `op` (then or else) is read from memory along the row and is not the
+    /// same row for every outer index (which stays in the cache).
+    fn streamed(&self, op: usize) -> bool {
+        let st = &self.sig.strides[op];
+        !self.row_bcast(op) && (st.len() == 1 || st[..st.len() - 1].iter().any(|&s| s != 0))
+    }
+
     /// Elements per vector.
     pub(super) fn lanes(&self) -> u64 {
         VBYTES / self.w as u64
@@ -218,7 +225,9 @@ impl Emitter<'_> {
                 self.line_head(VBYTES, self.wlog(), |s| I::short(s, lanes - 1))?;
                 self.bind(aligned);
             }
-            let uniform = I::uniform(self.w);
+            // Blocks test for uniform cond bytes only where that lets them skip reading an
+            // input streamed from memory; with inputs in L1 the test is pure overhead.
+            let uniform = I::uniform(self.w) && (self.streamed(THEN) || self.streamed(ELSE));
             let (top, next) = (self.label(), self.label());
             let (all_then, all_else) = (self.label(), self.label());
             self.a.lea(r10, ptr(r9 - e as i32))?;
