@@ -584,3 +584,87 @@ fn non_temporal_stores_from_the_threshold() {
         }
     }
 }
+
+/// Rows whose cond row is the same for every outer index and long (attention masks): their
+/// kernels pack it to bits in the prologue; every output alignment, non-temporal or not,
+/// rank 2 and 3, rows up to the largest packed length.
+fn packed_layouts(w: usize) -> Vec<Signature> {
+    let padded = |n: usize| n.next_multiple_of(64) as isize;
+    let (p1, p2) = (padded(4097), padded(5000));
+    vec![
+        sig(w, &[3, 4096], [&[0, 1], &[4096, 1], &[0, 0], &[4096, 1]]),
+        sig(
+            w,
+            &[2, 3, 4097],
+            [&[0, 0, 1], &[3 * p1, p1, 1], &[0, 0, 1], &[3 * p1, p1, 1]],
+        ),
+        sig(w, &[2, 5000], [&[0, 1], &[0, 0], &[p2, 1], &[p2, 1]]),
+        sig(
+            w,
+            &[2, 65536],
+            [&[0, 1], &[65536, 1], &[65536, 1], &[65536, 1]],
+        ),
+    ]
+}
+
+fn sweep_packed(level: Level, exec: Exec) {
+    for w in WIDTHS {
+        for (k, s) in packed_layouts(w).iter().enumerate() {
+            // Output misalignments (seed % 67): element-aligned at every line offset, and not.
+            for seed in [0, 1, 3, 8, 16, 24, 32, 40, 48, 56, 60, 66] {
+                check_all(level, exec, s, seed + 67 * (k as u64 + 1));
+            }
+        }
+    }
+}
+
+#[test]
+fn packed_cond_rows() {
+    sweep_packed(Level::Avx2, exec_for(Level::Avx2));
+    sweep_packed(Level::Avx512, exec_for(Level::Avx512));
+}
+
+/// Packed rows in the emulator, which checks that the packing reads no cond byte past the row
+/// and stays in the stack frame.
+#[test]
+fn packed_cond_rows_in_the_emulator() {
+    sweep_packed(Level::Avx2, Exec::Emulated);
+    sweep_packed(Level::Avx512, Exec::Emulated);
+}
+
+/// Which kernels pack: widths 2 to 8 on both levels and width 1 with AVX-512, exact kernels
+/// only, rows of 4096 to 65536 elements, output rows at one offset within a line.
+#[test]
+fn packing_applies_where_it_should() {
+    let packs = |level: Level, s: &Signature, generic: bool| {
+        let xg = X86Gen::new(level, usize::MAX);
+        let text = disassemble(&xg.emit(s, generic).expect("emits"));
+        match level {
+            Level::Avx2 => text.contains("vpmovmskb"),
+            Level::Avx512 => text.contains("kmovd r10d,k1"),
+        }
+    };
+    let attn =
+        |w: usize, n: usize, out: isize| sig(w, &[4, n], [&[0, 1], &[out, 1], &[0, 0], &[out, 1]]);
+    for level in [Level::Avx2, Level::Avx512] {
+        for w in WIDTHS {
+            let expect = match level {
+                Level::Avx2 => matches!(w, 2 | 4 | 8),
+                Level::Avx512 => w <= 8,
+            };
+            let s = attn(w, 4096, 4096);
+            assert_eq!(packs(level, &s, false), expect, "{level:?} {s}");
+            assert!(!packs(level, &s, true), "{level:?} {s}: generic");
+            for n in [4095, 65537] {
+                let s = attn(w, n, n.next_multiple_of(64) as isize);
+                assert!(!packs(level, &s, false), "{level:?} {s}");
+            }
+            // Output rows at different offsets within a line.
+            let s = attn(w, 4096, 4100);
+            assert!(!packs(level, &s, false), "{level:?} {s}");
+            // cond changes with the outer index.
+            let s = sig(w, &[4, 4096], [&[4096, 1], &[4096, 1], &[0, 0], &[4096, 1]]);
+            assert!(!packs(level, &s, false), "{level:?} {s}");
+        }
+    }
+}

@@ -26,6 +26,9 @@ pub(crate) struct Avx2;
 const ZERO: usize = 15;
 /// All ones, for `vptest` in the uniform test.
 const ONES: usize = 12;
+/// The first of the bit selectors of rows that read packed cond bits (ymm8, and ymm9 for
+/// width 8; those rows run no uniform test).
+const BITS_SEL: usize = 8;
 /// Red-zone slots of the registers a short sub-row saves.
 const SAVE_LEN: i32 = -8;
 const SAVE_AT: i32 = -16;
@@ -49,7 +52,34 @@ impl VecIsa for Avx2 {
         if Self::uniform(e.w) {
             e.a.vpcmpeqd(YMM[ONES], YMM[ONES], YMM[ONES])?;
         }
+        if e.packed {
+            // Bit selectors: lane i of a vector keeps bit i of its broadcast bits (width 8:
+            // bit i of the low or the high nibble of a byte, for even and odd vectors).
+            let lanes = e.lanes() as usize;
+            let sels: &[usize] = if e.w == 8 { &[0, 4] } else { &[0] };
+            for (j, &shift) in sels.iter().enumerate() {
+                let mut c = [0u8; 32];
+                for i in 0..lanes {
+                    let bit = 1u64 << (shift + i);
+                    c[i * e.w..(i + 1) * e.w].copy_from_slice(&bit.to_le_bytes()[..e.w]);
+                }
+                let m = e.constant(&c);
+                e.a.vmovdqu(YMM[BITS_SEL + j], m)?;
+            }
+        }
         Ok(())
+    }
+
+    fn packs(w: usize) -> bool {
+        // Width 1 compares its cond bytes straight from memory: bits would cost it more than
+        // they save.
+        matches!(w, 2 | 4 | 8)
+    }
+
+    fn cond_bits(e: &mut Emitter, src: AsmMemoryOperand) -> R {
+        // Bits where cond is 0: the lanes the blend takes else in.
+        e.a.vpcmpeqb(ymm0, YMM[ZERO], src)?;
+        Ok(e.a.vpmovmskb(r10d, ymm0)?)
     }
 
     fn uniform(w: usize) -> bool {
@@ -318,6 +348,7 @@ impl Emitter<'_> {
                 let c = self.elem(COND, off);
                 match w {
                     _ if wide_masks => {}
+                    _ if self.from_bits => self.avx2_bits_mask(YMM[2 * v], v)?,
                     1 => self.a.vpcmpeqb(m, r[ZERO], c)?,
                     2 => {
                         self.a.vpmovzxbw(m, c)?;
@@ -370,6 +401,34 @@ impl Emitter<'_> {
                 }
             }
         });
+        Ok(())
+    }
+
+    /// `m` = the lane mask of vector `v` of a block from the packed bits at `rax` (where cond
+    /// is 0): its bits broadcast to every lane, each lane's own kept by the selector, compared
+    /// with it.
+    fn avx2_bits_mask(&mut self, m: AsmRegisterYmm, v: usize) -> R {
+        let v = v as i32;
+        match self.w {
+            2 => {
+                let s = YMM[BITS_SEL];
+                self.a.vpbroadcastw(m, word_ptr(rax + 2 * v))?;
+                self.a.vpand(m, m, s)?;
+                self.a.vpcmpeqw(m, m, s)?;
+            }
+            4 => {
+                let s = YMM[BITS_SEL];
+                self.a.vpbroadcastd(m, dword_ptr(rax + v))?;
+                self.a.vpand(m, m, s)?;
+                self.a.vpcmpeqd(m, m, s)?;
+            }
+            _ => {
+                let s = YMM[BITS_SEL + (v % 2) as usize];
+                self.a.vpbroadcastd(m, dword_ptr(rax + v / 2))?;
+                self.a.vpand(m, m, s)?;
+                self.a.vpcmpeqq(m, m, s)?;
+            }
+        }
         Ok(())
     }
 

@@ -48,6 +48,16 @@ impl VecIsa for Avx512 {
         Ok(e.a.vpternlogd(YMM[ONES], YMM[ONES], YMM[ONES], 0xff)?)
     }
 
+    fn packs(w: usize) -> bool {
+        // A block's masks are a `kmov` from the bits.
+        w <= 8
+    }
+
+    fn cond_bits(e: &mut Emitter, src: AsmMemoryOperand) -> R {
+        e.avx512_test_bytes(k1, 32, src)?;
+        Ok(e.a.kmovd(r10d, k1)?)
+    }
+
     fn uniform(w: usize) -> bool {
         // Widths 2 and 4: one or two 32-bit masks cover the whole block.
         matches!(w, 2 | 4)
@@ -173,8 +183,9 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Masks k1..k`vecs` of `vecs` vectors from element `r8`; a bit is set where the blend
-    /// takes its memory (or second) operand.
+    /// Masks k1..k`vecs` of `vecs` vectors from element `r8` (from the packed bits at `rax`
+    /// when [`Emitter::from_bits`]); a bit is set where the blend takes its memory (or second)
+    /// operand.
     fn avx512_masks(&mut self, vecs: usize) -> R {
         let lanes = self.lanes() as usize;
         if self.w == 16 {
@@ -195,8 +206,18 @@ impl Emitter<'_> {
         let per_group = group / lanes;
         for g in 0..total / group {
             let first = 1 + g * per_group;
-            let c = self.elem(COND, (g * group) as i64);
-            self.avx512_test_bytes(K[first], group, c)?;
+            if self.from_bits {
+                // The packed bits of the group, at rax (reading a byte more for 8 lanes).
+                let at = ptr(rax + (g * group / 8) as i32);
+                if group == 32 {
+                    self.a.kmovd(K[first], dword_ptr(at))?;
+                } else {
+                    self.a.kmovw(K[first], word_ptr(at))?;
+                }
+            } else {
+                let c = self.elem(COND, (g * group) as i64);
+                self.avx512_test_bytes(K[first], group, c)?;
+            }
             for s in 1..per_group {
                 let (k, from) = (K[first + s], K[first]);
                 let by = (s * lanes) as u32;

@@ -125,6 +125,14 @@ pub(super) struct Emitter<'s> {
     /// The row's main loop may start past element 0 (after a head that aligns the output), so
     /// a tail cannot tell from the row length where the loop stopped.
     pub unaligned_end: bool,
+    /// The cond row is the same for every row and long: the prologue packs it to one bit per
+    /// element on the stack, and main-loop blocks read their masks there (see
+    /// [`Self::packs_cond`]).
+    pub packed: bool,
+    /// Stack offset of the packed bits.
+    pub bits_at: i32,
+    /// While set, a block reads its masks from the packed bits at `rax`.
+    pub from_bits: bool,
     saved: Vec<AsmRegister64>,
     frame: i32,
 }
@@ -175,7 +183,7 @@ impl<'s> Emitter<'s> {
             Bounds { min: d, max: d }
         };
         let invariant = [THEN, ELSE].map(|op| sig.strides[op].iter().all(|&s| s == 0));
-        Emitter {
+        let mut e = Emitter {
             a,
             sig,
             generic,
@@ -190,9 +198,14 @@ impl<'s> Emitter<'s> {
             branches: Vec::new(),
             invariant,
             unaligned_end: false,
+            packed: false,
+            bits_at: 0,
+            from_bits: false,
             saved: Vec::new(),
             frame: 0,
-        }
+        };
+        e.packed = e.packs_cond();
+        e
     }
 
     fn emit_all(

@@ -11,6 +11,8 @@ use crate::plan::{ELSE, RowShape, THEN};
 
 /// Stack bytes per outer loop kept in memory: the trip counter and four pointers.
 const SLOT: i32 = 40;
+/// Bytes of a page, the step of a large stack frame's entry.
+const PAGE: i32 = 4096;
 
 /// A loop trip count.
 #[derive(Clone, Copy)]
@@ -49,8 +51,20 @@ impl Emitter<'_> {
             self.a.mov(r15, qword_ptr(rsp + (above + 16)))?;
         }
         self.frame = SLOT * self.rank.saturating_sub(2) as i32;
-        if self.frame > 0 {
-            self.a.sub(rsp, self.frame)?;
+        if self.packed {
+            self.bits_at = self.frame;
+            self.frame += self.bits_bytes();
+        }
+        // A frame past a page is entered a page at a time, touching each, so that it never
+        // steps over a stack guard page.
+        let mut left = self.frame;
+        while left > PAGE {
+            self.a.sub(rsp, PAGE)?;
+            self.a.or(qword_ptr(rsp), 0)?;
+            left -= PAGE;
+        }
+        if left > 0 {
+            self.a.sub(rsp, left)?;
         }
         // Pointers to outer index `begin`.
         for (op, p) in P.into_iter().enumerate() {
@@ -74,6 +88,12 @@ impl Emitter<'_> {
             match self.level {
                 Level::Avx2 => self.vector_invariants::<Avx2>()?,
                 Level::Avx512 => self.vector_invariants::<Avx512>()?,
+            }
+        }
+        if self.packed {
+            match self.level {
+                Level::Avx2 => self.pack_cond::<Avx2>()?,
+                Level::Avx512 => self.pack_cond::<Avx512>()?,
             }
         }
         Ok(())

@@ -14,6 +14,12 @@
 //! partial first and last lines with ordinary stores (a line is never written both ways);
 //! a row that left whole lines to ordinary stores ran 1.35-1.5x slower on such a host.
 //!
+//! A row whose cond row is the same for every outer index and long (an attention mask over
+//! heads) would re-read those cond bytes from L2 on every row, the then/else and output
+//! streams having pushed them out of L1. The prologue packs them instead to one bit per
+//! element on the stack, from the element where every row's main loop starts, and the main
+//! loop reads its masks from the bits (`rax` points at the block's), which stay in L1.
+//!
 //! Registers shared by both ISAs: ymm14 / ymm13 the splats of then / else, ymm12 the width-16
 //! selector (qwords 0 and 1 keep cond byte 0, qwords 2 and 3 cond byte 1).
 
@@ -21,7 +27,7 @@ use iced_x86::code_asm::*;
 
 use super::regs::YMM;
 use super::{Bounds, Emitter, Label, P, R};
-use crate::plan::{ELSE, OUT, THEN};
+use crate::plan::{COND, ELSE, OUT, THEN};
 
 pub(super) use super::avx2::Avx2;
 pub(super) use super::avx512::Avx512;
@@ -40,6 +46,11 @@ const NT_COPY_MIN: u64 = 512;
 pub(super) const SEL: usize = 12;
 /// Red-zone slot of the head count of a non-temporal row (the ISAs use the slots above it).
 const HEAD_SLOT: i32 = -24;
+/// Rows of this many elements or more pack a cond row shared by every row to bits (shorter
+/// ones stay in L1 as bytes).
+const PACK_MIN: u64 = 4096;
+/// And at most this many (the bits live in the stack frame: 8 KiB).
+const PACK_MAX: u64 = 65536;
 
 /// The register that holds the splat of then (ymm14) or else (ymm13).
 pub(super) fn splat_reg(op: usize) -> usize {
@@ -51,6 +62,11 @@ pub(super) fn splat_reg(op: usize) -> usize {
 pub(super) trait VecIsa {
     /// The ISA's own loop-invariant registers.
     fn invariants(e: &mut Emitter) -> R;
+    /// Whether the ISA reads masks of `w`-byte elements from packed cond bits.
+    fn packs(w: usize) -> bool;
+    /// `r10d` = the mask bits of the 32 cond bytes at `src` (bit `i` for byte `i`), set where
+    /// a block's blend takes its memory (or second) operand.
+    fn cond_bits(e: &mut Emitter, src: AsmMemoryOperand) -> R;
     /// Whether main-loop blocks test their cond bytes for all non-zero / all zero first (and
     /// then copy one input).
     fn uniform(w: usize) -> bool;
@@ -96,6 +112,79 @@ impl Emitter<'_> {
             let c = self.constant(&sel);
             self.a.vmovdqu(YMM[SEL], c)?;
         }
+        Ok(())
+    }
+
+    /// Whether the kernel packs its cond row to bits: an exact kernel of vector rows of
+    /// `PACK_MIN..=PACK_MAX` elements whose cond row is the same for every outer index, and
+    /// whose output rows all start at the same offset within a cache line (so that every row's
+    /// main loop starts at the same element, that of the bits' first).
+    pub(super) fn packs_cond(&self) -> bool {
+        let rank = self.rank;
+        let packs = match self.level {
+            super::Level::Avx2 => Avx2::packs(self.w),
+            super::Level::Avx512 => Avx512::packs(self.w),
+        };
+        packs
+            && !self.generic
+            && rank >= 2
+            && matches!(self.shape, crate::plan::RowShape::Select { .. })
+            && self
+                .n
+                .known()
+                .is_some_and(|n| (PACK_MIN..=PACK_MAX).contains(&n))
+            && self.sig.strides[COND][..rank - 1].iter().all(|&s| s == 0)
+            && (0..rank - 1).all(|l| self.sig.byte_stride(OUT, l) % LINE as isize == 0)
+    }
+
+    /// Stack bytes of the packed bits of a row: a bit per element, with slack for the dword
+    /// reads of a block's last bits.
+    pub(super) fn bits_bytes(&self) -> i32 {
+        ((self.n.min / 8 + 8).next_multiple_of(16)) as i32
+    }
+
+    /// Packs the cond row (the same for every row) to bits from the element where the main
+    /// loop of every row starts: that of the output's first line boundary when the output is
+    /// element-aligned (see [`Self::vector_row`]), else 0. Keeps `r9`.
+    pub(super) fn pack_cond<I: VecIsa>(&mut self) -> R {
+        let n = self.n.min as i32;
+        let start = self.label();
+        self.a.mov(r11, rdi)?;
+        if self.w > 1 {
+            self.a.test(cl, self.w as i32 - 1)?;
+            self.jne(start)?;
+        }
+        self.a.mov(rax, rcx)?;
+        self.a.neg(rax)?;
+        self.a.and(eax, LINE as i32 - 1)?;
+        if self.wlog() > 0 {
+            self.a.shr(eax, self.wlog())?;
+        }
+        self.a.add(r11, rax)?;
+        self.bind(start);
+        // r8 = cond bytes from r11 to the row's end (more than 32: n >= PACK_MIN).
+        self.a.lea(r8, ptr(rdi + n))?;
+        self.a.sub(r8, r11)?;
+        self.a.lea(rax, ptr(rsp + self.bits_at))?;
+        let top = self.label();
+        self.bind(top);
+        I::cond_bits(self, ptr(r11))?;
+        self.a.mov(dword_ptr(rax), r10d)?;
+        self.a.add(r11, 32)?;
+        self.a.add(rax, 4)?;
+        self.a.sub(r8, 32)?;
+        self.a.cmp(r8, 32)?;
+        self.jae(top)?;
+        // The last r8 (< 32) bytes: the row's last 32, shifted down to them.
+        let done = self.label();
+        self.a.test(r8, r8)?;
+        self.je(done)?;
+        I::cond_bits(self, ptr(rdi + (n - 32)))?;
+        self.a.mov(r11d, 32)?;
+        self.a.sub(r11d, r8d)?;
+        self.a.shrx(r10d, r10d, r11d)?;
+        self.a.mov(dword_ptr(rax), r10d)?;
+        self.bind(done);
         Ok(())
     }
 
@@ -186,18 +275,20 @@ impl Emitter<'_> {
             self.gate(r9, n, nt_min, self.w, normal)?;
             let line_max = line - 1;
             self.line_head(LINE, self.wlog(), |s| I::short(s, line_max))?;
+            self.bits_start()?;
             self.a.lea(r10, ptr(r9 - e as i32))?;
             let top = self.label();
             self.bind(top);
-            I::block(self, UNROLL, true, None)?;
+            self.bits_block::<I>(UNROLL, true, None)?;
             self.a.add(r8, e as i32)?;
+            self.bits_next(e)?;
             self.a.cmp(r8, r10)?;
             self.jbe(top)?;
             let rest = self.label();
             self.a.lea(r10, ptr(r9 - line as i32))?;
             self.a.cmp(r8, r10)?;
             self.ja(rest)?;
-            I::block(self, UNROLL / 2, true, None)?;
+            self.bits_block::<I>(UNROLL / 2, true, None)?;
             self.a.add(r8, line as i32)?;
             self.bind(rest);
             self.a.mov(rax, r9)?;
@@ -216,25 +307,30 @@ impl Emitter<'_> {
             // Rows of two blocks or more first reach the output's next vector boundary, so that
             // no store of the main loop splits a cache line (a buffer from malloc is 16 bytes
             // past one, numpy's too): split stores cost their rows up to a quarter of their time
-            // from the last-level cache.
+            // from the last-level cache. Rows of packed bits reach the next line boundary,
+            // where the bits start.
             if n.max >= 2 * e {
                 self.unaligned_end = true;
                 let aligned = self.label();
                 self.gate(r9, n, 2 * e, self.w, aligned)?;
-                let lanes = self.lanes();
-                self.line_head(VBYTES, self.wlog(), |s| I::short(s, lanes - 1))?;
+                let to = if self.packed { LINE } else { VBYTES };
+                let max = to / self.w as u64 - 1;
+                self.line_head(to, self.wlog(), |s| I::short(s, max))?;
                 self.bind(aligned);
             }
             // Blocks test for uniform cond bytes only where that lets them skip reading an
             // input streamed from memory; with inputs in L1 the test is pure overhead.
-            let uniform = I::uniform(self.w) && (self.streamed(THEN) || self.streamed(ELSE));
+            let uniform =
+                I::uniform(self.w) && !self.packed && (self.streamed(THEN) || self.streamed(ELSE));
             let (top, next) = (self.label(), self.label());
             let (all_then, all_else) = (self.label(), self.label());
+            self.bits_start()?;
             self.a.lea(r10, ptr(r9 - e as i32))?;
             self.bind(top);
-            I::block(self, UNROLL, false, uniform.then_some((all_then, all_else)))?;
+            self.bits_block::<I>(UNROLL, false, uniform.then_some((all_then, all_else)))?;
             self.bind(next);
             self.a.add(r8, e as i32)?;
+            self.bits_next(e)?;
             self.a.cmp(r8, r10)?;
             self.jbe(top)?;
             if uniform {
@@ -249,6 +345,30 @@ impl Emitter<'_> {
         self.bind(tail);
         I::tail(self, n, done)?;
         self.bind(done);
+        Ok(())
+    }
+
+    /// Packed rows: `rax` = the bits of the main loop's first block.
+    fn bits_start(&mut self) -> R {
+        if self.packed {
+            self.a.lea(rax, ptr(rsp + self.bits_at))?;
+        }
+        Ok(())
+    }
+
+    /// A main-loop block, its masks from the packed bits in a packed row.
+    fn bits_block<I: VecIsa>(&mut self, vecs: usize, nt: bool, u: Option<(Label, Label)>) -> R {
+        self.from_bits = self.packed;
+        let r = I::block(self, vecs, nt, u);
+        self.from_bits = false;
+        r
+    }
+
+    /// Packed rows: `rax` past the bits of a block of `e` elements.
+    fn bits_next(&mut self, e: u64) -> R {
+        if self.packed {
+            self.a.add(rax, (e / 8) as i32)?;
+        }
         Ok(())
     }
 
