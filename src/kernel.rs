@@ -261,6 +261,12 @@ impl Kernel {
         self.code_bytes
     }
 
+    /// The entry point of an exact kernel the host runs itself (not a shape-generic one, nor
+    /// code run by a [`CodeRunner`]): [`Kernel::run`] calls it with null dims and strides.
+    pub(crate) fn exact_entry(&self) -> Option<KernelFn> {
+        self.entry.filter(|_| !self.generic)
+    }
+
     /// Whether this is a shape-generic kernel (it runs every signature of its pattern).
     pub fn is_generic(&self) -> bool {
         self.generic

@@ -170,6 +170,14 @@ impl<'a, T> TensorMut<'a, T> {
     pub fn data(&self) -> &[T] {
         self.data
     }
+    /// Elements in the buffer.
+    pub(crate) fn len(&self) -> usize {
+        self.data.len()
+    }
+    /// The buffer's first element, for a kernel to write through.
+    pub(crate) fn data_ptr(&mut self) -> *mut T {
+        self.data.as_mut_ptr()
+    }
     /// The whole buffer the view addresses into, writable.
     pub fn data_mut(&mut self) -> &mut [T] {
         self.data

@@ -68,6 +68,35 @@ fn hits_and_misses_are_counted() {
     assert_eq!(e.stats().hits, 5);
 }
 
+/// Engines that take turns on one thread, each with its own kernel of one shape, across the
+/// batches in which a thread adds its hits to an engine's count: every call right, every hit
+/// counted for its engine, and an engine dropped mid-way leaves the other's calls right.
+#[test]
+fn engines_taking_turns_on_a_thread_count_their_own_hits() {
+    let (a, b) = (engine(4), engine(4));
+    for _ in 0..150 {
+        run_f32(&a, 64);
+        run_f32(&a, 64);
+        run_f32(&b, 64);
+    }
+    let (sa, sb) = (a.stats(), b.stats());
+    // a: one miss, then 299 hits; b: one miss, then 149 hits.
+    assert_eq!((sa.misses, sa.hits), (1, 299));
+    assert_eq!((sb.misses, sb.hits), (1, 149));
+    // Runs of one engine longer than a batch, then the other.
+    for _ in 0..130 {
+        run_f32(&b, 64);
+    }
+    run_f32(&a, 64);
+    assert_eq!(a.stats().hits, 300);
+    assert_eq!(b.stats().hits, 279);
+    drop(a);
+    for _ in 0..3 {
+        run_f32(&b, 64);
+    }
+    assert_eq!(b.stats().hits, 282);
+}
+
 #[test]
 fn eviction_at_capacity_and_held_kernels_stay_valid() {
     let e = engine(2);

@@ -1,6 +1,6 @@
 //! The entry points: typed and byte-level selects, in place, and prepared calls.
 
-use super::validate::{Desc, Operand, same_contiguous};
+use super::validate::{Desc, Operand, contiguous_elements};
 use super::{Backend, Engine, Prepared};
 use crate::dtype::{DType, Element};
 use crate::error::Result;
@@ -10,6 +10,27 @@ use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strid
 use crate::tensor::{TensorMut, TensorRef};
 
 use super::InPlace;
+
+/// The elements of a call whose four views are contiguous from their first element and of one
+/// shape, when every buffer holds them (and there are some): what a cache hit of the memo
+/// needs ([`super::validate::same_contiguous`] of the views themselves).
+#[inline(always)]
+fn hit_elements<T>(
+    c: &TensorRef<'_, u8>,
+    t: &TensorRef<'_, T>,
+    e: &TensorRef<'_, T>,
+    o: &TensorMut<'_, T>,
+) -> Option<usize> {
+    let plain = |strides: Option<&[isize]>, offset: usize| strides.is_none() & (offset == 0);
+    contiguous_elements(
+        [c.shape(), t.shape(), e.shape(), o.shape()],
+        plain(c.strides(), c.offset())
+            & plain(t.strides(), t.offset())
+            & plain(e.strides(), e.offset())
+            & plain(o.strides(), o.offset()),
+        [c.data().len(), t.data().len(), e.data().len(), o.len()],
+    )
+}
 
 impl Engine {
     /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
@@ -54,32 +75,39 @@ impl Engine {
         cond: TensorRef<'_, u8>,
         then: TensorRef<'_, T>,
         else_: TensorRef<'_, T>,
+        mut out: TensorMut<'_, T>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        // A cache hit of one contiguous shape: straight to this thread's memo of its kernel.
+        // Only the checks that call needs, in line; everything else out of line.
+        if self.config.backend == Backend::Jit
+            && let Some(n) = hit_elements(&cond, &then, &else_, &out)
+        {
+            let p = Ptrs {
+                cond: cond.data().as_ptr(),
+                then: then.data().as_ptr().cast(),
+                else_: else_.data().as_ptr().cast(),
+                out: out.data_ptr().cast(),
+            };
+            let w = T::DTYPE.width();
+            if self.run_memo_contiguous(w, n, p, n * w) {
+                return Ok(());
+            }
+        }
+        self.select_general(cond, then, else_, out, mode)
+    }
+
+    /// [`Engine::select`] past its cache-hit test.
+    #[inline(never)]
+    fn select_general<T: Element>(
+        &self,
+        cond: TensorRef<'_, u8>,
+        then: TensorRef<'_, T>,
+        else_: TensorRef<'_, T>,
         out: TensorMut<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
         let (o, shape, strides, offset) = out.into_parts();
-        // A cache hit of one contiguous shape: straight to this thread's memo of its kernel.
-        if self.config.backend == Backend::Jit {
-            let od = Desc {
-                len: o.len(),
-                shape,
-                strides,
-                offset,
-            };
-            let ops = [(&cond).into(), (&then).into(), (&else_).into(), od];
-            if let Some(n) = same_contiguous(&ops) {
-                let p = Ptrs {
-                    cond: cond.data().as_ptr(),
-                    then: then.data().as_ptr().cast(),
-                    else_: else_.data().as_ptr().cast(),
-                    out: o.as_mut_ptr().cast(),
-                };
-                let w = T::DTYPE.width();
-                if self.run_memo_contiguous(w, n, p, n * w) {
-                    return Ok(());
-                }
-            }
-        }
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
         self.run_bytes(
             T::DTYPE.width(),

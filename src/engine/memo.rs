@@ -3,13 +3,17 @@
 //! and repeated contiguous calls skip planning too. Its hits are counted on the thread and
 //! added to the engine's count 64 at a time (an atomic add on every call would cost more than
 //! the rest of a cache hit), when the memo is replaced, and when the thread asks for stats.
+//!
+//! The contiguous case is copied out of the memo into [`FAST`], plain data in a thread-local
+//! without a destructor: a cache hit reads it without a borrow flag, the check that a
+//! thread-local's destructor is registered, or a pointer chase to the kernel.
 
 use std::cell::Cell;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Engine;
-use crate::kernel::Kernel;
+use crate::kernel::{Kernel, KernelFn};
 use crate::kernels::Ptrs;
 use crate::plan::Signature;
 
@@ -21,8 +25,6 @@ struct Memo {
     /// `(width, n)` when `sig` is the plan of `n` contiguous elements of one shape for all four
     /// operands, so that such calls find the kernel without planning.
     contiguous: Option<(usize, usize)>,
-    /// Hits not yet added to the engine's count.
-    pending: Cell<u64>,
     /// The engine's count of memo hits.
     counter: Arc<AtomicU64>,
 }
@@ -30,33 +32,74 @@ struct Memo {
 /// Hits a thread counts before adding them to its engine's count.
 const BATCH: u64 = 64;
 
-impl Memo {
-    #[inline]
-    fn hit(&self) {
-        let n = self.pending.get() + 1;
-        if n == BATCH {
-            self.counter.fetch_add(BATCH, Ordering::Relaxed);
-            self.pending.set(0);
-        } else {
-            self.pending.set(n);
-        }
-    }
-
-    fn flush(&self) {
-        self.counter
-            .fetch_add(self.pending.replace(0), Ordering::Relaxed);
-    }
+/// A contiguous memo's cache-hit data.
+#[derive(Clone, Copy)]
+struct Hit {
+    /// The memo's engine; `u64::MAX` (no engine's id) when there is none.
+    engine: u64,
+    width: usize,
+    n: usize,
+    /// The memo kernel's entry, when the memo is contiguous and its kernel exact code this host
+    /// runs. The memo's `Arc` keeps that code alive: `Hit` is cleared before the memo drops it.
+    entry: Option<KernelFn>,
 }
 
-impl Drop for Memo {
-    fn drop(&mut self) {
-        self.flush();
-    }
+const NO_HIT: Hit = Hit {
+    engine: u64::MAX,
+    width: 0,
+    n: 0,
+    entry: None,
+};
+
+/// The thread's cache-hit data and memo hit count (no destructor: always accessible).
+struct Fast {
+    hit: Cell<Hit>,
+    /// Hits of the memo's engine not yet added to its count.
+    pending: Cell<u64>,
 }
 
 thread_local! {
     /// The last exact kernel this thread got from an engine.
     static MEMO: std::cell::RefCell<Option<Memo>> = const { std::cell::RefCell::new(None) };
+    /// The memo's cache-hit data and its pending hits.
+    static FAST: Fast = const {
+        Fast {
+            hit: Cell::new(NO_HIT),
+            pending: Cell::new(0),
+        }
+    };
+}
+
+impl Memo {
+    #[inline]
+    fn hit(&self) {
+        FAST.with(|f| count_hit(f, &self.counter));
+    }
+
+    fn flush(&self) {
+        let n = FAST.with(|f| f.pending.replace(0));
+        self.counter.fetch_add(n, Ordering::Relaxed);
+    }
+}
+
+/// One memo hit, added to `counter` with the thread's pending ones every `BATCH`.
+#[inline]
+fn count_hit(f: &Fast, counter: &AtomicU64) {
+    let n = f.pending.get() + 1;
+    if n == BATCH {
+        counter.fetch_add(BATCH, Ordering::Relaxed);
+        f.pending.set(0);
+    } else {
+        f.pending.set(n);
+    }
+}
+
+impl Drop for Memo {
+    fn drop(&mut self) {
+        // Before the kernel goes: nothing may call its entry from `FAST` any more.
+        FAST.with(|f| f.hit.set(NO_HIT));
+        self.flush();
+    }
 }
 
 impl Engine {
@@ -72,10 +115,19 @@ impl Engine {
                 sig: sig.clone(),
                 kernel: k.clone(),
                 contiguous,
-                pending: Cell::new(0),
                 counter: self.memo_hits.clone(),
             })
         });
+        // After the old memo's drop cleared it.
+        if let Some((width, n)) = contiguous {
+            let hit = Hit {
+                engine: self.id,
+                width,
+                n,
+                entry: k.exact_entry(),
+            };
+            FAST.with(|f| f.hit.set(hit));
+        }
     }
 
     /// Adds this thread's pending memo hits of this engine to its count.
@@ -130,6 +182,36 @@ impl Engine {
     ) -> bool {
         if self.splits(out_bytes, n) {
             return false;
+        }
+        let fast = FAST.with(|f| {
+            let h = f.hit.get();
+            match h.entry {
+                Some(entry) if h.engine == self.id && h.width == width && h.n == n => {
+                    count_hit(f, &self.memo_hits);
+                    // SAFETY: `entry` is the exact kernel of `plan_contiguous(width, n)` that
+                    // this thread's memo holds (set with it, cleared before the memo drops it),
+                    // so its code is alive; the caller validated the four buffers for `n`
+                    // contiguous elements, the layout that signature was planned from; the
+                    // range is its whole (only) dimension; exact kernels read no dims or strides.
+                    unsafe {
+                        entry(
+                            p.cond,
+                            p.then,
+                            p.else_,
+                            p.out,
+                            0,
+                            n,
+                            std::ptr::null(),
+                            std::ptr::null(),
+                        )
+                    };
+                    true
+                }
+                _ => false,
+            }
+        });
+        if fast {
+            return true;
         }
         MEMO.with(|m| {
             let m = m.borrow();

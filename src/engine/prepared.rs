@@ -116,10 +116,14 @@ impl Prepared {
             // overlaps no input.
             Some(Pick::Kernel(k)) => unsafe { k.run(sig, p, 0, sig.outer()) },
             #[cfg(feature = "jit")]
-            Some(Pick::Trial(t)) => {
-                // SAFETY: as above. The engine takes the choice in at its next lookup.
-                t.call(&mut |k| unsafe { k.run(sig, p, 0, sig.outer()) });
-            }
+            Some(Pick::Trial(t)) => match t.winner() {
+                // SAFETY: as above (once decided, the call is the chosen kernel's alone).
+                Some(k) => unsafe { k.run(sig, p, 0, sig.outer()) },
+                None => {
+                    // SAFETY: as above. The engine takes the choice in at its next lookup.
+                    t.call(&mut |k| unsafe { k.run(sig, p, 0, sig.outer()) });
+                }
+            },
             // SAFETY: as above.
             None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
         }

@@ -71,26 +71,34 @@ pub(crate) fn check(
 /// elements bound it, so no count or extent can overflow); `None` sends the call down the
 /// general path, which reports any error. One pass, no allocation, no call: this is the cost of
 /// every cache hit.
-#[inline]
+#[inline(always)]
 pub(crate) fn same_contiguous(ops: &[Desc; 4]) -> Option<usize> {
-    let [c, t, e, o] = ops;
-    let r = o.shape.len();
-    if r > crate::shape::MAX_RANK
-        || ops
-            .iter()
-            .any(|d| d.strides.is_some() | (d.offset != 0) | (d.shape.len() != r))
-    {
+    let plain = ops.iter().all(|d| d.strides.is_none() & (d.offset == 0));
+    contiguous_elements(ops.map(|d| d.shape), plain, ops.map(|d| d.len))
+}
+
+/// [`same_contiguous`] of four views given as their shapes (cond, then, else, out), whether
+/// none has explicit strides or an offset, and their buffers' lengths in elements.
+#[inline(always)]
+pub(crate) fn contiguous_elements(
+    shapes: [&[usize]; 4],
+    plain: bool,
+    lens: [usize; 4],
+) -> Option<usize> {
+    let [c, t, e, o] = shapes;
+    let r = o.len();
+    if !plain | (r > crate::shape::MAX_RANK) | (c.len() != r) | (t.len() != r) | (e.len() != r) {
         return None;
     }
     let mut n = 1usize;
     for k in 0..r {
-        let d = o.shape[k];
-        if (c.shape[k] != d) | (t.shape[k] != d) | (e.shape[k] != d) {
+        let d = o[k];
+        if (c[k] != d) | (t[k] != d) | (e[k] != d) {
             return None;
         }
         n = n.checked_mul(d)?;
     }
-    let fits = (n != 0) & (c.len >= n) & (t.len >= n) & (e.len >= n) & (o.len >= n);
+    let fits = (n != 0) & lens.iter().all(|&l| l >= n);
     fits.then_some(n)
 }
 
