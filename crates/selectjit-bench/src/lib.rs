@@ -22,7 +22,7 @@ use selectjit::shape::{numel, output_shape};
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, Error, Result, Tier};
 use selectjit::{TensorMut, TensorRef};
 
-use roofline::{CopyBuffers, CopyKind, copy_split};
+use roofline::{CopyBuffers, CopyKind, copy_split, intrinsics_select_f32};
 
 /// The built-in case list (the project's copy of the shared `cases.json`).
 pub const BUILTIN_CASES: &str = include_str!("../../../benches/cases.json");
@@ -215,6 +215,10 @@ pub struct Measurement {
     /// The hand-written ndarray peer ([`ndarray_zip`]).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub ndarray_ns: Option<f64>,
+    /// The hand-written AVX2 intrinsics select of contiguous f32 (the faster of ordinary and
+    /// non-temporal stores), on the f32 cases whose four operands share one shape.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub intrinsics_ns: Option<f64>,
     /// Threads of the multi-threaded engine.
     pub threads: usize,
     /// The roofline copy split over `threads` threads.
@@ -453,6 +457,33 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         _ => None,
     };
 
+    // The bar for generated code on the cases it covers: the hand-written AVX2 select of
+    // contiguous f32 (one shape for all four operands), ordinary or non-temporal stores, the
+    // faster; its output checked like every other.
+    let same_shape = [&inp.cond_shape, &inp.then_shape, &inp.else_shape]
+        .iter()
+        .all(|s| **s == inp.out_shape);
+    let intrinsics_ns = if inp.dtype == DType::F32 && same_shape {
+        let mut best: Option<f64> = None;
+        for nt in [false, true] {
+            let mut out = vec![0u8; out_bytes];
+            if intrinsics_select_f32(&inp.cond, &inp.then, &inp.else_, &mut out, nt).is_none() {
+                break;
+            }
+            check("intrinsics", &out)?;
+            let mut f = || {
+                intrinsics_select_f32(&inp.cond, &inp.then, &inp.else_, &mut out, nt)
+                    .expect("ran above");
+                std::hint::black_box(&mut out);
+            };
+            let t = interleaved(opts, &mut [&mut f])[0];
+            best = Some(best.map_or(t, |b: f64| b.min(t)));
+        }
+        best
+    } else {
+        None
+    };
+
     let interp_ns = if inp.elements() <= 1 << 16 {
         let mut buf = vec![0u8; out_bytes];
         let mut f = || inp.run(&interp, &mut buf).expect("validated above");
@@ -489,6 +520,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         interp_ns,
         jit_mt_ns,
         ndarray_ns,
+        intrinsics_ns,
         threads,
         copy_mt_ns,
         compile_us: auto_first_us,
@@ -585,9 +617,10 @@ pub fn table_header(tiers: &[Tier]) -> String {
         "copy-mt",
         "1st call"
     ));
-    {
-        h.push_str(&format!(" {:>9} {:>8}", "ndarray", "jit/nd"));
-    }
+    h.push_str(&format!(
+        " {:>9} {:>8} {:>9} {:>8}",
+        "ndarray", "jit/nd", "intrin", "jit/intr"
+    ));
     h
 }
 
@@ -622,8 +655,12 @@ pub fn table_row(m: &Measurement) -> String {
         copy_mt,
         m.compile_us
     ));
-    if let Some(nd) = m.ndarray_ns {
-        r.push_str(&format!(" {:>9.2} {:>8.3}", us(nd), m.jit_ns / nd));
+    match m.ndarray_ns {
+        Some(nd) => r.push_str(&format!(" {:>9.2} {:>8.3}", us(nd), m.jit_ns / nd)),
+        None => r.push_str(&format!(" {:>9} {:>8}", "-", "-")),
+    }
+    if let Some(i) = m.intrinsics_ns {
+        r.push_str(&format!(" {:>9.2} {:>8.3}", us(i), m.jit_ns / i));
     }
     r
 }
@@ -634,7 +671,9 @@ tier columns = that tier named (non-temporal stores from 32 MiB of output); jit 
 it chose by measuring (+nt: non-temporal stores); * = that tier does not cover the case and Cranelift compiled it; \
 copy (best) = the fastest of memcpy / vector / non-temporal copies of half the traffic; \
 copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
-ndarray = the hand-written ndarray Zip loop, jit/nd = jit time over it";
+ndarray = the hand-written ndarray Zip loop, jit/nd = jit time over it; \
+intrin = the hand-written AVX2 intrinsics select of contiguous f32 (cases of one shape), the bar for \
+generated code, jit/intr = jit time over it";
 
 fn human_bytes(n: usize) -> String {
     match n {

@@ -45,8 +45,8 @@ impl CopyKind {
     }
 }
 
-/// A source and a destination of `n` bytes, the destination aligned to 64 bytes (as the
-/// non-temporal copy wants it).
+/// A source and a destination of `n` bytes, the destination at the source's offset within a
+/// page (see [`CopyBuffers::new`]).
 pub struct CopyBuffers {
     src: Vec<u8>,
     dst: Vec<u8>,
@@ -233,11 +233,120 @@ mod x86 {
         }
         dst[i..n].copy_from_slice(&src[i..n]);
     }
+
+    /// `out[i] = cond[i] != 0 ? then[i] : else[i]` over `cond.len()` f32 elements, their bytes
+    /// as stored: scalar up to the output's 32-byte boundary, then 4 vectors of 8 elements per
+    /// iteration (cond bytes widened and compared with zero, `vblendvps`), then scalar.
+    ///
+    /// # Safety
+    /// The CPU has AVX2; `then`, `else_` and `out` hold `4 * cond.len()` bytes.
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn select_f32_avx2(
+        cond: &[u8],
+        then: &[u8],
+        else_: &[u8],
+        out: &mut [u8],
+        nt: bool,
+    ) {
+        let n = cond.len();
+        let scalar = |out: &mut [u8], i: usize| {
+            let src = if cond[i] != 0 { then } else { else_ };
+            out[4 * i..4 * i + 4].copy_from_slice(&src[4 * i..4 * i + 4]);
+        };
+        let mut i = 0;
+        while i < n && !(out.as_ptr() as usize + 4 * i).is_multiple_of(32) {
+            scalar(out, i);
+            i += 1;
+        }
+        let (c, t, e, o) = (
+            cond.as_ptr(),
+            then.as_ptr() as *const f32,
+            else_.as_ptr() as *const f32,
+            out.as_mut_ptr() as *mut f32,
+        );
+        let zero = _mm256_setzero_si256();
+        // SAFETY: `i + 32 <= n` keeps every access inside the buffers (`n` elements each);
+        // `o + i` is 32-byte aligned from here on (8 elements of 4 bytes per step).
+        unsafe {
+            while i + 32 <= n {
+                for v in 0..4 {
+                    let k = i + 8 * v;
+                    let cb = _mm_loadl_epi64(c.add(k) as *const __m128i);
+                    let m = _mm256_cmpeq_epi32(_mm256_cvtepu8_epi32(cb), zero);
+                    let tv = _mm256_loadu_ps(t.add(k));
+                    let ev = _mm256_loadu_ps(e.add(k));
+                    let r = _mm256_blendv_ps(tv, ev, _mm256_castsi256_ps(m));
+                    if nt {
+                        _mm256_stream_ps(o.add(k), r);
+                    } else {
+                        _mm256_store_ps(o.add(k), r);
+                    }
+                }
+                i += 32;
+            }
+            if nt {
+                _mm_sfence();
+            }
+        }
+        while i < n {
+            scalar(out, i);
+            i += 1;
+        }
+    }
+}
+
+/// The bar for generated code: a hand-written AVX2 select of contiguous f32 (`out[i] =
+/// cond[i] != 0 ? then[i] : else[i]`, the bytes of the elements as stored), 32 elements per
+/// iteration, stores aligned to the output's 32-byte boundaries, non-temporal with `nt` (then
+/// an `sfence`). `None` when the host lacks AVX2, or the buffers do not hold the same number
+/// of elements.
+pub fn intrinsics_select_f32(
+    cond: &[u8],
+    then: &[u8],
+    else_: &[u8],
+    out: &mut [u8],
+    nt: bool,
+) -> Option<()> {
+    let n = cond.len();
+    if !CopyKind::Vector.available() || [then.len(), else_.len(), out.len()] != [4 * n; 3] {
+        return None;
+    }
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: AVX2 checked above; every buffer holds `n` elements.
+    unsafe {
+        x86::select_f32_avx2(cond, then, else_, out, nt)
+    };
+    Some(())
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_intrinsics_select_selects_every_element() {
+        for n in [0usize, 1, 7, 8, 9, 31, 32, 33, 100, 1000, 4099] {
+            let cond: Vec<u8> = (0..n).map(|i| [0u8, 1, 0x80, 0, 0xff][i % 5]).collect();
+            let then: Vec<u8> = (0..4 * n).map(|i| (i * 7 + 1) as u8).collect();
+            let else_: Vec<u8> = (0..4 * n).map(|i| (i * 13 + 5) as u8).collect();
+            let want: Vec<u8> = (0..4 * n)
+                .map(|b| if cond[b / 4] != 0 { then[b] } else { else_[b] })
+                .collect();
+            for nt in [false, true] {
+                // Every output alignment.
+                for skew in [0usize, 4, 12, 16] {
+                    let mut buf = vec![0u8; 4 * n + skew];
+                    let out = &mut buf[skew..];
+                    match intrinsics_select_f32(&cond, &then, &else_, out, nt) {
+                        Some(()) => assert_eq!(out, &want[..], "n {n} nt {nt} skew {skew}"),
+                        None => assert!(!CopyKind::Vector.available()),
+                    }
+                }
+            }
+        }
+        let mut short = vec![0u8; 4];
+        assert!(intrinsics_select_f32(&[1, 0], &[0; 8], &[0; 8], &mut short, false).is_none());
+    }
 
     #[test]
     fn every_copy_copies_every_byte() {

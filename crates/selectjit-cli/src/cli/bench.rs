@@ -84,6 +84,16 @@ pub fn run(a: Args) -> Result<()> {
             );
         }
     }
+    if let Some((m, r)) = ms
+        .iter()
+        .filter_map(|m| m.intrinsics_ns.map(|i| (m, m.jit_ns / i)))
+        .max_by(|x, y| x.1.total_cmp(&y.1))
+    {
+        println!(
+            "worst jit/intrinsics AVX2 select (the bar, contiguous f32 cases): {r:.3} ({})",
+            m.case
+        );
+    }
     let worst_mt: Option<&Measurement> = ms
         .iter()
         .max_by(|x, y| x.mt_over_jit.total_cmp(&y.mt_over_jit));
