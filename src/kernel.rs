@@ -263,6 +263,7 @@ impl Kernel {
 
     /// The entry point of an exact kernel the host runs itself (not a shape-generic one, nor
     /// code run by a [`CodeRunner`]): [`Kernel::run`] calls it with null dims and strides.
+    #[cfg(feature = "jit")]
     pub(crate) fn exact_entry(&self) -> Option<KernelFn> {
         self.entry.filter(|_| !self.generic)
     }
