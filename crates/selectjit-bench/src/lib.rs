@@ -67,6 +67,48 @@ pub fn parse_cases(json: &str) -> Result<Vec<Case>> {
     Ok(f.cases)
 }
 
+/// A byte buffer that starts on a 4 KiB page boundary.
+///
+/// Every buffer of a case (inputs, each contender's output, the copies') starts at the same
+/// offset within a page, as large arrays from `malloc` (numpy's included) do: a select whose
+/// output sits a little past an input in page offset aliases the input's loads with its own
+/// recent stores (4K aliasing: out 48 bytes past then cost every tier ~25% on the attention
+/// cases), and contenders with outputs at other offsets would not be timed alike.
+pub struct PageBuf {
+    buf: Vec<u8>,
+    off: usize,
+    len: usize,
+}
+
+impl PageBuf {
+    /// `len` zero bytes.
+    pub fn zeroed(len: usize) -> PageBuf {
+        let buf = vec![0u8; len + 4096];
+        let off = (4096 - buf.as_ptr() as usize % 4096) % 4096;
+        PageBuf { buf, off, len }
+    }
+
+    /// A copy of `bytes`.
+    pub fn from_slice(bytes: &[u8]) -> PageBuf {
+        let mut b = PageBuf::zeroed(bytes.len());
+        b.copy_from_slice(bytes);
+        b
+    }
+}
+
+impl std::ops::Deref for PageBuf {
+    type Target = [u8];
+    fn deref(&self) -> &[u8] {
+        &self.buf[self.off..self.off + self.len]
+    }
+}
+
+impl std::ops::DerefMut for PageBuf {
+    fn deref_mut(&mut self) -> &mut [u8] {
+        &mut self.buf[self.off..self.off + self.len]
+    }
+}
+
 /// The buffers of one case, filled deterministically.
 pub struct Inputs {
     /// Element type of then, else and the output.
@@ -80,11 +122,11 @@ pub struct Inputs {
     /// Shape of the output (numpy broadcast of the three).
     pub out_shape: Vec<usize>,
     /// Cond bytes.
-    pub cond: Vec<u8>,
+    pub cond: PageBuf,
     /// Then elements, as little-endian bytes.
-    pub then: Vec<u8>,
+    pub then: PageBuf,
     /// Else elements, as little-endian bytes.
-    pub else_: Vec<u8>,
+    pub else_: PageBuf,
 }
 
 /// A small deterministic generator (xorshift), so that every run sees the same data.
@@ -127,9 +169,9 @@ impl Inputs {
             |n: usize| -> Vec<u8> { (0..n * w).map(|_| (rng.next() >> 24) as u8).collect() };
         Ok(Inputs {
             dtype,
-            then: fill(numel(&case.then)),
-            else_: fill(numel(&case.else_)),
-            cond,
+            then: PageBuf::from_slice(&fill(numel(&case.then))),
+            else_: PageBuf::from_slice(&fill(numel(&case.else_))),
+            cond: PageBuf::from_slice(&cond),
             cond_shape: case.cond.clone(),
             then_shape: case.then.clone(),
             else_shape: case.else_.clone(),
@@ -151,9 +193,9 @@ impl Inputs {
     pub fn run(&self, engine: &Engine, out: &mut [u8]) -> Result<()> {
         engine.select_dyn(
             self.dtype,
-            TensorRef::new(&self.cond, &self.cond_shape),
-            TensorRef::new(&self.then, &self.then_shape),
-            TensorRef::new(&self.else_, &self.else_shape),
+            TensorRef::new(&self.cond[..], &self.cond_shape),
+            TensorRef::new(&self.then[..], &self.then_shape),
+            TensorRef::new(&self.else_[..], &self.else_shape),
             TensorMut::new(out, &self.out_shape),
             Broadcast::Numpy,
         )
@@ -338,11 +380,11 @@ fn single(backend: Backend, tier: Tier) -> Result<Engine> {
 pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let inp = Inputs::new(case)?;
     let out_bytes = inp.elements() * inp.dtype.width();
-    let mut reference = vec![0u8; out_bytes];
+    let mut reference = PageBuf::zeroed(out_bytes);
     let interp = single(Backend::Interp, Tier::Auto)?;
     inp.run(&interp, &mut reference)?;
     let check = |what: &str, out: &[u8]| -> Result<()> {
-        if out != reference.as_slice() {
+        if out != &reference[..] {
             return Err(Error::Invalid(format!(
                 "{}: {what} output differs from the interpreter",
                 case.name
@@ -359,7 +401,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let mut kernel_tiers = Vec::new();
     for &t in &tiers {
         let e = single(Backend::Jit, t)?;
-        let mut out = vec![0u8; out_bytes];
+        let mut out = PageBuf::zeroed(out_bytes);
         let t0 = Instant::now();
         inp.run(&e, &mut out)?;
         first.push(t0.elapsed().as_nanos() as f64 / 1e3);
@@ -374,13 +416,13 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     // `auto`: its first call compiles every candidate; the calls after it measure them (each
     // checked) until the choice is made, before anything is timed.
     let auto = single(Backend::Jit, Tier::Auto)?;
-    let mut out_auto = vec![0u8; out_bytes];
+    let mut out_auto = PageBuf::zeroed(out_bytes);
     let t0 = Instant::now();
     inp.run(&auto, &mut out_auto)?;
     let auto_first_us = t0.elapsed().as_nanos() as f64 / 1e3;
     let auto_variant = settle(&auto, &inp, &mut out_auto, &check)?;
     let stat = single(Backend::Static, Tier::Auto)?;
-    let mut out_static = vec![0u8; out_bytes];
+    let mut out_static = PageBuf::zeroed(out_bytes);
     inp.run(&stat, &mut out_static)?;
     check("static", &out_static)?;
     let jit_mt = Engine::try_with_config(EngineConfig {
@@ -389,7 +431,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         ..EngineConfig::default()
     })?;
     let threads = jit_mt.config().threads;
-    let mut out_mt = vec![0u8; out_bytes];
+    let mut out_mt = PageBuf::zeroed(out_bytes);
     inp.run(&jit_mt, &mut out_mt)?;
     settle(&jit_mt, &inp, &mut out_mt, &check)?;
 
@@ -466,7 +508,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let intrinsics_ns = if inp.dtype == DType::F32 && same_shape {
         let mut best: Option<f64> = None;
         for nt in [false, true] {
-            let mut out = vec![0u8; out_bytes];
+            let mut out = PageBuf::zeroed(out_bytes);
             if intrinsics_select_f32(&inp.cond, &inp.then, &inp.else_, &mut out, nt).is_none() {
                 break;
             }
@@ -485,7 +527,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     };
 
     let interp_ns = if inp.elements() <= 1 << 16 {
-        let mut buf = vec![0u8; out_bytes];
+        let mut buf = PageBuf::zeroed(out_bytes);
         let mut f = || inp.run(&interp, &mut buf).expect("validated above");
         let r = calibrate(opts.min_batch_ns / 4, &mut f);
         Some(time_batch(r, &mut f))
@@ -843,9 +885,24 @@ mod tests {
             cond_fill: "causal".into(),
         };
         assert_eq!(
-            Inputs::new(&causal).unwrap().cond,
-            vec![1, 0, 0, 1, 1, 0, 1, 1, 1]
+            Inputs::new(&causal).unwrap().cond[..],
+            [1, 0, 0, 1, 1, 0, 1, 1, 1]
         );
+    }
+
+    #[test]
+    fn case_buffers_start_on_page_boundaries() {
+        let cases = parse_cases(BUILTIN_CASES).unwrap();
+        let case = cases.iter().find(|c| c.name == "three_way_f32").unwrap();
+        let inp = Inputs::new(case).unwrap();
+        let out = PageBuf::zeroed(inp.elements() * 4);
+        for b in [&inp.cond, &inp.then, &inp.else_, &out] {
+            assert_eq!(b.as_ptr() as usize % 4096, 0);
+        }
+        assert_eq!(inp.then.len(), 1024 * 4);
+        assert!(out.iter().all(|&x| x == 0));
+        let p = PageBuf::from_slice(&[1, 2, 3]);
+        assert_eq!(p[..], [1, 2, 3]);
     }
 
     #[test]
