@@ -2,6 +2,7 @@
 //! the static kernels, or the interpreter), and the split across threads.
 
 use super::interp::interp_bytes;
+use super::layouts;
 #[cfg(feature = "jit")]
 use super::policy::Pick;
 use super::validate::{Desc, Operand, check, same_contiguous};
@@ -22,6 +23,19 @@ struct SharedPtrs(Ptrs);
 unsafe impl Send for SharedPtrs {}
 // SAFETY: as for `Send`; the wrapper is only copied, never mutated.
 unsafe impl Sync for SharedPtrs {}
+
+/// Validates a call and plans it: its signature (`None`: an empty output) and each operand's
+/// kernel base element.
+fn plan_checked(width: usize, mode: Broadcast, d: &[Desc<'_>; 4]) -> Result<layouts::Planned> {
+    let c = check(mode, d[0], d[1], d[2], d[3])?;
+    let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
+        return Ok((None, [0; 4])); // empty output
+    };
+    // Each kernel base: the view's first element moved by the planner's flips, which is an
+    // element the validated view addresses (so the sum is in 0..len).
+    let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
+    Ok((Some(p.sig), base))
+}
 
 impl Engine {
     /// Whether a call with `out_bytes` of output and `outer` outer indices may be split across
@@ -70,18 +84,22 @@ impl Engine {
             self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
             return Ok(());
         }
-        let c = check(mode, (&cond).into(), then.desc(od), else_.desc(od), od)?;
+        let descs = [(&cond).into(), then.desc(od), else_.desc(od), od];
         if self.config.backend == Backend::Interp {
+            let c = check(mode, descs[0], descs[1], descs[2], descs[3])?;
             interp_bytes(width, &c, cond.data(), &then, &else_, out);
             return Ok(());
         }
-        let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
-            return Ok(()); // empty output
-        };
-        // Each kernel base: the view's first element moved by the planner's flips, which is an
-        // element the validated view addresses (so the sum is in 0..len).
-        let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
-        self.run_planned(Some(&p.sig), base, cond.data(), &then, &else_, out);
+        // The same description as this thread's last planned call: the same checks passed and
+        // the same plan (see `layouts`).
+        let ran = layouts::with_last(width, mode, &descs, |(sig, base)| {
+            self.run_planned(sig.as_ref(), *base, cond.data(), &then, &else_, out);
+        });
+        if !ran {
+            let (sig, base) = plan_checked(width, mode, &descs)?;
+            self.run_planned(sig.as_ref(), base, cond.data(), &then, &else_, out);
+            layouts::remember(width, mode, &descs, &(sig, base));
+        }
         Ok(())
     }
 

@@ -10,6 +10,7 @@ mod api;
 mod config;
 mod exec;
 mod interp;
+mod layouts;
 mod memo;
 mod policy;
 mod prepared;
