@@ -23,6 +23,50 @@ pub const NT_MIN_BYTES: &str = "SELECTJIT_NT_MIN_BYTES";
 pub const TIER: &str = "SELECTJIT_TIER";
 /// Non-empty and not `0`: one stderr line per compile, eviction and tier choice.
 pub const VERBOSE: &str = "SELECTJIT_VERBOSE";
+/// The widest x86 instruction set the library uses, whatever the CPU has (read once per
+/// process; as oneDNN's `ONEDNN_MAX_CPU_ISA`): `avx2` hides AVX-512 from the tiers and the
+/// static kernels (what an AVX2-only host runs), `baseline` hides AVX2 too; `all` or unset: no
+/// cap. Another value is an error that [`crate::Engine::try_with_config`] reports (the cap
+/// then does not apply).
+pub const MAX_ISA: &str = "SELECTJIT_MAX_ISA";
+
+/// A cap on the x86 instruction sets used ([`MAX_ISA`]), in increasing order.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+pub enum IsaCap {
+    /// The build's baseline (SSE2 on x86-64): no AVX2 or AVX-512 tier or static kernels.
+    Baseline,
+    /// Up to AVX2.
+    Avx2,
+    /// No cap.
+    All,
+}
+
+impl IsaCap {
+    /// Parses a [`MAX_ISA`] value (case-insensitive; empty: no cap).
+    pub fn parse(v: &str) -> std::result::Result<IsaCap, String> {
+        match v.trim().to_ascii_lowercase().as_str() {
+            "" | "all" | "avx512" => Ok(IsaCap::All),
+            "avx2" => Ok(IsaCap::Avx2),
+            "baseline" => Ok(IsaCap::Baseline),
+            other => Err(format!(
+                "{MAX_ISA}={other:?}: expected all, avx512, avx2 or baseline"
+            )),
+        }
+    }
+}
+
+/// The cap [`MAX_ISA`] sets (read once per process), or why its value is not one.
+pub fn max_isa() -> std::result::Result<IsaCap, String> {
+    static CAP: std::sync::OnceLock<std::result::Result<IsaCap, String>> =
+        std::sync::OnceLock::new();
+    CAP.get_or_init(|| IsaCap::parse(&std::env::var(MAX_ISA).unwrap_or_default()))
+        .clone()
+}
+
+/// The cap in force: [`max_isa`], or no cap when its value is not one.
+pub(crate) fn isa_cap() -> IsaCap {
+    max_isa().unwrap_or(IsaCap::All)
+}
 
 /// The variable `name` as a non-negative integer, if it is set to one.
 pub(crate) fn usize_var(name: &str) -> Option<usize> {
@@ -49,5 +93,29 @@ pub(crate) fn verbose() -> bool {
 pub(crate) fn log(line: impl FnOnce() -> String) {
     if verbose() {
         eprintln!("selectjit_verbose,{}", line());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::IsaCap;
+
+    #[test]
+    fn isa_caps_parse() {
+        for (v, cap) in [
+            ("", IsaCap::All),
+            ("all", IsaCap::All),
+            (" AVX512 ", IsaCap::All),
+            ("avx2", IsaCap::Avx2),
+            ("Baseline", IsaCap::Baseline),
+        ] {
+            assert_eq!(IsaCap::parse(v), Ok(cap), "{v:?}");
+        }
+        let err = IsaCap::parse("sse4").unwrap_err();
+        assert!(
+            err.contains("SELECTJIT_MAX_ISA") && err.contains("sse4"),
+            "{err}"
+        );
+        assert!(IsaCap::Baseline < IsaCap::Avx2 && IsaCap::Avx2 < IsaCap::All);
     }
 }

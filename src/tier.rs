@@ -49,7 +49,20 @@ impl Tier {
         match self {
             Tier::Auto => Tier::CONCRETE.into_iter().any(Tier::available),
             Tier::Cranelift => cfg!(cranelift_tier),
-            Tier::Avx2 | Tier::Avx512 => cfg!(x86_tier) && self.host_has_features(),
+            Tier::Avx2 | Tier::Avx512 => {
+                cfg!(x86_tier) && self.host_has_features() && !self.capped()
+            }
+        }
+    }
+
+    /// Whether `SELECTJIT_MAX_ISA` hides this tier.
+    fn capped(self) -> bool {
+        use crate::env::IsaCap;
+        let cap = crate::env::isa_cap();
+        match self {
+            Tier::Avx2 => cap < IsaCap::Avx2,
+            Tier::Avx512 => cap < IsaCap::All,
+            Tier::Auto | Tier::Cranelift => false,
         }
     }
 
@@ -91,9 +104,20 @@ impl Tier {
                  is off)"
             ),
             Tier::Avx2 | Tier::Avx512 if !x86 => format!("tier {name} needs an x86-64 host"),
+            Tier::Avx2 | Tier::Avx512 if cfg!(x86_tier) && self.capped() => format!(
+                "tier {name} is hidden by {}={:?}",
+                crate::env::MAX_ISA,
+                std::env::var(crate::env::MAX_ISA).unwrap_or_default()
+            ),
             Tier::Avx2 | Tier::Avx512 => format!(
                 "tier {name} needs the CPU features {}, which this host lacks",
                 self.required_features().join(" ")
+            ),
+            Tier::Auto if x86 && cfg!(x86_tier) && Tier::Avx2.capped() => format!(
+                "tier {name}: {}={:?} hides the x86 tiers and this build of selectjit has no \
+                 Cranelift (its `cranelift` feature is off)",
+                crate::env::MAX_ISA,
+                std::env::var(crate::env::MAX_ISA).unwrap_or_default()
             ),
             Tier::Auto if x86 => format!(
                 "tier {name}: this host lacks the x86 tier's CPU features ({}) and this build of \

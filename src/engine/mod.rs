@@ -114,6 +114,7 @@ impl Engine {
     /// unknown `SELECTJIT_TIER`, a tier the host cannot run, no code generator for the host or
     /// in this build).
     pub fn try_with_config(config: EngineConfig) -> Result<Engine> {
+        crate::env::max_isa().map_err(crate::Error::Invalid)?;
         let jit = Engine::codegen_for(&config);
         if config.backend == Backend::Jit {
             jit.as_ref().map_err(Clone::clone)?;

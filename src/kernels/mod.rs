@@ -40,11 +40,13 @@ impl Level {
     pub fn detect() -> Level {
         #[cfg(target_arch = "x86_64")]
         {
+            use crate::env::IsaCap;
             use std::arch::is_x86_feature_detected as has;
-            if has!("avx512f") && has!("avx512bw") && has!("avx512vl") {
+            let cap = crate::env::isa_cap();
+            if cap >= IsaCap::All && has!("avx512f") && has!("avx512bw") && has!("avx512vl") {
                 return Level::Avx512;
             }
-            if has!("avx2") {
+            if cap >= IsaCap::Avx2 && has!("avx2") {
                 return Level::Avx2;
             }
         }

@@ -628,3 +628,88 @@ fn cli_exports_objects_for_other_targets() {
         assert!(!o.exists());
     }
 }
+
+/// `SELECTJIT_MAX_ISA` hides wider instruction sets from the tiers, the static kernels and
+/// Cranelift (what an AVX2-only or older host runs); results stay the same; a bad value is an
+/// error naming the variable.
+#[test]
+fn max_isa_caps_what_the_library_uses() {
+    let info = |cap: &str| {
+        let o = bin()
+            .arg("info")
+            .env("SELECTJIT_MAX_ISA", cap)
+            .output()
+            .unwrap();
+        assert!(o.status.success());
+        String::from_utf8_lossy(&o.stdout).into_owned()
+    };
+    let line = |text: &str, head: &str| -> String {
+        text.lines()
+            .find(|l| l.starts_with(head))
+            .unwrap_or_else(|| panic!("no {head} line in {text}"))
+            .to_string()
+    };
+    let avx2 = info("avx2");
+    assert!(line(&avx2, "tier       avx512").contains("hidden by SELECTJIT_MAX_ISA"));
+    assert!(!line(&avx2, "static").contains("avx512"), "{avx2}");
+    assert!(!line(&avx2, "cranelift ").contains("avx512"), "{avx2}");
+    assert!(line(&avx2, "isa cap").contains("Avx2"), "{avx2}");
+    let base = info("baseline");
+    for t in ["tier       avx2", "tier       avx512"] {
+        assert!(line(&base, t).contains("hidden by"), "{base}");
+    }
+    assert!(line(&base, "static").contains("portable"), "{base}");
+    assert!(!line(&base, "cranelift ").contains("has_avx"), "{base}");
+    assert!(line(&info("all"), "isa cap").ends_with("none"));
+
+    let d = Dir::new();
+    let c = d.write(
+        "c.npy",
+        DType::Bool,
+        &[3, 5],
+        &[1, 0, 0, 1, 1, 0, 1, 0, 1, 1, 1, 0, 0, 0, 1],
+    );
+    let x = d.write("x.npy", DType::I64, &[5], &i64s(&[1, 2, 3, 4, 5]));
+    let y = d.write("y.npy", DType::I64, &[3, 1], &i64s(&[-1, -2, -3]));
+    let out = d.path("out.npy");
+    let want = i64s(&[1, -1, -1, 4, 5, -2, 2, -2, 4, 5, 1, -3, -3, -3, 5]);
+    for cap in ["all", "avx2", "baseline"] {
+        for backend in ["jit", "static"] {
+            let o = bin()
+                .args(["run", "--backend", backend, "--cond"])
+                .arg(&c)
+                .arg("--then")
+                .arg(&x)
+                .arg("--else")
+                .arg(&y)
+                .arg("-o")
+                .arg(&out)
+                .env("SELECTJIT_MAX_ISA", cap)
+                .output()
+                .unwrap();
+            let err = String::from_utf8_lossy(&o.stderr);
+            assert!(o.status.success(), "{cap} {backend}: {err}");
+            assert_eq!(read_npy(&out).unwrap().data, want, "{cap} {backend}");
+        }
+    }
+    std::fs::remove_file(&out).unwrap();
+    let o = bin()
+        .args(["run", "--cond"])
+        .arg(&c)
+        .arg("--then")
+        .arg(&x)
+        .arg("--else")
+        .arg(&y)
+        .arg("-o")
+        .arg(&out)
+        .env("SELECTJIT_MAX_ISA", "avx3")
+        .output()
+        .unwrap();
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert!(
+        err.contains("SELECTJIT_MAX_ISA") && err.contains("avx3"),
+        "{err}"
+    );
+    assert!(!out.exists());
+}

@@ -71,9 +71,30 @@ pub fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder> {
 /// The host's ISA with the CPU features it has, as Cranelift detects them, and the kernels'
 /// settings.
 pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
-    cranelift_native::builder()
-        .map_err(|e| codegen_err("host ISA", e))?
-        .finish(settings::Flags::new(shared_flags(verify, false)?))
+    let mut b = cranelift_native::builder().map_err(|e| codegen_err("host ISA", e))?;
+    // SELECTJIT_MAX_ISA: the flags of hidden instruction sets off (a name this Cranelift does
+    // not know is skipped).
+    if b.triple().architecture == target_lexicon::Architecture::X86_64 {
+        use crate::env::IsaCap;
+        const AVX512: [&str; 6] = [
+            "has_avx512bitalg",
+            "has_avx512dq",
+            "has_avx512vl",
+            "has_avx512vbmi",
+            "has_avx512f",
+            "has_avx512vnni",
+        ];
+        const AVX: [&str; 4] = ["has_avx", "has_avx2", "has_fma", "has_avx_vnni"];
+        let cap = crate::env::isa_cap();
+        let off = AVX512
+            .iter()
+            .filter(|_| cap < IsaCap::All)
+            .chain(AVX.iter().filter(|_| cap < IsaCap::Avx2));
+        for name in off {
+            let _ = b.set(name, "false");
+        }
+    }
+    b.finish(settings::Flags::new(shared_flags(verify, false)?))
         .map_err(|e| codegen_err("host ISA", e))
 }
 

@@ -2,7 +2,7 @@
 
 use std::io::Write;
 
-use selectjit::env::{CACHE_CAPACITY, TIER};
+use selectjit::env::{CACHE_CAPACITY, MAX_ISA, TIER};
 use selectjit::jit::Jit;
 use selectjit::{EngineConfig, Result, Tier};
 
@@ -23,6 +23,12 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
         let on: Vec<&str> = f.iter().filter(|x| x.1).map(|x| x.0).collect();
         writeln!(w, "cpu        {}", on.join(" ")).map_err(io)?;
     }
+    let cap = match selectjit::env::max_isa() {
+        Ok(selectjit::env::IsaCap::All) => "none".to_string(),
+        Ok(c) => format!("{c:?} ({MAX_ISA}): wider instruction sets are not used"),
+        Err(e) => format!("none: {e}"),
+    };
+    writeln!(w, "isa cap    {cap}").map_err(io)?;
     match Jit::host(false) {
         Ok(j) => {
             writeln!(w, "cranelift  {}", j.describe()).map_err(io)?;
