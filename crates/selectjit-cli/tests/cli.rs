@@ -673,40 +673,34 @@ fn max_isa_caps_what_the_library_uses() {
     let y = d.write("y.npy", DType::I64, &[3, 1], &i64s(&[-1, -2, -3]));
     let out = d.path("out.npy");
     let want = i64s(&[1, -1, -1, 4, 5, -2, 2, -2, 4, 5, 1, -3, -3, -3, 5]);
+    let run_capped = |cap: &str, backend: &str| {
+        let o = bin()
+            .args(["run", "--backend", backend, "--cond"])
+            .arg(&c)
+            .arg("--then")
+            .arg(&x)
+            .arg("--else")
+            .arg(&y)
+            .arg("-o")
+            .arg(&out)
+            .env("SELECTJIT_MAX_ISA", cap)
+            .output()
+            .unwrap();
+        (
+            o.status.code(),
+            String::from_utf8_lossy(&o.stderr).into_owned(),
+        )
+    };
     for cap in ["all", "avx2", "baseline"] {
         for backend in ["jit", "static"] {
-            let o = bin()
-                .args(["run", "--backend", backend, "--cond"])
-                .arg(&c)
-                .arg("--then")
-                .arg(&x)
-                .arg("--else")
-                .arg(&y)
-                .arg("-o")
-                .arg(&out)
-                .env("SELECTJIT_MAX_ISA", cap)
-                .output()
-                .unwrap();
-            let err = String::from_utf8_lossy(&o.stderr);
-            assert!(o.status.success(), "{cap} {backend}: {err}");
+            let (code, err) = run_capped(cap, backend);
+            assert_eq!(code, Some(0), "{cap} {backend}: {err}");
             assert_eq!(read_npy(&out).unwrap().data, want, "{cap} {backend}");
         }
     }
     std::fs::remove_file(&out).unwrap();
-    let o = bin()
-        .args(["run", "--cond"])
-        .arg(&c)
-        .arg("--then")
-        .arg(&x)
-        .arg("--else")
-        .arg(&y)
-        .arg("-o")
-        .arg(&out)
-        .env("SELECTJIT_MAX_ISA", "avx3")
-        .output()
-        .unwrap();
-    let err = String::from_utf8_lossy(&o.stderr);
-    assert_eq!(o.status.code(), Some(2), "{err}");
+    let (code, err) = run_capped("avx3", "jit");
+    assert_eq!(code, Some(2), "{err}");
     assert!(
         err.contains("SELECTJIT_MAX_ISA") && err.contains("avx3"),
         "{err}"
