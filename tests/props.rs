@@ -2,6 +2,10 @@
 //! from SPEC.md: infer the shape by its own rule, materialise each input broadcast to the output
 //! by explicit index arithmetic, then select element by element. Bytes are compared.
 
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 #[path = "common/aot_host.rs"]
 mod aot_host;
 
@@ -10,25 +14,6 @@ use selectjit::Tier;
 use selectjit::jit::Jit;
 use selectjit::jit::x86::Level;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
-
-/// A small deterministic generator driven by proptest's seed.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
-    }
-    fn below(&mut self, n: usize) -> usize {
-        (self.next() % n as u64) as usize
-    }
-    fn pick<T: Copy>(&mut self, v: &[T]) -> T {
-        v[self.below(v.len())]
-    }
-}
 
 /// Where input dim `j` lands in the output, or None when it is dropped (pdpd trailing 1s).
 type Map = Vec<Option<usize>>;

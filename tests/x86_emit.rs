@@ -2,6 +2,10 @@
 //! compared byte for byte with a reference loop, with guard bytes around every buffer. AVX2 runs
 //! natively; AVX-512 natively when the host has it, else in the emulator (with a printed line).
 
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 use selectjit::jit::x86::{Level, X86Gen};
 use selectjit::jit::{CodeGen, CodeGenOptions};
 use selectjit::kernels::Ptrs;
@@ -58,22 +62,6 @@ fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool) -> Kernel {
             assert_eq!(k.x86_code(), Some(&code[..]), "{sig}: the same code");
             k
         }
-    }
-}
-
-/// A deterministic byte generator.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| (self.next() >> 24) as u8).collect()
     }
 }
 
@@ -158,28 +146,8 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, place: Place, 
     // kind), all non-zero or all zero.
     let conds = [0u8, 1, 0x80, 0, 0xff, 0, 2, 0x7f, 0];
     let truthy = [1u8, 0x80, 0xff, 2, 0x7f];
-    let mode = (seed / 3) % 4;
-    let mut run_left = 0u64;
-    let mut run_true = false;
-    for b in bufs[COND].data.iter_mut() {
-        *b = match mode {
-            0 => conds[(rng.next() % conds.len() as u64) as usize],
-            1 => {
-                if run_left == 0 {
-                    run_left = 1 + rng.next() % 300;
-                    run_true = rng.next().is_multiple_of(2);
-                }
-                run_left -= 1;
-                if run_true {
-                    truthy[(rng.next() % 5) as usize]
-                } else {
-                    0
-                }
-            }
-            2 => truthy[(rng.next() % 5) as usize],
-            _ => 0,
-        };
-    }
+    let n = bufs[COND].data.len();
+    bufs[COND].data = rng.cond(n, (seed / 3) % 4, &conds, &truthy);
     for op in [THEN, ELSE, OUT] {
         let n = bufs[op].data.len();
         bufs[op].data = rng.bytes(n);

@@ -4,6 +4,10 @@
 //! exact and shape-generic kernels, outer ranges split across threads. AVX2 runs natively;
 //! AVX-512 natively when the host has it, else in the emulator (with a printed line).
 
+#[path = "common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 use selectjit::Tier;
 use selectjit::jit::x86::Level;
 use selectjit::plan::plan;
@@ -66,48 +70,6 @@ const DTYPES: [DType; 5] = [
     DType::F64,
     DType::Complex128,
 ];
-
-/// A deterministic byte generator.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
-    }
-    fn bytes(&mut self, n: usize) -> Vec<u8> {
-        (0..n).map(|_| (self.next() >> 24) as u8).collect()
-    }
-    /// Cond bytes (zeros and non-zero bytes of every kind): at random, in runs of one kind
-    /// (so that whole vectors are uniform), all non-zero or all zero, by `mode`.
-    fn cond(&mut self, n: usize, mode: u64) -> Vec<u8> {
-        let vals = [0u8, 1, 0x80, 0, 0xff, 0, 3];
-        let truthy = [1u8, 0x80, 0xff, 3];
-        let (mut left, mut on) = (0u64, false);
-        (0..n)
-            .map(|_| match mode % 4 {
-                0 => vals[(self.next() % vals.len() as u64) as usize],
-                1 => {
-                    if left == 0 {
-                        left = 1 + self.next() % 300;
-                        on = self.next().is_multiple_of(2);
-                    }
-                    left -= 1;
-                    if on {
-                        truthy[(self.next() % 4) as usize]
-                    } else {
-                        0
-                    }
-                }
-                2 => truthy[(self.next() % 4) as usize],
-                _ => 0,
-            })
-            .collect()
-    }
-}
 
 /// A view's layout: shape, optional element strides (negative ones walk backwards), the index
 /// of the element at coordinate `[0, 0, ...]`, and the buffer length in elements.
@@ -236,7 +198,12 @@ fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], out: Option
     let w = dt.width();
     let mut rng = Rng(seed);
     let bufs = [
-        rng.cond(ins[0].len, seed / 7),
+        rng.cond(
+            ins[0].len,
+            seed / 7,
+            &[0, 1, 0x80, 0, 0xff, 0, 3],
+            &[1, 0x80, 0xff, 3],
+        ),
         rng.bytes(ins[1].len * w),
         rng.bytes(ins[2].len * w),
     ];

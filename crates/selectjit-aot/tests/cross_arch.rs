@@ -8,6 +8,10 @@
 //! apt-get if `SELECTJIT_CROSS_INSTALL=1` (as `.ci/run` sets), and otherwise prints why it
 //! skips; `SELECTJIT_CROSS_REQUIRE=1` turns a skip into a failure.
 
+#[path = "../../../tests/common/rng.rs"]
+mod rng;
+use rng::Rng;
+
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -144,22 +148,6 @@ fn tools(arch: &Arch) -> Result<(), String> {
                 .unwrap_or("")
         )),
         Err(e) => Err(format!("apt-get cannot run: {e}")),
-    }
-}
-
-/// A small deterministic generator.
-struct Rng(u64);
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 33)).wrapping_mul(0xff51afd7ed558ccd) ^ (x >> 29)
-    }
-    fn byte(&mut self) -> u8 {
-        self.next() as u8
     }
 }
 
