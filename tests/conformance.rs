@@ -2,33 +2,13 @@
 //! rule, and the values of every backend and tier against the interpreter.
 
 mod common;
+#[path = "common/conformance_file.rs"]
+mod conformance_file;
+
+use conformance_file::{load, mode, shape};
 
 use selectjit::{Broadcast, DType, EngineConfig, TensorMut, TensorRef, output_shape};
 use serde_json::Value;
-
-fn load(path: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
-}
-
-fn shape(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_u64().unwrap() as usize)
-        .collect()
-}
-
-fn mode(case: &Value) -> Broadcast {
-    match case["mode"].as_str().unwrap() {
-        "numpy" => Broadcast::Numpy,
-        "two-step" => Broadcast::TwoStep,
-        "none" => Broadcast::None,
-        "pdpd" => Broadcast::Pdpd {
-            axis: case["axis"].as_i64().unwrap_or(-1),
-        },
-        m => panic!("unknown mode {m}"),
-    }
-}
 
 fn fmt(s: &[usize]) -> String {
     format!(

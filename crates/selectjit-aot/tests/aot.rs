@@ -6,6 +6,8 @@
 
 #[path = "../../../tests/common/aot_host.rs"]
 mod aot_host;
+#[path = "../../../tests/common/conformance_file.rs"]
+mod conformance_file;
 
 use std::sync::OnceLock;
 
@@ -23,39 +25,10 @@ const DTYPES: [DType; 5] = [
 
 /// The conformance file's valid cases: mode and three shapes.
 fn conformance() -> Vec<(Broadcast, [Vec<usize>; 3])> {
-    let text = std::fs::read_to_string(concat!(
+    conformance_file::valid_cases(&conformance_file::load(concat!(
         env!("CARGO_MANIFEST_DIR"),
         "/../../tests/data/shapes.json"
-    ))
-    .unwrap();
-    let v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let shape = |x: &serde_json::Value| -> Vec<usize> {
-        x.as_array()
-            .unwrap()
-            .iter()
-            .map(|d| d.as_u64().unwrap() as usize)
-            .collect()
-    };
-    v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["expect"] != "error")
-        .map(|c| {
-            let mode = match c["mode"].as_str().unwrap() {
-                "numpy" => Broadcast::Numpy,
-                "two-step" => Broadcast::TwoStep,
-                "none" => Broadcast::None,
-                _ => Broadcast::Pdpd {
-                    axis: c["axis"].as_i64().unwrap_or(-1),
-                },
-            };
-            (
-                mode,
-                [shape(&c["cond"]), shape(&c["then"]), shape(&c["else"])],
-            )
-        })
-        .collect()
+    )))
 }
 
 fn conformance_text() -> String {

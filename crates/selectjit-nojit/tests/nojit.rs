@@ -4,40 +4,17 @@
 
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef, Tier};
 use selectjit::{output_shape, plan::plan_layout};
-use serde_json::Value;
+#[path = "../../../tests/common/conformance_file.rs"]
+mod conformance_file;
 
-fn shape(v: &Value) -> Vec<usize> {
-    v.as_array()
-        .unwrap()
-        .iter()
-        .map(|n| n.as_u64().unwrap() as usize)
-        .collect()
-}
+use conformance_file::{load, valid_cases};
 
 /// The valid conformance cases: mode and the three shapes.
 fn cases() -> Vec<(Broadcast, [Vec<usize>; 3])> {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/shapes.json");
-    let v: Value = serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
-    v["cases"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter(|c| c["expect"] != "error")
-        .map(|c| {
-            let mode = match c["mode"].as_str().unwrap() {
-                "numpy" => Broadcast::Numpy,
-                "two-step" => Broadcast::TwoStep,
-                "none" => Broadcast::None,
-                _ => Broadcast::Pdpd {
-                    axis: c["axis"].as_i64().unwrap_or(-1),
-                },
-            };
-            (
-                mode,
-                [shape(&c["cond"]), shape(&c["then"]), shape(&c["else"])],
-            )
-        })
-        .collect()
+    valid_cases(&load(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../tests/data/shapes.json"
+    )))
 }
 
 #[test]
