@@ -98,7 +98,7 @@ impl Engine {
         if !ran {
             let (sig, base) = plan_checked(width, mode, &descs)?;
             self.run_planned(sig.as_ref(), base, cond.data(), &then, &else_, out);
-            layouts::remember(width, mode, &descs, &(sig, base));
+            layouts::remember(width, mode, &descs, (sig, base));
         }
         Ok(())
     }

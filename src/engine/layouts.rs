@@ -35,35 +35,35 @@ thread_local! {
     static LAST: RefCell<Option<Last>> = const { RefCell::new(None) };
 }
 
+/// One operand's first words of a [`Key`]; its shape and strides (as `usize`) follow.
+fn head(d: &Desc<'_>) -> [usize; 4] {
+    let marker = d.strides.map_or(usize::MAX, <[isize]>::len);
+    [d.len, d.offset, d.shape.len(), marker]
+}
+
 /// The description of a call's four operands.
-pub(super) fn key(ops: &[Desc<'_>; 4]) -> Key {
+fn key(ops: &[Desc<'_>; 4]) -> Key {
     let mut k = Key::new();
     for d in ops {
-        k.extend_from_slice(&[d.len, d.offset, d.shape.len()]);
-        k.push(d.strides.map_or(usize::MAX, <[isize]>::len));
+        k.extend_from_slice(&head(d));
         k.extend_from_slice(d.shape);
         k.extend(d.strides.unwrap_or(&[]).iter().map(|&x| x as usize));
     }
     k
 }
 
-/// Whether `key` describes `ops` (what [`key`] would build, compared in place).
+/// Whether `key` describes `ops` (what [`key`] would build, compared in place: this runs on
+/// every strided call, building the key would double its cost).
 fn describes(key: &[usize], ops: &[Desc<'_>; 4]) -> bool {
     let mut rest = key;
     for d in ops {
-        let r = d.shape.len();
-        let s = d.strides.unwrap_or(&[]);
-        let head = [
-            d.len,
-            d.offset,
-            r,
-            d.strides.map_or(usize::MAX, <[isize]>::len),
-        ];
+        let (r, s) = (d.shape.len(), d.strides.unwrap_or(&[]));
         let n = 4 + r + s.len();
-        if rest.len() < n || rest[..4] != head || rest[4..4 + r] != *d.shape {
-            return false;
-        }
-        if !rest[4 + r..n].iter().zip(s).all(|(&a, &b)| a == b as usize) {
+        if rest.len() < n
+            || rest[..4] != head(d)
+            || rest[4..4 + r] != *d.shape
+            || !rest[4 + r..n].iter().zip(s).all(|(&a, &b)| a == b as usize)
+        {
             return false;
         }
         rest = &rest[n..];
@@ -96,14 +96,14 @@ pub(super) fn with_last(
 }
 
 /// Remembers the outcome of a call that passed its checks.
-pub(super) fn remember(width: usize, mode: Broadcast, ops: &[Desc<'_>; 4], planned: &Planned) {
+pub(super) fn remember(width: usize, mode: Broadcast, ops: &[Desc<'_>; 4], planned: Planned) {
     LAST.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
             *l = Some(Last {
                 width,
                 mode,
                 key: key(ops),
-                planned: planned.clone(),
+                planned,
             });
         }
     });
