@@ -68,6 +68,18 @@ pub(crate) fn isa_cap() -> IsaCap {
     max_isa().unwrap_or(IsaCap::All)
 }
 
+/// The x86 AVX flags (Cranelift's names, as AOT tables list them) that are not AVX-512.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) const AVX_FLAGS: [&str; 4] = ["has_avx", "has_avx2", "has_fma", "has_avx_vnni"];
+
+/// Whether the cap in force hides the x86 CPU feature of this Cranelift flag name.
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+pub(crate) fn hides_flag(name: &str) -> bool {
+    let cap = isa_cap();
+    (cap < IsaCap::All && name.starts_with("has_avx512"))
+        || (cap < IsaCap::Avx2 && AVX_FLAGS.contains(&name))
+}
+
 /// The variable `name` as a non-negative integer, if it is set to one.
 pub(crate) fn usize_var(name: &str) -> Option<usize> {
     std::env::var(name).ok()?.trim().parse().ok()

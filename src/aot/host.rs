@@ -34,15 +34,8 @@ fn detect() -> Vec<&'static str> {
         ("has_lzcnt", has!("lzcnt")),
     ];
     // What SELECTJIT_MAX_ISA hides is not the host's to offer (as for the tiers).
-    let cap = crate::env::isa_cap();
-    let hidden = |name: &str| {
-        use crate::env::IsaCap;
-        (cap < IsaCap::All && name.starts_with("has_avx512"))
-            || (cap < IsaCap::Avx2
-                && ["has_avx", "has_avx2", "has_fma", "has_avx_vnni"].contains(&name))
-    };
     all.into_iter()
-        .filter(|f| f.1 && !hidden(f.0))
+        .filter(|f| f.1 && !crate::env::hides_flag(f.0))
         .map(|f| f.0)
         .collect()
 }

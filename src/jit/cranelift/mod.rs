@@ -75,7 +75,6 @@ pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
     // SELECTJIT_MAX_ISA: the flags of hidden instruction sets off (a name this Cranelift does
     // not know is skipped).
     if b.triple().architecture == target_lexicon::Architecture::X86_64 {
-        use crate::env::IsaCap;
         const AVX512: [&str; 6] = [
             "has_avx512bitalg",
             "has_avx512dq",
@@ -84,13 +83,8 @@ pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
             "has_avx512f",
             "has_avx512vnni",
         ];
-        const AVX: [&str; 4] = ["has_avx", "has_avx2", "has_fma", "has_avx_vnni"];
-        let cap = crate::env::isa_cap();
-        let off = AVX512
-            .iter()
-            .filter(|_| cap < IsaCap::All)
-            .chain(AVX.iter().filter(|_| cap < IsaCap::Avx2));
-        for name in off {
+        let flags = AVX512.iter().chain(&crate::env::AVX_FLAGS);
+        for name in flags.filter(|n| crate::env::hides_flag(n)) {
             let _ = b.set(name, "false");
         }
     }
