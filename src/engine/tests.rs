@@ -96,13 +96,9 @@ mod jit_smoke {
                 let ev: Vec<u8> = (0..n(e) * w).map(|i| (i * 13 + 200) as u8).collect();
                 let mut want = vec![0u8; n(&out_shape) * w];
                 let mut got = want.clone();
-                let run = |b: Backend, out: &mut [u8]| {
-                    let eng = Engine::with_config(EngineConfig {
-                        backend: b,
-                        exact_after: 1,
-                        verify: true,
-                        ..EngineConfig::default()
-                    });
+                // One call on `eng` into `out`, which first holds 0x5a bytes.
+                let call = |eng: &Engine, out: &mut [u8]| {
+                    out.iter_mut().for_each(|x| *x = 0x5a);
                     eng.select_dyn(
                         dt,
                         TensorRef::new(&cond, c),
@@ -112,6 +108,15 @@ mod jit_smoke {
                         Broadcast::Numpy,
                     )
                     .unwrap();
+                };
+                let run = |b: Backend, out: &mut [u8]| {
+                    let eng = Engine::with_config(EngineConfig {
+                        backend: b,
+                        exact_after: 1,
+                        verify: true,
+                        ..EngineConfig::default()
+                    });
+                    call(&eng, out);
                     if b == Backend::Jit && !out.is_empty() {
                         assert_eq!(eng.last_codegen_error(), None);
                         assert_eq!(eng.stats().compiles, 1);
@@ -119,7 +124,6 @@ mod jit_smoke {
                 };
                 run(Backend::Interp, &mut want);
                 for b in [Backend::Jit, Backend::Static] {
-                    got.iter_mut().for_each(|x| *x = 0x5a);
                     run(b, &mut got);
                     assert_eq!(got, want, "{b:?} w{w} {c:?} {t:?} {e:?}");
                 }
@@ -130,16 +134,7 @@ mod jit_smoke {
                     ..EngineConfig::default()
                 });
                 for _ in 0..2 {
-                    got.iter_mut().for_each(|x| *x = 0x5a);
-                    eng.select_dyn(
-                        dt,
-                        TensorRef::new(&cond, c),
-                        TensorRef::new(&tv, t),
-                        TensorRef::new(&ev, e),
-                        TensorMut::new(&mut got, &out_shape),
-                        Broadcast::Numpy,
-                    )
-                    .unwrap();
+                    call(&eng, &mut got);
                     assert_eq!(got, want, "generic jit w{w} {c:?} {t:?} {e:?}");
                 }
                 if !want.is_empty() {
@@ -154,16 +149,7 @@ mod jit_smoke {
                 jit.set_blendv(false);
                 assert!(!jit.uses_blendv());
                 let eng = Engine::with_jit(EngineConfig::default(), jit);
-                got.iter_mut().for_each(|x| *x = 0x5a);
-                eng.select_dyn(
-                    dt,
-                    TensorRef::new(&cond, c),
-                    TensorRef::new(&tv, t),
-                    TensorRef::new(&ev, e),
-                    TensorMut::new(&mut got, &out_shape),
-                    Broadcast::Numpy,
-                )
-                .unwrap();
+                call(&eng, &mut got);
                 assert_eq!(got, want, "portable jit w{w} {c:?} {t:?} {e:?}");
                 assert_eq!(eng.last_codegen_error(), None);
             }
