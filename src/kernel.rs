@@ -83,10 +83,8 @@ pub struct Kernel {
     /// Shape-generic: `sig` gives only the rank, width and inner-stride classes; dims and
     /// strides are passed on every call.
     generic: bool,
-    /// The tier whose generator made the code.
-    tier: Tier,
-    /// Whether the code stores its output non-temporally.
-    nt: bool,
+    /// The tier whose generator made the code, its store kind and vector width.
+    variant: Variant,
     /// Entry point; `None` for code run by a [`CodeRunner`].
     entry: Option<KernelFn>,
     code_bytes: usize,
@@ -100,7 +98,7 @@ impl std::fmt::Debug for Kernel {
         write!(
             f,
             "Kernel({}, {}, {} bytes of code)",
-            self.sig, self.tier, self.code_bytes
+            self.sig, self.variant, self.code_bytes
         )
     }
 }
@@ -120,8 +118,7 @@ impl Kernel {
         Kernel {
             sig,
             generic,
-            tier: v.tier,
-            nt: v.nt,
+            variant: v,
             entry,
             code_bytes,
             code,
@@ -144,10 +141,7 @@ impl Kernel {
         module: cranelift_jit::JITModule,
     ) -> Self {
         let code = Code::Cranelift(std::sync::Mutex::new(Some(Box::new(module))));
-        let v = Variant {
-            tier: Tier::Cranelift,
-            nt: false,
-        };
+        let v = Variant::of(Tier::Cranelift);
         Kernel::owned(sig, generic, v, Some(entry), code_bytes, code)
     }
 
@@ -166,8 +160,7 @@ impl Kernel {
         Kernel {
             sig,
             generic,
-            tier: Tier::Cranelift,
-            nt: false,
+            variant: Variant::of(Tier::Cranelift),
             entry: Some(entry),
             code_bytes: code_bytes as usize,
             code: Code::Linked,
@@ -224,15 +217,12 @@ impl Kernel {
 
     /// The tier whose generator made this kernel.
     pub fn tier(&self) -> Tier {
-        self.tier
+        self.variant.tier
     }
 
-    /// The variant: the tier, and whether the kernel stores non-temporally.
+    /// The variant: the tier, whether the kernel stores non-temporally, its vector width.
     pub fn variant(&self) -> Variant {
-        Variant {
-            tier: self.tier,
-            nt: self.nt,
-        }
+        self.variant
     }
 
     /// Whether the kernel runs through a [`CodeRunner`] rather than on the CPU.
@@ -328,7 +318,7 @@ impl Kernel {
                 // SAFETY: the caller's contract: every element `sig` addresses in `begin..end`
                 // lies inside its buffer, which is what the regions describe; the dims and
                 // strides arrays live on this frame for the call.
-                return unsafe { run_external(code, &**runner, self.tier, sig, a) };
+                return unsafe { run_external(code, &**runner, self.variant.tier, sig, a) };
             }
             return;
         };

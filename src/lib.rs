@@ -87,7 +87,8 @@
 //! `Cranelift` (every architecture Cranelift targets; 128-bit vectors on x86-64). `Auto`, the
 //! default, measures: the first exact kernel of each kernel class ([`KernelClass`]: a loop
 //! pattern and an output size class) is compiled as every candidate [`Variant`] — each fast
-//! tier the host runs, with ordinary stores and, for large outputs, non-temporal ones — and its
+//! tier the host runs, with ordinary stores and, for large outputs, non-temporal ones; AVX-512
+//! also with 512-bit blocks for vector rows — and its
 //! calls time them in turn until the fastest is known ([`Engine::tier_choices`] lists the
 //! choices and the times that decided them; [`CacheStats`] counts their cost). The
 //! environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`) sets the tier of

@@ -177,19 +177,35 @@ impl std::str::FromStr for Tier {
     }
 }
 
-/// One candidate of a measured choice: the tier, and whether the kernel stores its output
-/// non-temporally (x86 tiers).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+/// One candidate of a measured choice: the tier, whether the kernel stores its output
+/// non-temporally (x86 tiers), and whether its vector rows run 512-bit blocks (AVX-512).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Variant {
     /// The code generator.
     pub tier: Tier,
     /// Non-temporal stores for the output's whole cache lines.
     pub nt: bool,
+    /// zmm vectors in the main loop of vector-select rows (AVX-512 tier, element widths up to
+    /// 8 bytes); ymm otherwise.
+    pub wide: bool,
+}
+
+impl Variant {
+    /// The variant of `tier` with ordinary stores and 256-bit vectors.
+    pub fn of(tier: Tier) -> Variant {
+        Variant {
+            tier,
+            ..Variant::default()
+        }
+    }
 }
 
 impl std::fmt::Display for Variant {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.tier.name())?;
+        if self.wide {
+            f.write_str("+zmm")?;
+        }
         if self.nt { f.write_str("+nt") } else { Ok(()) }
     }
 }

@@ -20,8 +20,9 @@ use crate::engine::CallTimer;
 #[cfg(feature = "jit")]
 use crate::{kernel::Kernel, tier::KernelClass, tier::TierChoice, tier::Variant};
 
-/// Most options a trial compares.
-pub(crate) const MAX_OPTIONS: usize = 4;
+/// Most options a trial compares: at least the most candidate variants a class has (five:
+/// AVX-512 ordinary, non-temporal and zmm; AVX2 ordinary and non-temporal).
+pub(crate) const MAX_OPTIONS: usize = 6;
 
 /// Most pairs of probes per option.
 const MAX_PAIRS: usize = 4;
@@ -223,6 +224,11 @@ impl TierTrial {
         kernels: Vec<(Variant, Arc<Kernel>)>,
         timer: Arc<dyn CallTimer>,
     ) -> TierTrial {
+        assert!(
+            kernels.len() <= MAX_OPTIONS,
+            "{} candidate variants: more than a trial compares",
+            kernels.len()
+        );
         TierTrial {
             class,
             trial: Trial::new(kernels.len(), TIER_PAIRS),

@@ -1,5 +1,5 @@
 //! `Auto` chooses among the variants this host runs (AVX-512 and AVX2; ordinary and, for large
-//! outputs, non-temporal stores) by timing them on real calls. With an injected timer the
+//! outputs, non-temporal stores; AVX-512 also with zmm blocks) by timing them on real calls. With an injected timer the
 //! choice is deterministic: the slower variant is never kept. The choice never changes a
 //! result, is made once per kernel class, its cost is counted, prepared calls take part, and
 //! named tiers never measure.
@@ -71,7 +71,7 @@ fn run_checked(e: &Engine, n: usize, calls: usize) {
 /// with its own cost, and the calls' results never change.
 #[test]
 fn the_slower_variant_is_never_kept() {
-    let rankings: [(&str, Cost); 4] = [
+    let rankings: [(&str, Cost); 5] = [
         (
             "avx2 fastest",
             |v| if v.tier == Tier::Avx2 { 100 } else { 300 } + v.nt as u64,
@@ -88,12 +88,28 @@ fn the_slower_variant_is_never_kept() {
             "ordinary fastest",
             |v| if v.nt { 250 } else { 150 } + (v.tier == Tier::Avx512) as u64,
         ),
+        (
+            "zmm fastest",
+            |v| if v.wide { 100 } else { 200 } + v.nt as u64,
+        ),
     ];
     // 2M f32: an 8 MiB output, where non-temporal stores are candidates too.
     let n = 2 << 20;
     for (name, cost) in rankings {
         let e = auto(cost);
         let cands = candidates(&e, n);
+        // zmm blocks: offered with AVX-512, with ordinary stores only.
+        let avx512 = cands.iter().any(|v| v.tier == Tier::Avx512);
+        assert_eq!(
+            cands.iter().filter(|v| v.wide).count(),
+            avx512 as usize,
+            "{cands:?}"
+        );
+        assert!(
+            cands
+                .iter()
+                .all(|v| !v.wide || (v.tier == Tier::Avx512 && !v.nt))
+        );
         if cands.len() < 2 {
             println!("{name}: this host has one candidate ({cands:?}), nothing to choose");
             run_checked(&e, n, 3);

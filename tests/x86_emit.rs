@@ -33,19 +33,29 @@ fn exec_for(level: Level) -> Exec {
     Exec::Emulated
 }
 
+/// The variant `xg` compiles `sig` as: its non-temporal threshold decides the stores; `wide`
+/// (AVX-512 only) asks for zmm blocks.
+fn variant(xg: &X86Gen, sig: &Signature, generic: bool, wide: bool) -> Variant {
+    Variant {
+        tier: xg.tier(),
+        nt: !generic && xg.uses_nt(sig),
+        wide,
+    }
+}
+
+/// The code of `xg` for `sig` (or its pattern) as variant `variant(xg, sig, generic, wide)`.
+fn code(xg: &X86Gen, sig: &Signature, generic: bool, wide: bool) -> Vec<u8> {
+    xg.emit_with(sig, generic, variant(xg, sig, generic, wide))
+        .unwrap_or_else(|e| panic!("{sig}: {e}"))
+        .0
+}
+
 /// The kernel of `xg` for `sig` (or its pattern), run natively or in the emulator.
-fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool) -> Kernel {
-    let code = xg
-        .emit(sig, generic)
-        .unwrap_or_else(|e| panic!("{sig}: {e}"));
+fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, wide: bool) -> Kernel {
+    let code = code(xg, sig, generic, wide);
+    let v = variant(xg, sig, generic, wide);
     match exec {
-        Exec::Emulated => {
-            let v = Variant {
-                tier: xg.tier(),
-                nt: !generic && xg.uses_nt(sig),
-            };
-            Kernel::with_runner(sig.clone(), generic, v, code, Emulator::runner())
-        }
+        Exec::Emulated => Kernel::with_runner(sig.clone(), generic, v, code, Emulator::runner()),
         Exec::Native => {
             // The host runs this level (checked by `exec_for`): the engine's code generator
             // with the same non-temporal threshold compiles the same code natively.
@@ -58,8 +68,14 @@ fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool) -> Kernel {
                 },
             )
             .unwrap();
-            let k = cg.compile_with(xg.tier(), sig, generic).unwrap();
+            let k = if generic {
+                cg.compile_with(xg.tier(), sig, true)
+            } else {
+                cg.compile_variant(v, sig)
+            }
+            .unwrap();
             assert_eq!(k.x86_code(), Some(&code[..]), "{sig}: the same code");
+            assert_eq!(k.variant(), v, "{sig}");
             k
         }
     }
@@ -133,9 +149,17 @@ enum Place {
     Else,
 }
 
-/// Runs `sig` with a kernel of `xg` (exact, or the generic kernel of its pattern) over the
-/// outer ranges `splits`, and compares every byte of every buffer with the reference.
-fn check(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, place: Place, seed: u64) {
+/// Runs `sig` with a kernel of `xg` (exact, or the generic kernel of its pattern; `wide`: with
+/// zmm blocks) over the outer ranges `splits`, and compares every byte of every buffer with
+/// the reference.
+fn check(
+    xg: &X86Gen,
+    exec: Exec,
+    sig: &Signature,
+    (generic, wide): (bool, bool),
+    place: Place,
+    seed: u64,
+) {
     let mut rng = Rng(seed);
     let w = sig.width;
     let misalign = (seed % 67) as usize;
@@ -190,7 +214,7 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, place: Place, 
             want[o..o + w].copy_from_slice(&bufs[src].data[s..s + w]);
         });
     }
-    let kernel = kernel(xg, exec, sig, generic);
+    let kernel = kernel(xg, exec, sig, generic, wide);
     let mut out = std::mem::take(&mut bufs[OUT].data);
     let out_base = bufs[OUT].base;
     let ptr_of = |op: usize, bufs: &[Buf], out: &mut [u8]| -> *mut u8 {
@@ -217,14 +241,15 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, place: Place, 
     if out != want {
         let first = out.iter().zip(&want).position(|(a, b)| a != b).unwrap();
         panic!(
-            "{:?} {exec:?} {} kernel, {place:?}, seed {seed}: output differs at byte {} \
+            "{:?} {exec:?} {} kernel{}, {place:?}, seed {seed}: output differs at byte {} \
              (base {out_base}): got {:02x?}, want {:02x?}\nsignature {sig}\n{}",
             xg.level(),
             if generic { "generic" } else { "exact" },
+            if wide { " (zmm blocks)" } else { "" },
             first,
             &out[first..(first + 16).min(out.len())],
             &want[first..(first + 16).min(want.len())],
-            disassemble(&xg.emit(sig, generic).unwrap())
+            disassemble(&code(xg, sig, generic, wide))
         );
     }
 }
@@ -238,7 +263,7 @@ fn sig(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Signature {
 }
 
 /// Runs `sig` exact and generic, with ordinary and non-temporal stores, own output and (where
-/// the layout allows) in place.
+/// the layout allows) in place; AVX-512 exact kernels also with zmm blocks.
 fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     let xgs = [X86Gen::new(level, usize::MAX), X86Gen::new(level, 0)];
     let mut places = vec![Place::Own];
@@ -250,9 +275,12 @@ fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     }
     for (g, xg) in xgs.iter().enumerate() {
         for &place in &places {
-            check(xg, exec, s, false, place, seed + g as u64);
+            check(xg, exec, s, (false, false), place, seed + g as u64);
             if g == 0 {
-                check(xg, exec, s, true, place, seed + 7);
+                check(xg, exec, s, (true, false), place, seed + 7);
+            }
+            if level == Level::Avx512 {
+                check(xg, exec, s, (false, true), place, seed + 11 + g as u64);
             }
         }
     }
@@ -633,6 +661,41 @@ fn packing_applies_where_it_should() {
             // cond changes with the outer index.
             let s = sig(w, &[4, 4096], [&[4096, 1], &[4096, 1], &[0, 0], &[4096, 1]]);
             assert!(!packs(level, &s, false), "{level:?} {s}");
+        }
+    }
+}
+
+/// Wide AVX-512 kernels blend zmm vectors in the main loop of vector-select rows long enough
+/// for a block (what `X86Gen::runs_wide` offers the measured choice), and decode; other kernels
+/// never touch a zmm register, and AVX2 ignores the request.
+#[test]
+fn wide_kernels_blend_zmm_blocks() {
+    let avx512 = X86Gen::new(Level::Avx512, usize::MAX);
+    let avx2 = X86Gen::new(Level::Avx2, usize::MAX);
+    for w in WIDTHS {
+        for n in [1, 7, 31, 32, 33, 63, 64, 100, 127, 128, 1000] {
+            for (t, e) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+                let row = sig(w, &[n], [&[1], &[t], &[e], &[1]]);
+                let copy = sig(w, &[3, n], [&[1, 0], &[t, t], &[e, e], &[n as isize, 1]]);
+                for s in [row, copy] {
+                    let wide = disassemble(&code(&avx512, &s, false, true));
+                    let zmm_blend = wide
+                        .lines()
+                        .any(|l| l.contains("vpblendm") && l.contains("zmm"));
+                    assert_eq!(zmm_blend, X86Gen::runs_wide(&s), "{s}:\n{wide}");
+                    assert_eq!(
+                        X86Gen::runs_wide(&s),
+                        w <= 8 && matches!(s.row_shape(), RowShape::Select { .. }) && n * w >= 128,
+                        "{s}"
+                    );
+                    for text in [
+                        disassemble(&code(&avx512, &s, false, false)),
+                        disassemble(&code(&avx2, &s, false, true)),
+                    ] {
+                        assert!(!text.contains("zmm"), "{s}:\n{text}");
+                    }
+                }
+            }
         }
     }
 }

@@ -203,13 +203,18 @@ impl CodeGen {
     /// `nt_min_bytes` of output on (8 MiB by default: the call's traffic then fills a typical
     /// last-level cache), with non-temporal ones. Smaller outputs are not offered non-temporal
     /// stores: left in the cache they serve whatever reads them next, which a select's own
-    /// time does not show.
+    /// time does not show. AVX-512 is also offered with zmm blocks (ordinary stores) for
+    /// vector-select rows long enough to run one: a 64-byte vector per line halves the µops
+    /// per byte stored, which wins where stores, not the loads from DRAM, pace the row.
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
         let out_bytes = sig.numel().saturating_mul(sig.width);
         if !self.auto {
             let tier = self.tier_for(self.tier(), sig);
             let nt = tier.is_x86() && out_bytes >= self.nt_min_bytes;
-            return vec![Variant { tier, nt }];
+            return vec![Variant {
+                nt,
+                ..Variant::of(tier)
+            }];
         }
         let probe_nt = self.nt_min_bytes != usize::MAX
             && out_bytes >= self.nt_min_bytes / 4
@@ -219,12 +224,19 @@ impl CodeGen {
             let tier = self.tier_for(t, sig);
             for nt in [false, true] {
                 let cand = Variant {
-                    tier,
                     nt: nt && tier.is_x86(),
+                    ..Variant::of(tier)
                 };
                 if (!nt || (probe_nt && tier.is_x86())) && !v.contains(&cand) {
                     v.push(cand);
                 }
+            }
+            #[cfg(x86_tier)]
+            if tier == Tier::Avx512 && x86::X86Gen::runs_wide(sig) {
+                v.push(Variant {
+                    wide: true,
+                    ..Variant::of(tier)
+                });
             }
         }
         v
@@ -232,7 +244,7 @@ impl CodeGen {
 
     /// Compiles `sig`'s exact kernel as variant `v` (one of [`CodeGen::variants`]).
     pub fn compile_variant(&self, v: Variant, sig: &Signature) -> Result<Kernel> {
-        self.compile_nt(v.tier, sig, false, v.nt)
+        self.compile_as(v, sig, false)
     }
 
     /// Compiles `sig` (exact, or `generic`: the shape-generic kernel of its pattern) with
@@ -240,14 +252,17 @@ impl CodeGen {
     /// exact x86 kernels store non-temporally from `nt_min_bytes` of output on.
     pub fn compile_with(&self, tier: Tier, sig: &Signature, generic: bool) -> Result<Kernel> {
         let nt = sig.numel().saturating_mul(sig.width) >= self.nt_min_bytes;
-        self.compile_nt(tier, sig, generic, nt && !generic)
+        let v = Variant {
+            nt: nt && !generic,
+            ..Variant::of(tier)
+        };
+        self.compile_as(v, sig, generic)
     }
 
-    fn compile_nt(&self, tier: Tier, sig: &Signature, generic: bool, nt: bool) -> Result<Kernel> {
+    fn compile_as(&self, v: Variant, sig: &Signature, generic: bool) -> Result<Kernel> {
         #[cfg(x86_tier)]
-        if let Some(x) = self.x86(tier).filter(|x| x.covers(sig)) {
-            let (code, _) = x.emit_with(sig, generic, nt)?;
-            let v = Variant { tier, nt };
+        if let Some(x) = self.x86(v.tier).filter(|x| x.covers(sig)) {
+            let (code, _) = x.emit_with(sig, generic, v)?;
             if let Some(r) = &self.runner {
                 return Ok(Kernel::with_runner(
                     sig.clone(),
@@ -262,7 +277,7 @@ impl CodeGen {
             // runs (checked in `new`: otherwise a runner is set).
             return unsafe { Kernel::mapped(sig.clone(), generic, v, &code) };
         }
-        let _ = (tier, nt);
+        let _ = v;
         #[cfg(cranelift_tier)]
         return if generic {
             self.cranelift.compile_generic(&Pattern::of(sig))
@@ -280,7 +295,7 @@ impl CodeGen {
     pub fn machine_code(&self, v: Variant, sig: &Signature) -> Result<(Tier, MachineCode)> {
         #[cfg(x86_tier)]
         if let Some(x) = self.x86(v.tier).filter(|x| x.covers(sig)) {
-            return Ok((v.tier, MachineCode::X86(x.emit_with(sig, false, v.nt)?.0)));
+            return Ok((v.tier, MachineCode::X86(x.emit_with(sig, false, v)?.0)));
         }
         let _ = v;
         #[cfg(cranelift_tier)]

@@ -227,7 +227,7 @@ pub struct Measurement {
     pub elements: usize,
     /// Bytes moved: each input's own bytes plus the output's.
     pub traffic_bytes: usize,
-    /// The variant `auto` chose for the case by measuring (`avx2`, `avx512+nt`, ...); `jit_ns`
+    /// The variant `auto` chose for the case by measuring (`avx2`, `avx512+nt`, `avx512+zmm`, ...); `jit_ns`
     /// is its time.
     pub jit_tier: String,
     /// Median time of the `auto` tier, single-threaded.
@@ -710,7 +710,7 @@ pub fn table_row(m: &Measurement) -> String {
 /// What the table's columns mean, printed under it.
 pub const TABLE_NOTES: &str = "times in us per call (median of interleaved rounds), single-threaded unless -mt; \
 tier columns = that tier named (non-temporal stores from 32 MiB of output); jit = auto, with the variant \
-it chose by measuring (+nt: non-temporal stores); * = that tier does not cover the case and Cranelift compiled it; \
+it chose by measuring (+zmm: AVX-512 main loops of 512-bit vectors, +nt: non-temporal stores); * = that tier does not cover the case and Cranelift compiled it; \
 copy (best) = the fastest of memcpy / vector / non-temporal copies of half the traffic; \
 copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
 ndarray = the hand-written ndarray Zip loop, jit/nd = jit time over it; \

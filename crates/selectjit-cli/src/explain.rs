@@ -216,7 +216,7 @@ mod tests {
             .filter(|t| t.is_x86())
             .collect();
         if x86.len() > 1 {
-            assert!(t.contains("candidates avx512, avx2"), "{t}");
+            assert!(t.contains("candidates avx512, avx512+zmm, avx2"), "{t}");
             assert!(t.contains("measured   w4 rank1"), "{t}");
             assert!(t.contains(" us"), "{t}");
         }

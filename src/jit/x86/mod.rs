@@ -15,7 +15,7 @@ mod emit;
 
 use crate::error::{Error, Result};
 use crate::plan::Signature;
-use crate::tier::Tier;
+use crate::tier::{Tier, Variant};
 
 /// Instruction-set level of the x86 tier.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -110,16 +110,38 @@ impl X86Gen {
     /// Like [`X86Gen::emit`], with the length of the instruction part: the constants the code
     /// reads (RIP-relative) follow it.
     pub fn emit_parts(&self, sig: &Signature, generic: bool) -> Result<(Vec<u8>, usize)> {
-        self.emit_with(sig, generic, !generic && self.uses_nt(sig))
+        let v = Variant {
+            nt: !generic && self.uses_nt(sig),
+            ..Variant::of(self.tier())
+        };
+        self.emit_with(sig, generic, v)
     }
 
-    /// Like [`X86Gen::emit_parts`], with non-temporal stores or not as `nt` says (exact kernels
-    /// only: shape-generic kernels never use them).
-    pub fn emit_with(&self, sig: &Signature, generic: bool, nt: bool) -> Result<(Vec<u8>, usize)> {
+    /// Whether `sig`'s exact kernel has vector-select rows long enough for a main-loop block,
+    /// which [`Variant::wide`] makes of zmm vectors (element widths up to 8 bytes).
+    pub fn runs_wide(sig: &Signature) -> bool {
+        sig.width <= 8
+            && matches!(sig.row_shape(), crate::plan::RowShape::Select { .. })
+            && sig
+                .dims
+                .last()
+                .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
+    }
+
+    /// Like [`X86Gen::emit_parts`], with the store kind and vector width of `v` (its tier is
+    /// this generator's): non-temporal stores for exact kernels only (shape-generic kernels
+    /// never use them), zmm blocks on the AVX-512 level only.
+    pub fn emit_with(
+        &self,
+        sig: &Signature,
+        generic: bool,
+        v: Variant,
+    ) -> Result<(Vec<u8>, usize)> {
         if !self.covers(sig) {
             return Err(Error::Codegen(format!("x86 tier does not cover {sig}")));
         }
-        emit::emit_kernel(sig, generic, self.level, nt && !generic)
+        let wide = v.wide && self.level == Level::Avx512;
+        emit::emit_kernel(sig, generic, self.level, v.nt && !generic, wide)
             .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))
     }
 }

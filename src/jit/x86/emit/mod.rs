@@ -37,6 +37,8 @@ use iced_x86::code_asm::*;
 use iced_x86::{Encoder, IcedError, Instruction};
 
 pub(super) use encode::Label;
+/// Bytes of output per main-loop block of a vector row.
+pub(super) const BLOCK_BYTES: usize = vector::UNROLL * vector::VBYTES as usize;
 use encode::{Branch, Encoded, MAX_CACHED, SCRATCH, Scratch};
 
 use super::Level;
@@ -110,6 +112,8 @@ pub(super) struct Emitter<'s> {
     pub level: Level,
     /// Non-temporal stores for long rows.
     pub nt: bool,
+    /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
+    pub wide: bool,
     pub w: usize,
     pub shape: RowShape,
     /// What the code knows about the row length.
@@ -144,6 +148,7 @@ pub(super) fn emit_kernel(
     generic: bool,
     level: Level,
     nt: bool,
+    wide: bool,
 ) -> Result<(Vec<u8>, usize), EmitError> {
     let mut s = match SCRATCH.with(|s| s.borrow_mut().take()) {
         Some(s) => s,
@@ -157,7 +162,7 @@ pub(super) fn emit_kernel(
     if s.cache.len() > MAX_CACHED {
         s.cache.clear();
     }
-    let mut e = Emitter::new(s.a, sig, generic, level, nt);
+    let mut e = Emitter::new(s.a, sig, generic, level, nt, wide);
     let r = e.emit_all(&mut s.enc, &mut s.cache);
     s.a = e.a;
     SCRATCH.with(|x| *x.borrow_mut() = Some(s));
@@ -165,7 +170,14 @@ pub(super) fn emit_kernel(
 }
 
 impl<'s> Emitter<'s> {
-    fn new(a: CodeAssembler, sig: &'s Signature, generic: bool, level: Level, nt: bool) -> Self {
+    fn new(
+        a: CodeAssembler,
+        sig: &'s Signature,
+        generic: bool,
+        level: Level,
+        nt: bool,
+        wide: bool,
+    ) -> Self {
         let rank = sig.rank();
         let shape = sig.row_shape();
         let n = if generic {
@@ -189,6 +201,7 @@ impl<'s> Emitter<'s> {
             generic,
             level,
             nt: nt && !generic,
+            wide: wide && level == Level::Avx512 && sig.width <= 8,
             w: sig.width,
             shape,
             n,

@@ -5,10 +5,12 @@
 //! selected (lane masks and `vblendv*`, or opmasks and `vpblendm*`), and how the rest of a row
 //! that fills no block is done (overlapping steps, or masked vectors).
 //!
-//! Both ISAs use 256-bit vectors. On an AMD Zen 4 host zmm code lost 5-27% against ymm code on
-//! outputs from DRAM (a stream loaded once per 64-byte line paces the prefetcher worse than two
-//! loads per line), while EVEX-encoded ymm with opmasks matched AVX2 there and beat it by
-//! 25-30% in L1; zmm was never faster than EVEX ymm in any size class measured.
+//! Both ISAs use 256-bit vectors; AVX-512 kernels can also run their main-loop blocks as zmm
+//! ([`crate::Variant::wide`]), a variant the measured choice weighs. On an AMD Zen 4 host zmm
+//! code lost 5-27% against ymm code on outputs from DRAM (a stream loaded once per 64-byte line
+//! paces the prefetcher worse than two loads per line), while EVEX-encoded ymm with opmasks
+//! matched AVX2 there and beat it by 25-30% in L1; zmm won (~15%) where the row's inputs stay
+//! in L1 and its output goes to L2 or L3 (a broadcast row written many times).
 //!
 //! Non-temporal rows store every whole 64-byte line of the output non-temporally and only the
 //! partial first and last lines with ordinary stores (a line is never written both ways);
@@ -25,7 +27,7 @@
 
 use iced_x86::code_asm::*;
 
-use super::regs::YMM;
+use super::regs::{YMM, ZMM};
 use super::{Bounds, Emitter, Label, P, R};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
@@ -188,10 +190,20 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// Broadcasts the element at `P[op]` to every lane of its splat register.
+    /// Broadcasts the element at `P[op]` to every lane of its splat register (zmm in a wide
+    /// kernel).
     pub(super) fn splat(&mut self, op: usize) -> R {
-        let r = YMM[splat_reg(op)];
         let m = ptr(P[op]);
+        if self.wide {
+            let r = ZMM[splat_reg(op)];
+            return Ok(match self.w {
+                1 => self.a.vpbroadcastb(r, m),
+                2 => self.a.vpbroadcastw(r, m),
+                4 => self.a.vpbroadcastd(r, m),
+                _ => self.a.vpbroadcastq(r, m),
+            }?);
+        }
+        let r = YMM[splat_reg(op)];
         Ok(match self.w {
             1 => self.a.vpbroadcastb(r, m),
             2 => self.a.vpbroadcastw(r, m),
