@@ -57,6 +57,19 @@ trait VReg: Copy {
     fn blend_reg(self, a: &mut CodeAssembler, w: usize, x: Self, y: Self) -> Result<(), IcedError>;
 }
 
+/// `a.<m>(args)` with `m` the instruction for elements of `w` bytes among the four given (for
+/// 1, 2, 4 and 8).
+macro_rules! per_width {
+    ($w:expr, $a:ident, [$m1:ident, $m2:ident, $m4:ident, $m8:ident], ($($arg:expr),*)) => {
+        match $w {
+            1 => $a.$m1($($arg),*),
+            2 => $a.$m2($($arg),*),
+            4 => $a.$m4($($arg),*),
+            _ => $a.$m8($($arg),*),
+        }
+    };
+}
+
 macro_rules! vreg {
     ($t:ty, $bytes:expr) => {
         impl VReg for $t {
@@ -78,12 +91,7 @@ macro_rules! vreg {
                 w: usize,
                 m: AsmMemoryOperand,
             ) -> Result<(), IcedError> {
-                match w {
-                    1 => a.vmovdqu8(self, m),
-                    2 => a.vmovdqu16(self, m),
-                    4 => a.vmovdqu32(self, m),
-                    _ => a.vmovdqu64(self, m),
-                }
+                per_width!(w, a, [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64], (self, m))
             }
             fn store(
                 self,
@@ -91,12 +99,7 @@ macro_rules! vreg {
                 w: usize,
                 m: AsmMemoryOperand,
             ) -> Result<(), IcedError> {
-                match w {
-                    1 => a.vmovdqu8(m, self),
-                    2 => a.vmovdqu16(m, self),
-                    4 => a.vmovdqu32(m, self),
-                    _ => a.vmovdqu64(m, self),
-                }
+                per_width!(w, a, [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64], (m, self))
             }
             fn store_nt(self, a: &mut CodeAssembler, m: AsmMemoryOperand) -> Result<(), IcedError> {
                 a.vmovntdq(m, self)
@@ -108,12 +111,12 @@ macro_rules! vreg {
                 x: Self,
                 y: AsmMemoryOperand,
             ) -> Result<(), IcedError> {
-                match w {
-                    1 => a.vpblendmb(self, x, y),
-                    2 => a.vpblendmw(self, x, y),
-                    4 => a.vpblendmd(self, x, y),
-                    _ => a.vpblendmq(self, x, y),
-                }
+                per_width!(
+                    w,
+                    a,
+                    [vpblendmb, vpblendmw, vpblendmd, vpblendmq],
+                    (self, x, y)
+                )
             }
             fn blend_reg(
                 self,
@@ -122,12 +125,12 @@ macro_rules! vreg {
                 x: Self,
                 y: Self,
             ) -> Result<(), IcedError> {
-                match w {
-                    1 => a.vpblendmb(self, x, y),
-                    2 => a.vpblendmw(self, x, y),
-                    4 => a.vpblendmd(self, x, y),
-                    _ => a.vpblendmq(self, x, y),
-                }
+                per_width!(
+                    w,
+                    a,
+                    [vpblendmb, vpblendmw, vpblendmd, vpblendmq],
+                    (self, x, y)
+                )
             }
         }
     };
