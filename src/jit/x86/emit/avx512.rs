@@ -57,19 +57,6 @@ trait VReg: Copy {
     fn blend_reg(self, a: &mut CodeAssembler, w: usize, x: Self, y: Self) -> Result<(), IcedError>;
 }
 
-/// `a.<m>(args)` with `m` the instruction for elements of `w` bytes among the four given (for
-/// 1, 2, 4 and 8).
-macro_rules! per_width {
-    ($w:expr, $a:ident, [$m1:ident, $m2:ident, $m4:ident, $m8:ident], ($($arg:expr),*)) => {
-        match $w {
-            1 => $a.$m1($($arg),*),
-            2 => $a.$m2($($arg),*),
-            4 => $a.$m4($($arg),*),
-            _ => $a.$m8($($arg),*),
-        }
-    };
-}
-
 macro_rules! vreg {
     ($t:ty, $bytes:expr) => {
         impl VReg for $t {
@@ -167,13 +154,13 @@ impl VecIsa for Avx512 {
     fn block(e: &mut Emitter, vecs: usize, nt: bool, uniform: Option<(Label, Label)>) -> R {
         if e.wide && vecs.is_multiple_of(2) {
             // Two ymm vectors' elements per zmm.
-            e.avx512_masks(vecs / 2, ZMM[0])?;
+            e.avx512_masks::<AsmRegisterZmm>(vecs / 2)?;
             if let Some((all_then, all_else)) = uniform {
                 e.avx512_uniform_test(all_then, all_else, 64)?;
             }
             return e.avx512_blend_store(&ZMM, vecs / 2, nt);
         }
-        e.avx512_masks(vecs, YMM[0])?;
+        e.avx512_masks::<AsmRegisterYmm>(vecs)?;
         if let Some((all_then, all_else)) = uniform {
             e.avx512_uniform_test(all_then, all_else, 32)?;
         }
@@ -303,7 +290,7 @@ impl Emitter<'_> {
     /// Masks k1..k`vecs` of `vecs` vectors of `V`'s size from element `r8` (from the packed
     /// bits at `rax` when [`Emitter::from_bits`]); a bit is set where the blend takes its
     /// memory (or second) operand.
-    fn avx512_masks<V: VReg>(&mut self, vecs: usize, _size: V) -> R {
+    fn avx512_masks<V: VReg>(&mut self, vecs: usize) -> R {
         let lanes = V::BYTES / self.w;
         if self.w == 16 {
             for v in 0..vecs {

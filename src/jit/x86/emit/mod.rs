@@ -26,6 +26,19 @@
 //! copy** (or fill) when cond has stride 0 along the row; a branch-free **strided** loop
 //! otherwise. The vector and copy rows of each level live in [`avx2`] and [`avx512`].
 
+/// `a.<m>(args)` with `m` the instruction for elements of `w` bytes among the four given (for
+/// 1, 2, 4 and 8).
+macro_rules! per_width {
+    ($w:expr, $a:expr, [$m1:ident, $m2:ident, $m4:ident, $m8:ident], ($($arg:expr),*)) => {
+        match $w {
+            1 => $a.$m1($($arg),*),
+            2 => $a.$m2($($arg),*),
+            4 => $a.$m4($($arg),*),
+            _ => $a.$m8($($arg),*),
+        }
+    };
+}
+
 mod avx2;
 mod avx512;
 mod encode;

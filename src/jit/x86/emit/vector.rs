@@ -193,23 +193,25 @@ impl Emitter<'_> {
     /// Broadcasts the element at `P[op]` to every lane of its splat register (zmm in a wide
     /// kernel).
     pub(super) fn splat(&mut self, op: usize) -> R {
-        let m = ptr(P[op]);
-        if self.wide {
-            let r = ZMM[splat_reg(op)];
-            return Ok(match self.w {
-                1 => self.a.vpbroadcastb(r, m),
-                2 => self.a.vpbroadcastw(r, m),
-                4 => self.a.vpbroadcastd(r, m),
-                _ => self.a.vpbroadcastq(r, m),
-            }?);
-        }
-        let r = YMM[splat_reg(op)];
-        Ok(match self.w {
-            1 => self.a.vpbroadcastb(r, m),
-            2 => self.a.vpbroadcastw(r, m),
-            4 => self.a.vpbroadcastd(r, m),
-            8 => self.a.vpbroadcastq(r, m),
-            _ => self.a.vbroadcasti128(r, m),
+        let (m, r, w) = (ptr(P[op]), splat_reg(op), self.w);
+        Ok(if w == 16 {
+            self.a.vbroadcasti128(YMM[r], m)
+        } else if self.wide {
+            let z = ZMM[r];
+            per_width!(
+                w,
+                self.a,
+                [vpbroadcastb, vpbroadcastw, vpbroadcastd, vpbroadcastq],
+                (z, m)
+            )
+        } else {
+            let y = YMM[r];
+            per_width!(
+                w,
+                self.a,
+                [vpbroadcastb, vpbroadcastw, vpbroadcastd, vpbroadcastq],
+                (y, m)
+            )
         }?)
     }
 
