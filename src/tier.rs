@@ -178,7 +178,8 @@ impl std::str::FromStr for Tier {
 }
 
 /// One candidate of a measured choice: the tier, whether the kernel stores its output
-/// non-temporally (x86 tiers), and whether its vector rows run 512-bit blocks (AVX-512).
+/// non-temporally (x86 tiers), whether its vector rows run 512-bit blocks (AVX-512), and
+/// whether its non-temporal rows walk four parts at once (x86 tiers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Variant {
     /// The code generator.
@@ -188,6 +189,9 @@ pub struct Variant {
     /// zmm vectors in the main loop of vector-select rows (AVX-512 tier, element widths up to
     /// 8 bytes); ymm otherwise.
     pub wide: bool,
+    /// With `nt`: the main loop of long vector-select rows walks four parts of the row at once
+    /// (x86 tiers, element widths up to 8 bytes), four times the streams from memory.
+    pub four_way: bool,
 }
 
 impl Variant {
@@ -206,7 +210,13 @@ impl std::fmt::Display for Variant {
         if self.wide {
             f.write_str("+zmm")?;
         }
-        if self.nt { f.write_str("+nt") } else { Ok(()) }
+        if self.nt {
+            f.write_str("+nt")?;
+        }
+        if self.four_way {
+            f.write_str("+4way")?;
+        }
+        Ok(())
     }
 }
 

@@ -20,9 +20,10 @@ use crate::engine::CallTimer;
 #[cfg(feature = "jit")]
 use crate::{kernel::Kernel, tier::KernelClass, tier::TierChoice, tier::Variant};
 
-/// Most options a trial compares: at least the most candidate variants a class has (five:
-/// AVX-512 ordinary, non-temporal and zmm; AVX2 ordinary and non-temporal).
-pub(crate) const MAX_OPTIONS: usize = 6;
+/// Most options a trial compares: at least the most candidate variants a class has (seven:
+/// AVX-512 ordinary, non-temporal, non-temporal four-way and zmm; AVX2 ordinary,
+/// non-temporal and non-temporal four-way).
+pub(crate) const MAX_OPTIONS: usize = 8;
 
 /// Most pairs of probes per option.
 const MAX_PAIRS: usize = 4;

@@ -1,5 +1,6 @@
 //! `Auto` chooses among the variants this host runs (AVX-512 and AVX2; ordinary and, for large
-//! outputs, non-temporal stores; AVX-512 also with zmm blocks) by timing them on real calls. With an injected timer the
+//! outputs, non-temporal stores, those also walking four parts of long rows at once; AVX-512
+//! also with zmm blocks) by timing them on real calls. With an injected timer the
 //! choice is deterministic: the slower variant is never kept. The choice never changes a
 //! result, is made once per kernel class, its cost is counted, prepared calls take part, and
 //! named tiers never measure.
@@ -71,7 +72,7 @@ fn run_checked(e: &Engine, n: usize, calls: usize) {
 /// with its own cost, and the calls' results never change.
 #[test]
 fn the_slower_variant_is_never_kept() {
-    let rankings: [(&str, Cost); 5] = [
+    let rankings: [(&str, Cost); 6] = [
         (
             "avx2 fastest",
             |v| if v.tier == Tier::Avx2 { 100 } else { 300 } + v.nt as u64,
@@ -92,6 +93,10 @@ fn the_slower_variant_is_never_kept() {
             "zmm fastest",
             |v| if v.wide { 100 } else { 200 } + v.nt as u64,
         ),
+        (
+            "four-way fastest",
+            |v| if v.four_way { 100 } else { 200 } + (v.tier == Tier::Avx512) as u64,
+        ),
     ];
     // 2M f32: an 8 MiB output, where non-temporal stores are candidates too.
     let n = 2 << 20;
@@ -110,6 +115,23 @@ fn the_slower_variant_is_never_kept() {
                 .iter()
                 .all(|v| !v.wide || (v.tier == Tier::Avx512 && !v.nt))
         );
+        // Four-way walks: offered with non-temporal stores, next to each x86 tier's one-way
+        // non-temporal kernel (2M contiguous elements: rows long enough).
+        for v in &cands {
+            let one_way = Variant {
+                four_way: false,
+                ..*v
+            };
+            assert!(
+                !v.four_way || (v.nt && !v.wide && cands.contains(&one_way)),
+                "{cands:?}"
+            );
+        }
+        let x86_nt = cands
+            .iter()
+            .filter(|v| v.nt && !v.four_way && v.tier != Tier::Cranelift)
+            .count();
+        assert_eq!(cands.iter().filter(|v| v.four_way).count(), x86_nt);
         if cands.len() < 2 {
             println!("{name}: this host has one candidate ({cands:?}), nothing to choose");
             run_checked(&e, n, 3);

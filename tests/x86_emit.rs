@@ -33,27 +33,57 @@ fn exec_for(level: Level) -> Exec {
     Exec::Emulated
 }
 
-/// The variant `xg` compiles `sig` as: its non-temporal threshold decides the stores; `wide`
-/// (AVX-512 only) asks for zmm blocks.
-fn variant(xg: &X86Gen, sig: &Signature, generic: bool, wide: bool) -> Variant {
+/// Which kernel of a signature: exact or shape-generic, and what its variant asks for beyond
+/// the stores the generator's threshold decides.
+#[derive(Clone, Copy, Debug, Default)]
+struct How {
+    generic: bool,
+    /// zmm blocks (AVX-512 only).
+    wide: bool,
+    /// Non-temporal rows walked four parts at once.
+    four_way: bool,
+}
+
+const EXACT: How = How {
+    generic: false,
+    wide: false,
+    four_way: false,
+};
+const GENERIC: How = How {
+    generic: true,
+    ..EXACT
+};
+const WIDE: How = How {
+    wide: true,
+    ..EXACT
+};
+const FOUR_WAY: How = How {
+    four_way: true,
+    ..EXACT
+};
+
+/// The variant `xg` compiles `sig` as: its non-temporal threshold decides the stores.
+fn variant(xg: &X86Gen, sig: &Signature, how: How) -> Variant {
     Variant {
         tier: xg.tier(),
-        nt: !generic && xg.uses_nt(sig),
-        wide,
+        nt: !how.generic && xg.uses_nt(sig),
+        wide: how.wide,
+        four_way: how.four_way,
     }
 }
 
-/// The code of `xg` for `sig` (or its pattern) as variant `variant(xg, sig, generic, wide)`.
-fn code(xg: &X86Gen, sig: &Signature, generic: bool, wide: bool) -> Vec<u8> {
-    xg.emit_with(sig, generic, variant(xg, sig, generic, wide))
+/// The code of `xg` for `sig` (or its pattern) as variant `variant(xg, sig, how)`.
+fn code(xg: &X86Gen, sig: &Signature, how: How) -> Vec<u8> {
+    xg.emit_with(sig, how.generic, variant(xg, sig, how))
         .unwrap_or_else(|e| panic!("{sig}: {e}"))
         .0
 }
 
 /// The kernel of `xg` for `sig` (or its pattern), run natively or in the emulator.
-fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, generic: bool, wide: bool) -> Kernel {
-    let code = code(xg, sig, generic, wide);
-    let v = variant(xg, sig, generic, wide);
+fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, how: How) -> Kernel {
+    let generic = how.generic;
+    let code = code(xg, sig, how);
+    let v = variant(xg, sig, how);
     match exec {
         Exec::Emulated => Kernel::with_runner(sig.clone(), generic, v, code, Emulator::runner()),
         Exec::Native => {
@@ -149,17 +179,9 @@ enum Place {
     Else,
 }
 
-/// Runs `sig` with a kernel of `xg` (exact, or the generic kernel of its pattern; `wide`: with
-/// zmm blocks) over the outer ranges `splits`, and compares every byte of every buffer with
-/// the reference.
-fn check(
-    xg: &X86Gen,
-    exec: Exec,
-    sig: &Signature,
-    (generic, wide): (bool, bool),
-    place: Place,
-    seed: u64,
-) {
+/// Runs `sig` with the kernel `how` of `xg` over the outer ranges `splits`, and compares every
+/// byte of every buffer with the reference.
+fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed: u64) {
     let mut rng = Rng(seed);
     let w = sig.width;
     let misalign = (seed % 67) as usize;
@@ -214,7 +236,7 @@ fn check(
             want[o..o + w].copy_from_slice(&bufs[src].data[s..s + w]);
         });
     }
-    let kernel = kernel(xg, exec, sig, generic, wide);
+    let kernel = kernel(xg, exec, sig, how);
     let mut out = std::mem::take(&mut bufs[OUT].data);
     let out_base = bufs[OUT].base;
     let ptr_of = |op: usize, bufs: &[Buf], out: &mut [u8]| -> *mut u8 {
@@ -244,12 +266,16 @@ fn check(
             "{:?} {exec:?} {} kernel{}, {place:?}, seed {seed}: output differs at byte {} \
              (base {out_base}): got {:02x?}, want {:02x?}\nsignature {sig}\n{}",
             xg.level(),
-            if generic { "generic" } else { "exact" },
-            if wide { " (zmm blocks)" } else { "" },
+            if how.generic { "generic" } else { "exact" },
+            match (how.wide, how.four_way) {
+                (true, _) => " (zmm blocks)",
+                (_, true) => " (four-way)",
+                _ => "",
+            },
             first,
             &out[first..(first + 16).min(out.len())],
             &want[first..(first + 16).min(want.len())],
-            disassemble(&code(xg, sig, generic, wide))
+            disassemble(&code(xg, sig, how))
         );
     }
 }
@@ -263,7 +289,8 @@ fn sig(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Signature {
 }
 
 /// Runs `sig` exact and generic, with ordinary and non-temporal stores, own output and (where
-/// the layout allows) in place; AVX-512 exact kernels also with zmm blocks.
+/// the layout allows) in place; AVX-512 exact kernels also with zmm blocks, non-temporal ones
+/// also four-way where they walk so.
 fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     let xgs = [X86Gen::new(level, usize::MAX), X86Gen::new(level, 0)];
     let mut places = vec![Place::Own];
@@ -275,12 +302,15 @@ fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     }
     for (g, xg) in xgs.iter().enumerate() {
         for &place in &places {
-            check(xg, exec, s, (false, false), place, seed + g as u64);
+            check(xg, exec, s, EXACT, place, seed + g as u64);
             if g == 0 {
-                check(xg, exec, s, (true, false), place, seed + 7);
+                check(xg, exec, s, GENERIC, place, seed + 7);
             }
             if level == Level::Avx512 {
-                check(xg, exec, s, (false, true), place, seed + 11 + g as u64);
+                check(xg, exec, s, WIDE, place, seed + 11 + g as u64);
+            }
+            if g == 1 && xg.runs_four_way(s) {
+                check(xg, exec, s, FOUR_WAY, place, seed + 13);
             }
         }
     }
@@ -678,7 +708,7 @@ fn wide_kernels_blend_zmm_blocks() {
                 let row = sig(w, &[n], [&[1], &[t], &[e], &[1]]);
                 let copy = sig(w, &[3, n], [&[1, 0], &[t, t], &[e, e], &[n as isize, 1]]);
                 for s in [row, copy] {
-                    let wide = disassemble(&code(&avx512, &s, false, true));
+                    let wide = disassemble(&code(&avx512, &s, WIDE));
                     let zmm_blend = wide
                         .lines()
                         .any(|l| l.contains("vpblendm") && l.contains("zmm"));
@@ -689,12 +719,136 @@ fn wide_kernels_blend_zmm_blocks() {
                         "{s}"
                     );
                     for text in [
-                        disassemble(&code(&avx512, &s, false, false)),
-                        disassemble(&code(&avx2, &s, false, true)),
+                        disassemble(&code(&avx512, &s, EXACT)),
+                        disassemble(&code(&avx2, &s, WIDE)),
                     ] {
                         assert!(!text.contains("zmm"), "{s}:\n{text}");
                     }
                 }
+            }
+        }
+    }
+}
+
+/// Bytes of output a row needs for a four-way walk: four parts of 1 KiB and a line for the
+/// head.
+const FOUR_WAY_ROW: usize = 4 * 1024 + 64;
+
+/// Rows around the four-way threshold of width `w` and past it, rank 1 (run on outer
+/// sub-ranges too, some too short for parts) and rank 2 with rows at different line offsets.
+fn four_way_layouts(w: usize) -> Vec<Signature> {
+    let min = FOUR_WAY_ROW.div_ceil(w);
+    let block = 128 / w;
+    let mut v = Vec::new();
+    for n in [
+        min - 1,
+        min,
+        min + 1,
+        min + block - 1,
+        min + 4 * block + 3,
+        2 * min + 17,
+        3 * min + 29,
+    ] {
+        for (t, e) in [(1, 1), (0, 1), (1, 0), (0, 0)] {
+            v.push(sig(w, &[n], [&[1], &[t], &[e], &[1]]));
+        }
+        let row = n as isize + 3;
+        v.push(sig(w, &[3, n], [&[row, 1], &[row, 1], &[0, 1], &[row, 1]]));
+    }
+    v
+}
+
+fn sweep_four_way(level: Level, exec: Exec) {
+    let xg = X86Gen::new(level, 0);
+    for w in [1, 2, 4, 8] {
+        for (k, s) in four_way_layouts(w).iter().enumerate() {
+            let long = s.dims.last().is_some_and(|&n| n * w >= FOUR_WAY_ROW);
+            assert_eq!(xg.runs_four_way(s), long, "{s}");
+            // Output misalignments (seed % 67): element-aligned at several line offsets, and
+            // not aligned (no non-temporal path then).
+            for seed in [0, 8, 16, 24, 40, 56, 3] {
+                let seed = seed + 67 * (k as u64 + 1);
+                check(&xg, exec, s, FOUR_WAY, Place::Own, seed);
+                if s.strides[THEN] == s.strides[OUT] {
+                    check(&xg, exec, s, FOUR_WAY, Place::Then, seed + 1);
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn four_way_rows() {
+    sweep_four_way(Level::Avx2, exec_for(Level::Avx2));
+    sweep_four_way(Level::Avx512, exec_for(Level::Avx512));
+}
+
+/// Four-way rows in the emulator, which checks that no part reads or writes past the row.
+#[test]
+fn four_way_rows_in_the_emulator() {
+    sweep_four_way(Level::Avx2, Exec::Emulated);
+    sweep_four_way(Level::Avx512, Exec::Emulated);
+}
+
+/// Four-way kernels walk four parts (the loop's `imul rax,r11,3`: the distance from the last
+/// part back to the first) exactly where `X86Gen::runs_four_way` says: non-temporal exact
+/// kernels of vector-select rows of elements up to 8 bytes that reach the threshold, whose
+/// masks are not packed; elsewhere asking for it changes no byte of the code.
+#[test]
+fn four_way_applies_where_it_should() {
+    const MARK: &str = "imul rax,r11,3";
+    for level in [Level::Avx2, Level::Avx512] {
+        let nt = X86Gen::new(level, 0);
+        let ordinary = X86Gen::new(level, usize::MAX);
+        for w in WIDTHS {
+            let min = FOUR_WAY_ROW.div_ceil(w);
+            let small = w <= 8;
+            let packs = match level {
+                Level::Avx2 => matches!(w, 2 | 4 | 8),
+                Level::Avx512 => w <= 8,
+            };
+            let m = min as isize;
+            let cases = [
+                (sig(w, &[min], [&[1], &[1], &[1], &[1]]), small),
+                (sig(w, &[min - 1], [&[1], &[1], &[1], &[1]]), false),
+                (
+                    sig(w, &[4, min], [&[m, 1], &[m, 1], &[0, 0], &[m, 1]]),
+                    small,
+                ),
+                // cond shared by every row: packed to bits, which the walk does not read.
+                (
+                    sig(
+                        w,
+                        &[4, min.max(4096)],
+                        [&[0, 1], &[m.max(4096), 1], &[0, 0], &[m.max(4096), 1]],
+                    ),
+                    small && !packs,
+                ),
+                // Row copies and strided rows.
+                (
+                    sig(w, &[3, min], [&[1, 0], &[m, 1], &[m, 1], &[m, 1]]),
+                    false,
+                ),
+                (sig(w, &[min], [&[1], &[2], &[1], &[1]]), false),
+            ];
+            for (s, expect) in cases {
+                assert_eq!(nt.runs_four_way(&s), expect, "{level:?} {s}");
+                let four = disassemble(&code(&nt, &s, FOUR_WAY));
+                let one = disassemble(&code(&nt, &s, EXACT));
+                assert_eq!(four.contains(MARK), expect, "{level:?} {s}:\n{four}");
+                assert_eq!(four != one, expect, "{level:?} {s}");
+                assert!(!one.contains(MARK), "{level:?} {s}");
+                let generic_four = How {
+                    generic: true,
+                    four_way: true,
+                    ..EXACT
+                };
+                assert_eq!(code(&nt, &s, generic_four), code(&nt, &s, GENERIC), "{s}");
+                assert_eq!(
+                    code(&ordinary, &s, FOUR_WAY),
+                    code(&ordinary, &s, EXACT),
+                    "{level:?} {s}: ordinary stores"
+                );
             }
         }
     }

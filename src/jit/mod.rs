@@ -205,7 +205,10 @@ impl CodeGen {
     /// stores: left in the cache they serve whatever reads them next, which a select's own
     /// time does not show. AVX-512 is also offered with zmm blocks (ordinary stores) for
     /// vector-select rows long enough to run one: a 64-byte vector per line halves the µops
-    /// per byte stored, which wins where stores, not the loads from DRAM, pace the row.
+    /// per byte stored, which wins where stores, not the loads from DRAM, pace the row. x86
+    /// tiers offer non-temporal kernels whose rows are long enough also as four-way walks
+    /// (four parts of each row at once): faster where the inputs come from DRAM, slower where
+    /// they stay in the last-level cache.
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
         let out_bytes = sig.numel().saturating_mul(sig.width);
         if !self.auto {
@@ -230,6 +233,14 @@ impl CodeGen {
                 if (!nt || (probe_nt && tier.is_x86())) && !v.contains(&cand) {
                     v.push(cand);
                 }
+            }
+            #[cfg(x86_tier)]
+            if probe_nt && self.x86(tier).is_some_and(|x| x.runs_four_way(sig)) {
+                v.push(Variant {
+                    nt: true,
+                    four_way: true,
+                    ..Variant::of(tier)
+                });
             }
             #[cfg(x86_tier)]
             if tier == Tier::Avx512 && x86::X86Gen::runs_wide(sig) {

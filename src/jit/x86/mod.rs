@@ -128,9 +128,16 @@ impl X86Gen {
                 .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
     }
 
-    /// Like [`X86Gen::emit_parts`], with the store kind and vector width of `v` (its tier is
-    /// this generator's): non-temporal stores for exact kernels only (shape-generic kernels
-    /// never use them), zmm blocks on the AVX-512 level only.
+    /// Whether `sig`'s exact kernel with non-temporal stores has vector-select rows long
+    /// enough for [`Variant::four_way`] to walk four parts of them at once.
+    pub fn runs_four_way(&self, sig: &Signature) -> bool {
+        emit::walks_parts(sig, false, self.level)
+    }
+
+    /// Like [`X86Gen::emit_parts`], with the store kind, vector width and walk of `v` (its
+    /// tier is this generator's): non-temporal stores for exact kernels only (shape-generic
+    /// kernels never use them), zmm blocks on the AVX-512 level only, four-part walks of
+    /// non-temporal rows only.
     pub fn emit_with(
         &self,
         sig: &Signature,
@@ -141,7 +148,13 @@ impl X86Gen {
             return Err(Error::Codegen(format!("x86 tier does not cover {sig}")));
         }
         let wide = v.wide && self.level == Level::Avx512;
-        emit::emit_kernel(sig, generic, self.level, v.nt && !generic, wide)
+        let nt = v.nt && !generic;
+        let kind = emit::Kind {
+            nt,
+            wide,
+            four_way: nt && v.four_way,
+        };
+        emit::emit_kernel(sig, generic, self.level, kind)
             .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))
     }
 }

@@ -127,6 +127,8 @@ pub(super) struct Emitter<'s> {
     pub nt: bool,
     /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
     pub wide: bool,
+    /// Non-temporal rows long enough walk four parts at once ([`Emitter::walks_parts`]).
+    pub four_way: bool,
     pub w: usize,
     pub shape: RowShape,
     /// What the code knows about the row length.
@@ -154,14 +156,56 @@ pub(super) struct Emitter<'s> {
     frame: i32,
 }
 
+/// How a kernel stores and walks its rows (see [`crate::Variant`]).
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Kind {
+    pub nt: bool,
+    pub wide: bool,
+    pub four_way: bool,
+}
+
+/// What the code of an exact (or `generic`) kernel of `sig` knows about its row length.
+fn row_bounds(sig: &Signature, generic: bool) -> Bounds {
+    let rank = sig.rank();
+    if generic {
+        Bounds {
+            min: 1,
+            max: u64::MAX >> 8,
+        }
+    } else if rank == 1 {
+        Bounds {
+            min: 1,
+            max: sig.dims[0] as u64,
+        }
+    } else {
+        let d = sig.dims[rank - 1] as u64;
+        Bounds { min: d, max: d }
+    }
+}
+
+/// Whether the non-temporal kernel of `sig` at `level` walks four parts of its rows at once
+/// when asked to ([`Kind::four_way`]): an exact kernel of vector-select rows that can be long
+/// enough, of elements up to 8 bytes (the loop keeps a part's length in `r11`, through which
+/// width 16 addresses), whose masks are not read from packed bits (at `rax`, which the loop
+/// uses too).
+pub(super) fn walks_parts(sig: &Signature, generic: bool, level: Level) -> bool {
+    !generic
+        && sig.width <= 8
+        && matches!(sig.row_shape(), RowShape::Select { .. })
+        && !vector::packs_cond(sig, generic, level)
+        && row_bounds(sig, generic)
+            .max
+            .saturating_mul(sig.width as u64)
+            >= vector::PARTS_MIN_ROW
+}
+
 /// The machine code of `sig`'s kernel (or of its pattern's shape-generic kernel), and the
 /// length of its instructions (constants follow them).
 pub(super) fn emit_kernel(
     sig: &Signature,
     generic: bool,
     level: Level,
-    nt: bool,
-    wide: bool,
+    kind: Kind,
 ) -> Result<(Vec<u8>, usize), EmitError> {
     let mut s = match SCRATCH.with(|s| s.borrow_mut().take()) {
         Some(s) => s,
@@ -175,7 +219,7 @@ pub(super) fn emit_kernel(
     if s.cache.len() > MAX_CACHED {
         s.cache.clear();
     }
-    let mut e = Emitter::new(s.a, sig, generic, level, nt, wide);
+    let mut e = Emitter::new(s.a, sig, generic, level, kind);
     let r = e.emit_all(&mut s.enc, &mut s.cache);
     s.a = e.a;
     SCRATCH.with(|x| *x.borrow_mut() = Some(s));
@@ -183,38 +227,20 @@ pub(super) fn emit_kernel(
 }
 
 impl<'s> Emitter<'s> {
-    fn new(
-        a: CodeAssembler,
-        sig: &'s Signature,
-        generic: bool,
-        level: Level,
-        nt: bool,
-        wide: bool,
-    ) -> Self {
+    fn new(a: CodeAssembler, sig: &'s Signature, generic: bool, level: Level, kind: Kind) -> Self {
         let rank = sig.rank();
         let shape = sig.row_shape();
-        let n = if generic {
-            Bounds {
-                min: 1,
-                max: u64::MAX >> 8,
-            }
-        } else if rank == 1 {
-            Bounds {
-                min: 1,
-                max: sig.dims[0] as u64,
-            }
-        } else {
-            let d = sig.dims[rank - 1] as u64;
-            Bounds { min: d, max: d }
-        };
+        let n = row_bounds(sig, generic);
+        let nt = kind.nt && !generic;
         let invariant = [THEN, ELSE].map(|op| sig.strides[op].iter().all(|&s| s == 0));
         let mut e = Emitter {
             a,
             sig,
             generic,
             level,
-            nt: nt && !generic,
-            wide: wide && level == Level::Avx512 && sig.width <= 8,
+            nt,
+            wide: kind.wide && level == Level::Avx512 && sig.width <= 8,
+            four_way: nt && kind.four_way && walks_parts(sig, generic, level),
             w: sig.width,
             shape,
             n,
@@ -230,7 +256,7 @@ impl<'s> Emitter<'s> {
             saved: Vec::new(),
             frame: 0,
         };
-        e.packed = e.packs_cond();
+        e.packed = vector::packs_cond(sig, generic, level);
         e
     }
 

@@ -29,7 +29,8 @@ use iced_x86::code_asm::*;
 
 use super::regs::{YMM, ZMM};
 use super::{Bounds, Emitter, Label, P, R};
-use crate::plan::{COND, ELSE, OUT, THEN};
+use crate::jit::x86::Level;
+use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
 
 pub(super) use super::avx2::Avx2;
 pub(super) use super::avx512::Avx512;
@@ -44,6 +45,13 @@ pub(super) const LINE: u64 = 64;
 const COPY_BLOCK: u64 = UNROLL as u64 * VBYTES;
 /// Copy rows of at least this many bytes use non-temporal stores (when the kernel does).
 const NT_COPY_MIN: u64 = 512;
+/// Four-way kernels ([`crate::Variant::four_way`]) walk this many parts of a non-temporal row
+/// at once (see [`Emitter::parts_loop`]).
+const PARTS: u64 = 4;
+/// Bytes of output per part at least: parts of two blocks gained nothing on a Zen 4 host.
+const PART_MIN: u64 = 1024;
+/// Rows of at least this many bytes of output walk parts (a line more for the head).
+pub(super) const PARTS_MIN_ROW: u64 = PARTS * PART_MIN + LINE;
 /// The width-16 selector register.
 pub(super) const SEL: usize = 12;
 /// Red-zone slot of the head count of a non-temporal row (the ISAs use the slots above it).
@@ -53,6 +61,25 @@ const HEAD_SLOT: i32 = -24;
 const PACK_MIN: u64 = 4096;
 /// And at most this many (the bits live in the stack frame: 8 KiB).
 const PACK_MAX: u64 = 65536;
+
+/// Whether the kernel of `sig` (exact, or `generic`) at `level` packs its cond row to bits: an
+/// exact kernel of vector rows of `PACK_MIN..=PACK_MAX` elements whose cond row is the same for
+/// every outer index, and whose output rows all start at the same offset within a cache line
+/// (so that every row's main loop starts at the same element, that of the bits' first).
+pub(super) fn packs_cond(sig: &Signature, generic: bool, level: Level) -> bool {
+    let rank = sig.rank();
+    let packs = match level {
+        Level::Avx2 => Avx2::packs(sig.width),
+        Level::Avx512 => Avx512::packs(sig.width),
+    };
+    packs
+        && !generic
+        && rank >= 2
+        && matches!(sig.row_shape(), RowShape::Select { .. })
+        && (PACK_MIN..=PACK_MAX).contains(&(sig.dims[rank - 1] as u64))
+        && sig.strides[COND][..rank - 1].iter().all(|&s| s == 0)
+        && (0..rank - 1).all(|l| sig.byte_stride(OUT, l) % LINE as isize == 0)
+}
 
 /// The register that holds the splat of then (ymm14) or else (ymm13).
 pub(super) fn splat_reg(op: usize) -> usize {
@@ -115,28 +142,6 @@ impl Emitter<'_> {
             self.a.vmovdqu(YMM[SEL], c)?;
         }
         Ok(())
-    }
-
-    /// Whether the kernel packs its cond row to bits: an exact kernel of vector rows of
-    /// `PACK_MIN..=PACK_MAX` elements whose cond row is the same for every outer index, and
-    /// whose output rows all start at the same offset within a cache line (so that every row's
-    /// main loop starts at the same element, that of the bits' first).
-    pub(super) fn packs_cond(&self) -> bool {
-        let rank = self.rank;
-        let packs = match self.level {
-            super::Level::Avx2 => Avx2::packs(self.w),
-            super::Level::Avx512 => Avx512::packs(self.w),
-        };
-        packs
-            && !self.generic
-            && rank >= 2
-            && matches!(self.shape, crate::plan::RowShape::Select { .. })
-            && self
-                .n
-                .known()
-                .is_some_and(|n| (PACK_MIN..=PACK_MAX).contains(&n))
-            && self.sig.strides[COND][..rank - 1].iter().all(|&s| s == 0)
-            && (0..rank - 1).all(|l| self.sig.byte_stride(OUT, l) % LINE as isize == 0)
     }
 
     /// Stack bytes of the packed bits of a row: a bit per element, with slack for the dword
@@ -290,14 +295,22 @@ impl Emitter<'_> {
             let line_max = line - 1;
             self.line_head(LINE, self.wlog(), |s| I::short(s, line_max))?;
             self.bits_start()?;
-            self.a.lea(r10, ptr(r9 - e as i32))?;
-            let top = self.label();
+            let (top, blocks_done) = (self.label(), self.label());
+            if self.four_way {
+                self.parts_loop::<I>()?;
+                self.a.lea(r10, ptr(r9 - e as i32))?;
+                self.a.cmp(r8, r10)?;
+                self.ja(blocks_done)?;
+            } else {
+                self.a.lea(r10, ptr(r9 - e as i32))?;
+            }
             self.bind(top);
             self.bits_block::<I>(UNROLL, true, None)?;
             self.a.add(r8, e as i32)?;
             self.bits_next(e)?;
             self.a.cmp(r8, r10)?;
             self.jbe(top)?;
+            self.bind(blocks_done);
             let rest = self.label();
             self.a.lea(r10, ptr(r9 - line as i32))?;
             self.a.cmp(r8, r10)?;
@@ -359,6 +372,39 @@ impl Emitter<'_> {
         self.bind(tail);
         I::tail(self, n, done)?;
         self.bind(done);
+        Ok(())
+    }
+
+    /// The non-temporal main loop over [`PARTS`] parts of the row at once: from `r8` (at a
+    /// line boundary of the output), `r11` = a part, the rest of the row split in `PARTS` and
+    /// rounded down to whole blocks (rows too short for parts of [`PART_MIN`] bytes skip the
+    /// loop); each trip stores a block of every part. Leaves `r8` after the last part, where
+    /// the one-part loop goes on.
+    fn parts_loop<I: VecIsa>(&mut self) -> R {
+        let e = self.lanes() * UNROLL as u64;
+        let (top, skip) = (self.label(), self.label());
+        self.a.mov(r11, r9)?;
+        self.a.sub(r11, r8)?;
+        self.a.shr(r11, PARTS.trailing_zeros())?;
+        self.a.and(r11, -(e as i32))?;
+        self.a.cmp(r11, (PART_MIN / self.w as u64) as i32)?;
+        self.jb(skip)?;
+        // r10: the end of the first part; rax: the distance from the last part to it.
+        self.a.lea(r10, ptr(r8 + r11))?;
+        self.a.imul_3(rax, r11, PARTS as i32 - 1)?;
+        self.bind(top);
+        for p in 0..PARTS {
+            if p > 0 {
+                self.a.add(r8, r11)?;
+            }
+            I::block(self, UNROLL, true, None)?;
+        }
+        self.a.sub(r8, rax)?;
+        self.a.add(r8, e as i32)?;
+        self.a.cmp(r8, r10)?;
+        self.jb(top)?;
+        self.a.add(r8, rax)?;
+        self.bind(skip);
         Ok(())
     }
 
