@@ -245,6 +245,8 @@ pub struct Measurement {
     pub copy_vector_ns: Option<f64>,
     /// Vector copy with non-temporal stores (x86-64 AVX2).
     pub copy_nt_ns: Option<f64>,
+    /// The same walking four parts of the bytes at once (x86-64 AVX2).
+    pub copy_nt4way_ns: Option<f64>,
     /// The copy roofline: the fastest of the copies above, and which one it was.
     pub roofline_ns: f64,
     /// Which copy was the fastest.
@@ -557,6 +559,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         memcpy_ns: copy_of(CopyKind::Memcpy).unwrap_or(f64::NAN),
         copy_vector_ns: copy_of(CopyKind::Vector),
         copy_nt_ns: copy_of(CopyKind::NonTemporal),
+        copy_nt4way_ns: copy_of(CopyKind::NonTemporalFourWay),
         roofline_ns,
         roofline_kind: best_k,
         interp_ns,
