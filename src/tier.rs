@@ -179,7 +179,7 @@ impl std::str::FromStr for Tier {
 
 /// One candidate of a measured choice: the tier, whether the kernel stores its output
 /// non-temporally (x86 tiers), whether its vector rows run 512-bit blocks (AVX-512), and
-/// whether its non-temporal rows walk four parts at once (x86 tiers).
+/// whether its non-temporal rows are walked four ways at once (x86 tiers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Variant {
     /// The code generator.
@@ -189,8 +189,9 @@ pub struct Variant {
     /// zmm vectors in the main loop of vector-select rows (AVX-512 tier, element widths up to
     /// 8 bytes); ymm otherwise.
     pub wide: bool,
-    /// With `nt`: the main loop of long vector-select rows walks four parts of the row at once
-    /// (x86 tiers, element widths up to 8 bytes), four times the streams from memory.
+    /// With `nt` (x86 tiers): four streams per operand from memory instead of one. Vector-select
+    /// rows long enough walk four parts of the row at once (element widths up to 8 bytes);
+    /// shorter rows are walked four at once, a quarter of their loop apart.
     pub four_way: bool,
 }
 

@@ -730,12 +730,14 @@ fn wide_kernels_blend_zmm_blocks() {
     }
 }
 
-/// Bytes of output a row needs for a four-way walk: four parts of 1 KiB and a line for the
-/// head.
+/// Bytes of output a row needs for a four-way walk of its parts: four parts of 1 KiB and a
+/// line for the head.
 const FOUR_WAY_ROW: usize = 4 * 1024 + 64;
 
-/// Rows around the four-way threshold of width `w` and past it, rank 1 (run on outer
-/// sub-ranges too, some too short for parts) and rank 2 with rows at different line offsets.
+/// Four-way kernels: rows around the parts threshold of width `w` and past it (rank 1, run on
+/// outer sub-ranges too, some too short for parts; rank 2 with rows at different line
+/// offsets), and shorter rows walked a quarter of their loop apart (rank 2, whose row count is
+/// the call's range; rank 3 with 4 to 9 rows in the inner loop, an attention pad mask).
 fn four_way_layouts(w: usize) -> Vec<Signature> {
     let min = FOUR_WAY_ROW.div_ceil(w);
     let block = 128 / w;
@@ -755,15 +757,29 @@ fn four_way_layouts(w: usize) -> Vec<Signature> {
         let row = n as isize + 3;
         v.push(sig(w, &[3, n], [&[row, 1], &[row, 1], &[0, 1], &[row, 1]]));
     }
+    for n in [1, 7, 33, 100, 384] {
+        let row = n as isize + 5;
+        v.push(sig(
+            w,
+            &[13, n],
+            [&[row, 1], &[row, 1], &[row, 1], &[row, 1]],
+        ));
+        for rows in [4, 5, 6, 7, 9] {
+            let plane = rows * row;
+            v.push(sig(
+                w,
+                &[3, rows as usize, n],
+                [&[row, 0, 1], &[plane, row, 1], &[0, 0, 0], &[plane, row, 1]],
+            ));
+        }
+    }
     v
 }
 
 fn sweep_four_way(level: Level, exec: Exec) {
     let xg = X86Gen::new(level, 0);
-    for w in [1, 2, 4, 8] {
+    for w in WIDTHS {
         for (k, s) in four_way_layouts(w).iter().enumerate() {
-            let long = s.dims.last().is_some_and(|&n| n * w >= FOUR_WAY_ROW);
-            assert_eq!(xg.runs_four_way(s), long, "{s}");
             // Output misalignments (seed % 67): element-aligned at several line offsets, and
             // not aligned (no non-temporal path then).
             for seed in [0, 8, 16, 24, 40, 56, 3] {
@@ -783,61 +799,99 @@ fn four_way_rows() {
     sweep_four_way(Level::Avx512, exec_for(Level::Avx512));
 }
 
-/// Four-way rows in the emulator, which checks that no part reads or writes past the row.
+/// Four-way rows in the emulator, which checks that no part or quarter reads or writes past
+/// its operand.
 #[test]
 fn four_way_rows_in_the_emulator() {
     sweep_four_way(Level::Avx2, Exec::Emulated);
     sweep_four_way(Level::Avx512, Exec::Emulated);
 }
 
-/// Four-way kernels walk four parts (the loop's `imul rax,r11,3`: the distance from the last
-/// part back to the first) exactly where `X86Gen::runs_four_way` says: non-temporal exact
-/// kernels of vector-select rows of elements up to 8 bytes that reach the threshold, whose
-/// masks are not packed; elsewhere asking for it changes no byte of the code.
+/// Four-way kernels walk four parts of each row (the loop's `imul rax,r11,3`: the distance
+/// from the last part back to the first) where rows reach the threshold, elements are up to 8
+/// bytes and masks are not packed; else, with an outer loop of at least four rows (or the
+/// call's range), four rows a quarter of the loop apart (`lea r10,[rax*4]`: the rows the
+/// quarters take); exactly where `X86Gen::runs_four_way` says, for non-temporal exact kernels
+/// of vector-select rows. Elsewhere asking for it changes no byte of the code.
 #[test]
 fn four_way_applies_where_it_should() {
-    const MARK: &str = "imul rax,r11,3";
+    const PARTS: &str = "imul rax,r11,3";
+    const QUARTERS: &str = "lea r10,[rax*4]";
     for level in [Level::Avx2, Level::Avx512] {
         let nt = X86Gen::new(level, 0);
         let ordinary = X86Gen::new(level, usize::MAX);
         for w in WIDTHS {
             let min = FOUR_WAY_ROW.div_ceil(w);
-            let small = w <= 8;
+            let parts = w <= 8;
             let packs = match level {
                 Level::Avx2 => matches!(w, 2 | 4 | 8),
                 Level::Avx512 => w <= 8,
             };
             let m = min as isize;
+            let p = min.max(4096) as isize;
+            let unit: [&[isize]; 4] = [&[1], &[1], &[1], &[1]];
+            // (signature, walks parts, walks quarters)
             let cases = [
-                (sig(w, &[min], [&[1], &[1], &[1], &[1]]), small),
-                (sig(w, &[min - 1], [&[1], &[1], &[1], &[1]]), false),
+                (sig(w, &[min], unit), parts, false),
+                (sig(w, &[min - 1], unit), false, false),
                 (
                     sig(w, &[4, min], [&[m, 1], &[m, 1], &[0, 0], &[m, 1]]),
-                    small,
+                    parts,
+                    !parts,
                 ),
-                // cond shared by every row: packed to bits, which the walk does not read.
+                (
+                    sig(w, &[5, 100], [&[100, 1], &[100, 1], &[100, 1], &[100, 1]]),
+                    false,
+                    true,
+                ),
                 (
                     sig(
                         w,
-                        &[4, min.max(4096)],
-                        [&[0, 1], &[m.max(4096), 1], &[0, 0], &[m.max(4096), 1]],
+                        &[2, 4, 100],
+                        [&[100, 0, 1], &[400, 100, 1], &[0, 0, 0], &[400, 100, 1]],
                     ),
-                    small && !packs,
+                    false,
+                    true,
+                ),
+                (
+                    sig(
+                        w,
+                        &[2, 3, 100],
+                        [&[100, 0, 1], &[300, 100, 1], &[0, 0, 0], &[300, 100, 1]],
+                    ),
+                    false,
+                    false,
+                ),
+                // cond shared by every row: packed to bits, which parts do not read.
+                (
+                    sig(w, &[4, p as usize], [&[0, 1], &[p, 1], &[0, 0], &[p, 1]]),
+                    parts && !packs,
+                    !parts || packs,
                 ),
                 // Row copies and strided rows.
                 (
                     sig(w, &[3, min], [&[1, 0], &[m, 1], &[m, 1], &[m, 1]]),
                     false,
+                    false,
                 ),
-                (sig(w, &[min], [&[1], &[2], &[1], &[1]]), false),
+                (sig(w, &[min], [&[1], &[2], &[1], &[1]]), false, false),
             ];
-            for (s, expect) in cases {
-                assert_eq!(nt.runs_four_way(&s), expect, "{level:?} {s}");
+            for (s, walks_parts, walks_quarters) in cases {
+                let four_way = walks_parts || walks_quarters;
+                assert_eq!(nt.runs_four_way(&s), four_way, "{level:?} {s}");
                 let four = disassemble(&code(&nt, &s, FOUR_WAY));
                 let one = disassemble(&code(&nt, &s, EXACT));
-                assert_eq!(four.contains(MARK), expect, "{level:?} {s}:\n{four}");
-                assert_eq!(four != one, expect, "{level:?} {s}");
-                assert!(!one.contains(MARK), "{level:?} {s}");
+                assert_eq!(four.contains(PARTS), walks_parts, "{level:?} {s}:\n{four}");
+                assert_eq!(
+                    four.contains(QUARTERS),
+                    walks_quarters,
+                    "{level:?} {s}:\n{four}"
+                );
+                assert_eq!(four != one, four_way, "{level:?} {s}");
+                assert!(
+                    !one.contains(PARTS) && !one.contains(QUARTERS),
+                    "{level:?} {s}"
+                );
                 let generic_four = How {
                     generic: true,
                     four_way: true,

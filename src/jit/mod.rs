@@ -206,9 +206,9 @@ impl CodeGen {
     /// time does not show. AVX-512 is also offered with zmm blocks (ordinary stores) for
     /// vector-select rows long enough to run one: a 64-byte vector per line halves the µops
     /// per byte stored, which wins where stores, not the loads from DRAM, pace the row. x86
-    /// tiers offer non-temporal kernels whose rows are long enough also as four-way walks
-    /// (four parts of each row at once): faster where the inputs come from DRAM, slower where
-    /// they stay in the last-level cache.
+    /// tiers offer non-temporal kernels of vector-select rows also as four-way walks (four
+    /// parts of each long row, or four rows a quarter of the loop apart, at once): faster where
+    /// the inputs come from DRAM, slower where they stay in the last-level cache.
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
         let out_bytes = sig.numel().saturating_mul(sig.width);
         if !self.auto {

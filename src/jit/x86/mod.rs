@@ -128,10 +128,11 @@ impl X86Gen {
                 .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
     }
 
-    /// Whether `sig`'s exact kernel with non-temporal stores has vector-select rows long
-    /// enough for [`Variant::four_way`] to walk four parts of them at once.
+    /// Whether [`Variant::four_way`] changes `sig`'s exact kernel with non-temporal stores:
+    /// vector-select rows long enough to walk four parts of each at once, or an outer loop of
+    /// rows to walk four rows at once.
     pub fn runs_four_way(&self, sig: &Signature) -> bool {
-        emit::walks_parts(sig, false, self.level)
+        emit::walks_parts(sig, false, self.level) || emit::walks_quarters(sig, false, self.level)
     }
 
     /// Like [`X86Gen::emit_parts`], with the store kind, vector width and walk of `v` (its

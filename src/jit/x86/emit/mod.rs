@@ -127,8 +127,14 @@ pub(super) struct Emitter<'s> {
     pub nt: bool,
     /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
     pub wide: bool,
-    /// Non-temporal rows long enough walk four parts at once ([`Emitter::walks_parts`]).
+    /// Non-temporal rows long enough walk four parts at once ([`walks_parts`]).
     pub four_way: bool,
+    /// The rows of the innermost outer loop are walked a quarter apart, four at once
+    /// ([`walks_quarters`]).
+    pub quarters: bool,
+    /// Stack offset of the quarter walk's slots: each operand's pointer distance of a
+    /// quarter, of three quarters, and the rows left after the quarters.
+    pub quarter_at: i32,
     pub w: usize,
     pub shape: RowShape,
     /// What the code knows about the row length.
@@ -199,6 +205,19 @@ pub(super) fn walks_parts(sig: &Signature, generic: bool, level: Level) -> bool 
             >= vector::PARTS_MIN_ROW
 }
 
+/// Whether the non-temporal kernel of `sig` walks the rows of its innermost outer loop four
+/// at once, a quarter of the loop apart, when asked to ([`Kind::four_way`]): an exact kernel of
+/// vector-select rows too short for [`walks_parts`], with an outer loop of at least four rows
+/// (the outermost one's count is the call's range, known at run time only).
+pub(super) fn walks_quarters(sig: &Signature, generic: bool, level: Level) -> bool {
+    let rank = sig.rank();
+    !generic
+        && rank >= 2
+        && matches!(sig.row_shape(), RowShape::Select { .. })
+        && !walks_parts(sig, generic, level)
+        && (rank == 2 || sig.dims[rank - 2] >= 4)
+}
+
 /// The machine code of `sig`'s kernel (or of its pattern's shape-generic kernel), and the
 /// length of its instructions (constants follow them).
 pub(super) fn emit_kernel(
@@ -241,6 +260,8 @@ impl<'s> Emitter<'s> {
             nt,
             wide: kind.wide && level == Level::Avx512 && sig.width <= 8,
             four_way: nt && kind.four_way && walks_parts(sig, generic, level),
+            quarters: nt && kind.four_way && walks_quarters(sig, generic, level),
+            quarter_at: 0,
             w: sig.width,
             shape,
             n,
