@@ -26,11 +26,14 @@ impl CallTimer for Rigged {
     }
 }
 
+/// An `Auto` engine whose choices `cost` times; non-temporal stores from 8 MiB of output (so
+/// that 2 MiB outputs have non-temporal candidates, and 8 MiB ones four-way walks too).
 fn auto(cost: Cost) -> Engine {
     Engine::try_with_config(EngineConfig {
         tier: Tier::Auto,
         threads: 1,
         exact_after: 1,
+        nt_min_bytes: 8 << 20,
         timer: Some(Arc::new(Rigged(cost))),
         ..EngineConfig::default()
     })
@@ -98,7 +101,7 @@ fn the_slower_variant_is_never_kept() {
             |v| if v.four_way { 100 } else { 200 } + (v.tier == Tier::Avx512) as u64,
         ),
     ];
-    // 2M f32: an 8 MiB output, where non-temporal stores are candidates too.
+    // 2M f32: an 8 MiB output, where non-temporal stores and four-way walks are candidates too.
     let n = 2 << 20;
     for (name, cost) in rankings {
         let e = auto(cost);
@@ -132,6 +135,14 @@ fn the_slower_variant_is_never_kept() {
             .filter(|v| v.nt && !v.four_way && v.tier != Tier::Cranelift)
             .count();
         assert_eq!(cands.iter().filter(|v| v.four_way).count(), x86_nt);
+        // Below `nt_min_bytes` of output: non-temporal stores, one way only.
+        let smaller = candidates(&e, n / 2);
+        assert_eq!(
+            smaller.iter().filter(|v| v.nt).count(),
+            x86_nt,
+            "{smaller:?}"
+        );
+        assert!(!smaller.iter().any(|v| v.four_way), "{smaller:?}");
         if cands.len() < 2 {
             println!("{name}: this host has one candidate ({cands:?}), nothing to choose");
             run_checked(&e, n, 3);

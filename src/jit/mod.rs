@@ -206,9 +206,11 @@ impl CodeGen {
     /// time does not show. AVX-512 is also offered with zmm blocks (ordinary stores) for
     /// vector-select rows long enough to run one: a 64-byte vector per line halves the µops
     /// per byte stored, which wins where stores, not the loads from DRAM, pace the row. x86
-    /// tiers offer non-temporal kernels of vector-select rows also as four-way walks (four
-    /// parts of each long row, or four rows a quarter of the loop apart, at once): faster where
-    /// the inputs come from DRAM, slower where they stay in the last-level cache.
+    /// tiers offer non-temporal kernels of vector-select rows of `nt_min_bytes` of output or
+    /// more also as four-way walks (four parts of each long row, or four rows a quarter of the
+    /// loop apart, at once): faster where the inputs come from DRAM, slower where they stay in
+    /// the last-level cache, so not offered below (every candidate more is one more chance
+    /// for a noisy trial to keep a slower one).
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
         let out_bytes = sig.numel().saturating_mul(sig.width);
         if !self.auto {
@@ -235,7 +237,10 @@ impl CodeGen {
                 }
             }
             #[cfg(x86_tier)]
-            if probe_nt && self.x86(tier).is_some_and(|x| x.runs_four_way(sig)) {
+            if probe_nt
+                && out_bytes >= self.nt_min_bytes
+                && self.x86(tier).is_some_and(|x| x.runs_four_way(sig))
+            {
                 v.push(Variant {
                     nt: true,
                     four_way: true,
