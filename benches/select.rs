@@ -1,7 +1,8 @@
 //! Criterion benches over every case of `benches/cases.json` (a copy of the shared case list):
 //! every code-generation tier this host runs (cache warm), the static kernels, the interpreter
 //! (small cases only), the copies of half the case's traffic that make up the copy roofline
-//! (memcpy, vector copies with ordinary and with non-temporal stores), and with the `ndarray`
+//! (memcpy, vector copies with ordinary stores, with non-temporal stores, and with
+//! non-temporal stores walking four parts at once), and with the `ndarray`
 //! feature the hand-written ndarray `Zip` loop of the case. Throughput is reported in bytes of
 //! traffic. All single-threaded.
 

@@ -644,18 +644,31 @@ fn sweep_packed(level: Level, exec: Exec) {
     }
 }
 
+/// Runs `sweep` on both levels: in the emulator with `emulated`, else natively where the host
+/// runs the level (see [`exec_for`]).
+fn both_levels(sweep: fn(Level, Exec), emulated: bool) {
+    for level in [Level::Avx2, Level::Avx512] {
+        sweep(
+            level,
+            if emulated {
+                Exec::Emulated
+            } else {
+                exec_for(level)
+            },
+        );
+    }
+}
+
 #[test]
 fn packed_cond_rows() {
-    sweep_packed(Level::Avx2, exec_for(Level::Avx2));
-    sweep_packed(Level::Avx512, exec_for(Level::Avx512));
+    both_levels(sweep_packed, false);
 }
 
 /// Packed rows in the emulator, which checks that the packing reads no cond byte past the row
 /// and stays in the stack frame.
 #[test]
 fn packed_cond_rows_in_the_emulator() {
-    sweep_packed(Level::Avx2, Exec::Emulated);
-    sweep_packed(Level::Avx512, Exec::Emulated);
+    both_levels(sweep_packed, true);
 }
 
 /// Which kernels pack: widths 2 to 8 on both levels and width 1 with AVX-512, exact kernels
@@ -795,16 +808,14 @@ fn sweep_four_way(level: Level, exec: Exec) {
 
 #[test]
 fn four_way_rows() {
-    sweep_four_way(Level::Avx2, exec_for(Level::Avx2));
-    sweep_four_way(Level::Avx512, exec_for(Level::Avx512));
+    both_levels(sweep_four_way, false);
 }
 
 /// Four-way rows in the emulator, which checks that no part or quarter reads or writes past
 /// its operand.
 #[test]
 fn four_way_rows_in_the_emulator() {
-    sweep_four_way(Level::Avx2, Exec::Emulated);
-    sweep_four_way(Level::Avx512, Exec::Emulated);
+    both_levels(sweep_four_way, true);
 }
 
 /// Four-way kernels walk four parts of each row (the loop's `imul rax,r11,3`: the distance
