@@ -148,12 +148,12 @@ impl X86Gen {
         if !self.covers(sig) {
             return Err(Error::Codegen(format!("x86 tier does not cover {sig}")));
         }
-        let wide = v.wide && self.level == Level::Avx512;
-        let nt = v.nt && !generic;
+        // The emitter drops what does not apply (zmm below AVX-512, walks without
+        // non-temporal stores, both in generic kernels).
         let kind = emit::Kind {
-            nt,
-            wide,
-            four_way: nt && v.four_way,
+            nt: v.nt,
+            wide: v.wide,
+            four_way: v.four_way,
         };
         emit::emit_kernel(sig, generic, self.level, kind)
             .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))

@@ -128,7 +128,7 @@ pub(super) struct Emitter<'s> {
     /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
     pub wide: bool,
     /// Non-temporal rows long enough walk four parts at once ([`walks_parts`]).
-    pub four_way: bool,
+    pub parts: bool,
     /// The rows of the innermost outer loop are walked a quarter apart, four at once
     /// ([`walks_quarters`]).
     pub quarters: bool,
@@ -259,7 +259,7 @@ impl<'s> Emitter<'s> {
             level,
             nt,
             wide: kind.wide && level == Level::Avx512 && sig.width <= 8,
-            four_way: nt && kind.four_way && walks_parts(sig, generic, level),
+            parts: nt && kind.four_way && walks_parts(sig, generic, level),
             quarters: nt && kind.four_way && walks_quarters(sig, generic, level),
             quarter_at: 0,
             w: sig.width,

@@ -10,7 +10,7 @@
 use iced_x86::code_asm::*;
 
 use super::vector::{Avx2, Avx512};
-use super::{Emitter, Label, P, R, Stride, gpr8, gpr16, gpr32};
+use super::{EmitError, Emitter, Label, P, R, Stride, gpr8, gpr16, gpr32};
 use crate::jit::x86::Level;
 use crate::plan::{ELSE, RowShape, THEN};
 
@@ -157,16 +157,22 @@ impl Emitter<'_> {
                     Count::Mem(m) => self.a.mov(rbx, m)?,
                 }
             }
-            if self.quarters {
-                return self.quarter_rows(steps);
-            }
+            let done = if self.quarters {
+                Some(self.quarter_rows(steps, top)?)
+            } else {
+                None
+            };
             self.bind(top);
             self.outer(level + 1)?;
             for op in 0..4 {
                 self.add_stride(P[op], steps[op])?;
             }
             self.a.dec(rbx)?;
-            return self.jne(top);
+            self.jne(top)?;
+            if let Some(done) = done {
+                self.bind(done);
+            }
+            return Ok(());
         }
         let slot = SLOT * level as i32;
         if level > 0 {
@@ -198,19 +204,24 @@ impl Emitter<'_> {
     }
 
     /// The innermost outer loop (`rbx` rows, pointer steps `steps`) walked four rows at once, a
-    /// quarter of the loop apart (each trip a row of every quarter), then the rows left over
-    /// (fewer than four) one at a time. Rows may clobber every scratch register, so the
-    /// distances live in the stack frame.
-    fn quarter_rows(&mut self, steps: [Stride; 4]) -> R {
+    /// quarter of the loop apart (each trip a row of every quarter); the rows left over (fewer
+    /// than four) fall through to the one-row loop at `one_at_a_time`, which the caller emits
+    /// next. Returns the label to bind after that loop, where no rows are left. Rows may
+    /// clobber every scratch register, so the distances live in the stack frame.
+    fn quarter_rows(
+        &mut self,
+        steps: [Stride; 4],
+        one_at_a_time: Label,
+    ) -> Result<Label, EmitError> {
         let at = self.quarter_at;
-        let (top4, rest, done) = (self.label(), self.label(), self.label());
+        let (top4, done) = (self.label(), self.label());
         let moving: Vec<usize> = (0..4)
             .filter(|&op| !matches!(steps[op], Stride::Zero))
             .collect();
         // rax = rows per quarter; fewer than four rows go one at a time.
         self.a.mov(rax, rbx)?;
         self.a.shr(rax, 2)?;
-        self.je(rest)?;
+        self.je(one_at_a_time)?;
         self.a.lea(r10, ptr(rax * 4))?;
         self.a.sub(rbx, r10)?;
         self.a.mov(qword_ptr(rsp + (at + 64)), rbx)?;
@@ -251,17 +262,7 @@ impl Emitter<'_> {
         self.a.mov(rbx, qword_ptr(rsp + (at + 64)))?;
         self.a.test(rbx, rbx)?;
         self.je(done)?;
-        self.bind(rest);
-        let top = self.label();
-        self.bind(top);
-        self.row()?;
-        for op in 0..4 {
-            self.add_stride(P[op], steps[op])?;
-        }
-        self.a.dec(rbx)?;
-        self.jne(top)?;
-        self.bind(done);
-        Ok(())
+        Ok(done)
     }
 
     fn row(&mut self) -> R {

@@ -300,7 +300,7 @@ impl Emitter<'_> {
             self.line_head(LINE, self.wlog(), |s| I::short(s, line_max))?;
             self.bits_start()?;
             let (top, blocks_done) = (self.label(), self.label());
-            if self.four_way {
+            if self.parts {
                 self.parts_loop::<I>()?;
                 self.a.lea(r10, ptr(r9 - e as i32))?;
                 self.a.cmp(r8, r10)?;
