@@ -5,10 +5,11 @@
 //!
 //! Under the `Auto` tier the exact kernel of a signature whose kernel class has not been
 //! measured is compiled as every candidate variant (AVX-512 and AVX2; ordinary and, for large
-//! outputs, non-temporal stores; AVX-512 with zmm blocks for vector rows; each in ~10 µs) and
-//! held as a tier trial: its calls run the candidates in turn, timed, until the fastest is known; then the signature's entry becomes
-//! that kernel and the class remembers the choice, so later signatures of the class compile
-//! only it and later calls pay nothing for the choice.
+//! outputs, non-temporal stores, one-way and four-way; AVX-512 with zmm blocks for vector rows;
+//! each in ~10 µs) and held as a tier trial: its calls run the candidates in turn, timed, until
+//! the fastest is known; then the signature's entry becomes that kernel and the class
+//! remembers the choice, so later signatures of the class compile only it and later calls pay
+//! nothing for the choice.
 
 use std::sync::Arc;
 
