@@ -4,9 +4,6 @@
 //! not a number where one is expected is ignored (the default applies); an unknown tier name is
 //! an error that [`crate::Engine::try_with_config`] reports.
 
-use crate::error::Result;
-use crate::tier::Tier;
-
 /// Kernels kept in an engine's cache ([`crate::EngineConfig::cache_capacity`]).
 pub const CACHE_CAPACITY: &str = "SELECTJIT_CACHE_CAPACITY";
 /// Sightings of a signature before its exact kernel is compiled
@@ -83,14 +80,6 @@ pub(crate) fn hides_flag(name: &str) -> bool {
 /// The variable `name` as a non-negative integer, if it is set to one.
 pub(crate) fn usize_var(name: &str) -> Option<usize> {
     std::env::var(name).ok()?.trim().parse().ok()
-}
-
-/// The tier named by [`TIER`]: `Auto` when unset or empty, an error for an unknown name.
-pub(crate) fn tier() -> Result<Tier> {
-    match std::env::var(TIER) {
-        Ok(v) if !v.trim().is_empty() => v.trim().parse(),
-        _ => Ok(Tier::Auto),
-    }
 }
 
 /// Whether [`VERBOSE`] asks for diagnostics (read once per process).

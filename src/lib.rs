@@ -143,6 +143,7 @@ pub(crate) mod interp;
 pub mod jit;
 pub mod kernel;
 pub mod kernels;
+mod measure;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
 pub mod plan;
@@ -154,13 +155,27 @@ mod trial;
 
 pub use cache::CacheStats;
 pub use dtype::{DType, Element};
-pub use engine::{Backend, CallTimer, Engine, EngineConfig, InPlace, Prepared, select_generic};
+pub use engine::Engine;
+pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};
+pub use engine::interp::select_generic;
+pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
 pub use kernel::Kernel;
 pub use plan::{Pattern, RowShape, Signature};
 pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};
 pub use tier::{KernelClass, Tier, TierChoice, Variant};
+pub use trial::CallTimer;
+
+/// What the workspace's own crates (command line, benchmarks, emulator, AOT exporter, C and
+/// Python bindings) and tests reach inside the library. **Not a stable API**: anything here
+/// may change in any release; a runtime uses the items at the crate root.
+#[doc(hidden)]
+pub mod unstable {
+    pub use crate::kernel::abi::Ptrs;
+    #[cfg(feature = "jit")]
+    pub use crate::kernel::abi::{CodeRunner, MemRegion};
+}
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).
 pub fn default_engine() -> &'static Engine {

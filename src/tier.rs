@@ -148,7 +148,10 @@ impl Tier {
     /// The tier named by `SELECTJIT_TIER`, `Auto` when it is unset or empty. An unknown name is an
     /// error.
     pub fn from_env() -> Result<Tier> {
-        crate::env::tier()
+        match std::env::var(crate::env::TIER) {
+            Ok(v) if !v.trim().is_empty() => v.trim().parse(),
+            _ => Ok(Tier::Auto),
+        }
     }
 
     /// Whether kernels of this tier are x86-64 machine code emitted by the x86 generator.

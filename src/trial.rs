@@ -1,189 +1,33 @@
-//! Measure, then commit. Choices that depend on the machine as much as on the call are not
-//! guessed: whether a kernel's calls are split across threads (memory channels per core, a
-//! busy neighbour on a shared host), and which code runs a kernel class — the AVX-512 or the
-//! AVX2 tier, ordinary or non-temporal stores (the same AVX-512 code is faster on one CPU and
-//! slower on the next, and CPUID cannot tell). A [`Trial`] hands its options out to the first
-//! calls, two calls each way in turn, each timed, and from then on the fastest is used (each
-//! option's minimum, so that a cold first call does not decide).
-//!
-//! Probing in pairs matters: after a call on one thread the pool's workers have parked, so the
-//! first split call of a pair pays their wake-up while the second, like back-to-back split
-//! calls in steady state, finds them spinning (alternating single calls made every split probe
-//! a wake-up and kept 4 MiB calls that split twice as fast on one thread); likewise the first
-//! call of a kernel touches its code and its constants.
+//! A kernel class's measured choice of code ([`TierTrial`]): one signature compiled as every
+//! candidate variant, its calls timed in turn by the engine's [`CallTimer`] (the learner is
+//! [`crate::measure::Trial`]), the fastest kept.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::Arc;
 #[cfg(feature = "jit")]
-use std::sync::{Arc, OnceLock};
-
-use crate::engine::CallTimer;
+use std::sync::OnceLock;
 #[cfg(feature = "jit")]
-use crate::{kernel::Kernel, tier::KernelClass, tier::TierChoice, tier::Variant};
+use std::sync::atomic::{AtomicU64, Ordering};
 
-/// Most options a trial compares: at least the most candidate variants a class has (seven:
-/// AVX-512 ordinary, non-temporal, non-temporal four-way and zmm; AVX2 ordinary,
-/// non-temporal and non-temporal four-way).
-pub(crate) const MAX_OPTIONS: usize = 8;
+#[cfg(feature = "jit")]
+use crate::kernel::Kernel;
+#[cfg(feature = "jit")]
+use crate::measure::{MAX_OPTIONS, Trial};
+use crate::tier::Variant;
+#[cfg(feature = "jit")]
+use crate::tier::{KernelClass, TierChoice};
 
-/// Most pairs of probes per option.
-const MAX_PAIRS: usize = 4;
-
-/// The learnt choice among a few options (indices `0..options`), each probed in pairs; an
-/// option's time is the median of its pairs' faster calls, so that neither a cold first call
-/// nor one lucky call decides.
-#[derive(Debug)]
-pub(crate) struct Trial {
-    options: u32,
-    pairs: u32,
-    /// Probes before the choice: `2 * pairs` per option.
-    probes: u32,
-    /// Probes handed out.
-    handed: AtomicU32,
-    /// Probes recorded, and per option.
-    recorded: AtomicU32,
-    per_option: [AtomicU32; MAX_OPTIONS],
-    /// The faster call of each pair, per option (`u64::MAX`: none yet).
-    pair_best: [[AtomicU64; MAX_PAIRS]; MAX_OPTIONS],
+/// Times one call of a kernel for the engine's measured choices (which variant — tier, store
+/// kind — runs a kernel class, whether a kernel's calls are split across threads). The default
+/// measures wall-clock time; tests inject one that makes the choices deterministic.
+pub trait CallTimer: Send + Sync + std::fmt::Debug {
+    /// Runs `call` — a call of a kernel of `variant`, split across threads or not — and
+    /// returns the nanoseconds it counts for.
+    fn time(&self, variant: Variant, split: bool, call: &mut dyn FnMut()) -> u64;
 }
 
-impl Trial {
-    /// A trial of `options` (1 ..= [`MAX_OPTIONS`]) options, each probed in `pairs` (1 ..= 4)
-    /// pairs.
-    pub(crate) fn new(options: usize, pairs: u32) -> Trial {
-        let options = options.clamp(1, MAX_OPTIONS) as u32;
-        let pairs = pairs.clamp(1, MAX_PAIRS as u32);
-        Trial {
-            options,
-            pairs,
-            probes: 2 * pairs * options,
-            handed: AtomicU32::new(0),
-            recorded: AtomicU32::new(0),
-            per_option: Default::default(),
-            pair_best: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(u64::MAX))),
-        }
-    }
-
-    /// Probes before the choice.
-    #[cfg(feature = "jit")]
-    pub(crate) fn probes(&self) -> u32 {
-        self.probes
-    }
-
-    /// The option the next call should run and time, or `None` once every probe is handed out.
-    pub(crate) fn next(&self) -> Option<usize> {
-        let n = self.handed.load(Ordering::Relaxed);
-        if n >= self.probes {
-            return None;
-        }
-        self.handed.fetch_add(1, Ordering::Relaxed);
-        Some(((n / 2) % self.options) as usize)
-    }
-
-    /// Records a probe: option `i` ran in `ns`. Returns true when this was the last probe.
-    pub(crate) fn record(&self, i: usize, ns: u64) -> bool {
-        let k = self.per_option[i].fetch_add(1, Ordering::Relaxed) as usize / 2;
-        if k < self.pairs as usize {
-            self.pair_best[i][k].fetch_min(ns, Ordering::Relaxed);
-        }
-        self.recorded.fetch_add(1, Ordering::Relaxed) + 1 == self.probes
-    }
-
-    /// Whether every probe has been recorded.
-    #[cfg(test)]
-    pub(crate) fn done(&self) -> bool {
-        self.recorded.load(Ordering::Relaxed) >= self.probes
-    }
-
-    /// Each option's time: the median of its recorded pairs' faster calls (the faster of the
-    /// two middle ones for an even count; `u64::MAX` when none was recorded).
-    pub(crate) fn times(&self) -> Vec<u64> {
-        (0..self.options as usize)
-            .map(|i| {
-                let mut v: Vec<u64> = self.pair_best[i][..self.pairs as usize]
-                    .iter()
-                    .map(|a| a.load(Ordering::Relaxed))
-                    .filter(|&t| t != u64::MAX)
-                    .collect();
-                v.sort_unstable();
-                match v.len() {
-                    0 => u64::MAX,
-                    n => v[(n - 1) / 2],
-                }
-            })
-            .collect()
-    }
-
-    /// The choice from what was recorded: `prefer` unless another option was faster by more
-    /// than the fraction `margin` (the fastest of those, then).
-    pub(crate) fn decided(&self, prefer: usize, margin: f64) -> usize {
-        let t = self.times();
-        let (fastest, &ft) = t
-            .iter()
-            .enumerate()
-            .min_by_key(|&(_, &v)| v)
-            .expect("at least one option");
-        if ft == u64::MAX || (ft as f64) >= (1.0 - margin) * t[prefer] as f64 {
-            prefer
-        } else {
-            fastest
-        }
-    }
-}
-
-/// How a call runs.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Way {
-    /// Split across the engine's threads (option 0 of a kernel's split trial).
-    Split,
-    /// On the calling thread (option 1).
-    Single,
-}
-
-impl Way {
-    /// The option index of this way in a split trial.
-    pub(crate) fn index(self) -> usize {
-        self as usize
-    }
-}
-
-/// The split trial of a kernel: three pairs each way, split only when at least 5% faster.
-#[derive(Debug)]
-pub(crate) struct SplitChoice(Trial);
-
-impl Default for SplitChoice {
-    fn default() -> Self {
-        SplitChoice(Trial::new(2, 3))
-    }
-}
-
-impl SplitChoice {
-    /// The way the next call should run, and whether it is a probe to be timed and
-    /// [`SplitChoice::record`]ed.
-    pub(crate) fn next(&self) -> (Way, bool) {
-        match self.0.next() {
-            Some(0) => (Way::Split, true),
-            Some(_) => (Way::Single, true),
-            None => (self.decided(), false),
-        }
-    }
-
-    /// Records a probe: the call ran `way` in `ns`.
-    pub(crate) fn record(&self, way: Way, ns: u64) {
-        self.0.record(way.index(), ns);
-    }
-
-    fn decided(&self) -> Way {
-        match self.0.decided(Way::Single.index(), 0.05) {
-            0 => Way::Split,
-            _ => Way::Single,
-        }
-    }
-
-    /// The choice made, if the probes are done.
-    #[cfg(test)]
-    fn choice(&self) -> Option<Way> {
-        self.0.done().then(|| self.decided())
-    }
+/// The default timer: wall-clock time.
+pub(crate) fn wall_clock() -> Arc<dyn CallTimer> {
+    Arc::new(WallClock)
 }
 
 /// Pairs of timed calls per variant in a tier trial.
@@ -310,74 +154,12 @@ impl TierTrial {
 
 /// Wall-clock time of a call: the default [`CallTimer`].
 #[derive(Debug, Default)]
-pub(crate) struct WallClock;
+struct WallClock;
 
 impl CallTimer for WallClock {
-    fn time(&self, _: crate::Variant, _: bool, call: &mut dyn FnMut()) -> u64 {
+    fn time(&self, _: Variant, _: bool, call: &mut dyn FnMut()) -> u64 {
         let t = std::time::Instant::now();
         call();
         t.elapsed().as_nanos() as u64
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn probes_alternate_in_pairs_then_the_faster_way_wins() {
-        for (single, split, want) in [
-            (100, 60, Way::Split),
-            (100, 97, Way::Single),
-            (100, 300, Way::Single),
-        ] {
-            let c = SplitChoice::default();
-            let mut ways = Vec::new();
-            while let (w, true) = c.next() {
-                ways.push(w);
-                // The first probe of each way is slow (cold caches, parked workers): the
-                // minimum decides.
-                let cold = if ways.len() == 1 || ways.len() == 3 {
-                    1000
-                } else {
-                    0
-                };
-                c.record(w, cold + if w == Way::Single { single } else { split });
-            }
-            assert_eq!(ways.len(), 12);
-            let pairs = [Way::Split, Way::Split, Way::Single, Way::Single];
-            assert!(ways.iter().zip(pairs.iter().cycle()).all(|(a, b)| a == b));
-            assert_eq!(c.choice(), Some(want));
-            assert_eq!(c.next(), (want, false));
-        }
-    }
-
-    #[test]
-    fn options_in_pairs_round_robin_and_the_fastest_wins() {
-        let t = Trial::new(3, 3);
-        let mut order = Vec::new();
-        let cost = [300u64, 100, 200];
-        while let Some(i) = t.next() {
-            order.push(i);
-            // The first round is cold; one call of option 0 is lucky: the median ignores both.
-            let extra = if order.len() <= 6 { 500 } else { 0 };
-            let lucky = if order.len() == 13 { 250 } else { 0 };
-            let last = t.record(i, cost[i] + extra - lucky);
-            assert_eq!(last, order.len() == 18);
-        }
-        let round = [0, 0, 1, 1, 2, 2];
-        assert_eq!(order, [round, round, round].concat());
-        assert!(t.done());
-        assert_eq!(t.times(), [300, 100, 200]);
-        assert_eq!(t.decided(0, 0.0), 1);
-        // A preferred option keeps its place unless another beats it by the margin.
-        let close = Trial::new(2, 1);
-        while let Some(i) = close.next() {
-            close.record(i, [100, 97][i]);
-        }
-        assert_eq!(close.decided(0, 0.05), 0);
-        assert_eq!(close.decided(0, 0.01), 1);
-        // Nothing recorded: the preferred option.
-        assert_eq!(Trial::new(2, 1).decided(1, 0.0), 1);
     }
 }

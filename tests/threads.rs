@@ -35,7 +35,7 @@ fn split_calls_match_the_interpreter() {
     for c in &cases {
         let inp = Inputs::new(c).unwrap();
         let bytes = inp.elements() * inp.dtype.width();
-        assert!(bytes >= selectjit::engine::PARALLEL_MIN_BYTES, "{}", c.name);
+        assert!(bytes >= selectjit::PARALLEL_MIN_BYTES, "{}", c.name);
         let mut want = vec![0u8; bytes];
         inp.run(&interp, &mut want).unwrap();
         for b in [Backend::Jit, Backend::Static] {

@@ -8,7 +8,7 @@ use rng::Rng;
 
 use selectjit::jit::x86::{Level, X86Gen};
 use selectjit::jit::{CodeGen, CodeGenOptions};
-use selectjit::kernels::Ptrs;
+use selectjit::unstable::Ptrs;
 use selectjit::plan::{COND, ELSE, OUT, THEN};
 use selectjit::shape::Strides;
 use selectjit::{Kernel, Pattern, RowShape, Signature, Variant};

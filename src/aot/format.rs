@@ -6,7 +6,7 @@ use target_lexicon::{Architecture, Triple};
 
 use super::key::{parse_pattern_key, parse_signature_key};
 use crate::error::{Error, Result};
-use crate::kernel::KernelFn;
+use crate::kernel::abi::KernelFn;
 use crate::plan::{Pattern, Signature};
 
 /// The first bytes of every table.

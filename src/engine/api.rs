@@ -1,15 +1,15 @@
 //! The entry points: typed and byte-level selects, in place, and prepared calls.
 
+use super::Engine;
+use super::config::{Backend, InPlace};
+use super::prepared::Prepared;
 use super::validate::{Desc, Operand, contiguous_elements};
-use super::{Backend, Engine, Prepared};
 use crate::dtype::{DType, Element};
 use crate::error::Result;
-use crate::kernels::Ptrs;
+use crate::kernel::abi::Ptrs;
 use crate::plan::plan;
 use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
 use crate::tensor::{TensorMut, TensorRef};
-
-use super::InPlace;
 
 /// The elements of a call whose four views are contiguous from their first element and of one
 /// shape, when every buffer holds them (and there are some): what a cache hit of the memo

@@ -5,7 +5,8 @@ use crate::aot::AotTable;
 use crate::cache::DEFAULT_CAPACITY;
 use crate::env;
 use crate::error::{Error, Result};
-use crate::tier::{Tier, Variant};
+use crate::tier::Tier;
+use crate::trial::CallTimer;
 
 /// Which implementation runs the selects of an [`crate::Engine`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
@@ -59,15 +60,6 @@ pub enum InPlace {
     Else,
 }
 
-/// Times one call of a kernel for the engine's measured choices (which variant — tier, store
-/// kind — runs a kernel class, whether a kernel's calls are split across threads). The default
-/// measures wall-clock time; tests inject one that makes the choices deterministic.
-pub trait CallTimer: Send + Sync + std::fmt::Debug {
-    /// Runs `call` — a call of a kernel of `variant`, split across threads or not — and
-    /// returns the nanoseconds it counts for.
-    fn time(&self, variant: Variant, split: bool, call: &mut dyn FnMut()) -> u64;
-}
-
 /// Settings of an [`crate::Engine`].
 #[derive(Debug, Clone)]
 pub struct EngineConfig {
@@ -99,7 +91,7 @@ pub struct EngineConfig {
     /// (the emulator of the `selectjit-emu` crate) instead of refusing the tier. For verifying
     /// the generator, e.g. AVX-512 kernels on an AVX2 machine. Default: none.
     #[cfg(feature = "jit")]
-    pub runner: Option<std::sync::Arc<dyn crate::kernel::CodeRunner>>,
+    pub runner: Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>,
     /// What times the calls behind the engine's measured choices (default: wall-clock time).
     pub timer: Option<std::sync::Arc<dyn CallTimer>>,
     /// Kernels compiled ahead of time ([`crate::aot`]). A signature whose exact kernel the table
@@ -135,7 +127,7 @@ impl Default for EngineConfig {
                 .unwrap_or(2),
             // An unknown name in SELECTJIT_TIER is reported by `Engine::try_with_config` and
             // recorded by `Engine::with_config` (see `Engine::last_codegen_error`).
-            tier: env::tier().unwrap_or(Tier::Auto),
+            tier: Tier::from_env().unwrap_or(Tier::Auto),
             nt_min_bytes: env::usize_var(env::NT_MIN_BYTES).unwrap_or(NT_MIN_BYTES),
             #[cfg(feature = "jit")]
             runner: None,

@@ -8,11 +8,12 @@ use super::policy::Pick;
 use super::validate::{Desc, Operand, check, same_contiguous};
 use super::{Backend, Engine, STATIC_RUNS};
 use crate::error::Result;
-use crate::kernels::{self, Ptrs};
+use crate::kernel::abi::Ptrs;
+use crate::kernels;
+use crate::measure::Way;
 use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan_contiguous, plan_layout};
 use crate::shape::Broadcast;
 use crate::tensor::TensorRef;
-use crate::trial::Way;
 
 /// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
 #[derive(Clone, Copy)]

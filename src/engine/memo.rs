@@ -13,8 +13,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use super::Engine;
-use crate::kernel::{Kernel, KernelFn};
-use crate::kernels::Ptrs;
+use crate::kernel::Kernel;
+use crate::kernel::abi::KernelFn;
+use crate::kernel::abi::Ptrs;
 use crate::plan::Signature;
 
 /// The last exact kernel a thread got from an engine.

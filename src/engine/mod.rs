@@ -3,17 +3,17 @@
 //! The engine is split by job: [`config`](EngineConfig) (backends, settings, defaults),
 //! `validate` (buffers and broadcast checked before anything runs), `api` (the entry points),
 //! `exec` (planning, running and splitting a validated call), `policy` (which kernel runs a
-//! signature), `memo` (the per-thread memo of the last kernel), `prepared` ([`Prepared`]
-//! calls) and `interp` (the interpreter on validated calls, and [`select_generic`]).
+//! signature), `memo` (the per-thread memo of the last kernel), `prepared` (prepared
+//! calls) and `interp` (the interpreter on validated calls, and `select_generic`).
 
 mod api;
-mod config;
+pub(crate) mod config;
 mod exec;
-mod interp;
+pub(crate) mod interp;
 mod layouts;
 mod memo;
 mod policy;
-mod prepared;
+pub(crate) mod prepared;
 #[cfg(test)]
 mod tests;
 mod validate;
@@ -21,9 +21,7 @@ mod validate;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
-pub use config::{Backend, CallTimer, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};
-pub use interp::select_generic;
-pub use prepared::Prepared;
+use config::{Backend, EngineConfig};
 
 use crate::aot::AotTable;
 use crate::cache::{CacheStats, KernelCache};
@@ -57,7 +55,7 @@ pub struct Engine {
     /// Why the AOT table given to [`Engine::with_aot`] was rejected.
     aot_error: Option<String>,
     /// Times the calls behind measured choices.
-    timer: Arc<dyn CallTimer>,
+    timer: Arc<dyn crate::trial::CallTimer>,
 }
 
 /// Indices of `Engine::runs`.
@@ -114,7 +112,7 @@ impl Engine {
     /// unknown `SELECTJIT_TIER`, a tier the host cannot run, no code generator for the host or
     /// in this build).
     pub fn try_with_config(config: EngineConfig) -> Result<Engine> {
-        crate::env::max_isa().map_err(crate::Error::Invalid)?;
+        crate::env::max_isa().map_err(crate::error::Error::Invalid)?;
         let jit = Engine::codegen_for(&config);
         if config.backend == Backend::Jit {
             jit.as_ref().map_err(Clone::clone)?;
@@ -125,7 +123,7 @@ impl Engine {
     #[cfg(feature = "jit")]
     fn codegen_for(config: &EngineConfig) -> Result<CodeGen> {
         if config.backend != Backend::Jit {
-            return Err(crate::Error::Invalid(
+            return Err(crate::error::Error::Invalid(
                 "the engine's backend is not jit".to_string(),
             ));
         }
@@ -148,7 +146,7 @@ impl Engine {
         if config.tier == Tier::Auto {
             Tier::from_env()?;
         }
-        Err(crate::Error::Invalid(NO_JIT.to_string()))
+        Err(crate::error::Error::Invalid(NO_JIT.to_string()))
     }
 
     /// An engine that runs kernels from the given Cranelift code generator (e.g. one configured
@@ -213,7 +211,7 @@ impl Engine {
             timer: config
                 .timer
                 .clone()
-                .unwrap_or_else(|| Arc::new(crate::trial::WallClock)),
+                .unwrap_or_else(crate::trial::wall_clock),
             pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             #[cfg(feature = "jit")]
@@ -275,7 +273,7 @@ impl Engine {
 
     /// The choices `Auto` made by measuring: per kernel class, the variant kept (tier, store
     /// kind) and each candidate's fastest time. Empty for a named tier.
-    pub fn tier_choices(&self) -> Vec<crate::TierChoice> {
+    pub fn tier_choices(&self) -> Vec<crate::tier::TierChoice> {
         self.lock_cache().choices()
     }
 

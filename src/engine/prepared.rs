@@ -5,7 +5,8 @@ use super::policy::Pick;
 use super::validate::{Checked, Desc, Operand};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
-use crate::kernels::{self, Ptrs};
+use crate::kernel::abi::Ptrs;
+use crate::kernels;
 use crate::plan::Signature;
 
 /// A call planned once by [`crate::Engine::prepare`] for contiguous row-major buffers, with its kernel

@@ -2,7 +2,7 @@
 
 mod basics {
     use crate::engine::*;
-    use crate::{Broadcast, Error, TensorMut, TensorRef};
+    use crate::{Broadcast, Error, InPlace, TensorMut, TensorRef, select_generic};
 
     #[test]
     fn rejects_bad_buffers_without_writing() {

@@ -14,21 +14,18 @@
 #[cfg(cranelift_tier)]
 pub mod cranelift;
 #[cfg(x86_tier)]
-mod exec;
-#[cfg(x86_tier)]
 pub mod x86;
 
 use std::sync::Arc;
 
 use crate::error::{Error, Result};
-use crate::kernel::{CodeRunner, Kernel};
+use crate::kernel::Kernel;
+use crate::kernel::abi::CodeRunner;
 use crate::plan::{Pattern, Signature};
 use crate::tier::{Tier, Variant};
 
 #[cfg(cranelift_tier)]
 pub use cranelift::Jit;
-#[cfg(x86_tier)]
-pub(crate) use exec::ExecMem;
 
 /// Settings of a [`CodeGen`].
 #[derive(Debug, Clone)]

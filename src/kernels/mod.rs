@@ -8,21 +8,9 @@
 //! non-aliasing slices that LLVM vectorises, and a run-time choice (made once per process) of an
 //! AVX2 or AVX-512 build of the same code where the CPU has it.
 
+use crate::kernel::abi::Ptrs;
 use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
 use crate::shape::MAX_RANK;
-
-/// Raw operand base pointers (validated by the engine before any kernel runs).
-#[derive(Clone, Copy, Debug)]
-pub struct Ptrs {
-    /// cond's base (the plan's base element).
-    pub cond: *const u8,
-    /// then's base.
-    pub then: *const u8,
-    /// else's base.
-    pub else_: *const u8,
-    /// The output's base.
-    pub out: *mut u8,
-}
 
 /// Instruction-set level of the static kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

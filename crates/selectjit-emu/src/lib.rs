@@ -354,18 +354,18 @@ pub struct Emulator;
 
 impl Emulator {
     /// The emulator, shared, as `EngineConfig::runner` takes it.
-    pub fn runner() -> std::sync::Arc<dyn selectjit::kernel::CodeRunner> {
+    pub fn runner() -> std::sync::Arc<dyn selectjit::unstable::CodeRunner> {
         std::sync::Arc::new(Emulator)
     }
 }
 
-impl selectjit::kernel::CodeRunner for Emulator {
+impl selectjit::unstable::CodeRunner for Emulator {
     unsafe fn call(
         &self,
         code: &[u8],
         avx512: bool,
         args: &[u64; 8],
-        regions: &[selectjit::kernel::MemRegion],
+        regions: &[selectjit::unstable::MemRegion],
     ) -> Result<(), String> {
         let regions: Vec<Region> = regions
             .iter()

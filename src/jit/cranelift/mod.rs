@@ -17,7 +17,8 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 
 use crate::error::{Error, Result};
-use crate::kernel::{Kernel, KernelFn};
+use crate::kernel::Kernel;
+use crate::kernel::abi::KernelFn;
 use crate::plan::{Pattern, Signature};
 
 /// Reusable per-compilation state.

@@ -14,9 +14,9 @@
 
 use iced_x86::code_asm::*;
 
+use super::emitter::{Bounds, Emitter, Label, P, R};
+use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
 use super::regs::{XMM, YMM};
-use super::vector::{SEL, UNROLL, VecIsa, splat_reg};
-use super::{Bounds, Emitter, Label, P, R};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
 /// The AVX2 vector ISA.

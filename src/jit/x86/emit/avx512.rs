@@ -21,9 +21,9 @@
 
 use iced_x86::code_asm::*;
 
+use super::emitter::{Bounds, Emitter, Label, R};
+use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
 use super::regs::{XMM, YMM, ZMM};
-use super::vector::{SEL, UNROLL, VecIsa, splat_reg};
-use super::{Bounds, Emitter, Label, R};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
 /// The AVX-512 vector ISA.

@@ -5,25 +5,11 @@
 use iced_x86::code_asm::*;
 use iced_x86::{Encoder, Instruction, Register};
 
-use super::{EmitError, Emitter, R, bug};
+use super::emitter::{Branch, EmitError, Emitter, Label, R, bug};
 
 /// Absolute addresses from here on mark constants in memory operands until they are made
 /// RIP-relative.
 const CONST_MARK: u64 = 0x7f00_0000;
-
-/// A jump target inside the kernel (bound with [`Emitter::bind`]).
-#[derive(Clone, Copy, Debug)]
-pub(in crate::jit::x86) struct Label(usize);
-
-/// A branch in the instruction stream (a `nop` placeholder until layout).
-pub(super) struct Branch {
-    /// Instruction index of the placeholder.
-    at: usize,
-    /// Condition nibble (`jcc`), or `None` for `jmp`.
-    cc: Option<u8>,
-    /// Label index.
-    target: usize,
-}
 
 /// The encoding of one instruction (at most 15 bytes).
 #[derive(Clone, Copy)]

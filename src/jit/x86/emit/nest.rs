@@ -9,9 +9,10 @@
 
 use iced_x86::code_asm::*;
 
-use super::vector::{Avx2, Avx512};
-use super::{EmitError, Emitter, Label, P, R, Stride, gpr8, gpr16, gpr32};
-use crate::jit::x86::Level;
+use super::avx2::Avx2;
+use super::avx512::Avx512;
+use super::emitter::{EmitError, Emitter, Label, P, R, Stride, gpr8, gpr16, gpr32};
+use crate::jit::x86::level::Level;
 use crate::plan::{ELSE, RowShape, THEN};
 
 /// Stack bytes per outer loop kept in memory: the trip counter and four pointers.

@@ -31,33 +31,18 @@
 
 use iced_x86::code_asm::*;
 
+use super::avx2::Avx2;
+use super::avx512::Avx512;
+use super::emitter::{Bounds, Emitter, Label, P, R};
+use super::isa::*;
 use super::regs::{YMM, ZMM};
-use super::{Bounds, Emitter, Label, P, R};
-use crate::jit::x86::Level;
+use crate::jit::x86::level::Level;
 use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
 
-pub(super) use super::avx2::Avx2;
-pub(super) use super::avx512::Avx512;
-
-/// 32-byte vectors per main-loop block: two lines of output.
-pub(super) const UNROLL: usize = 4;
-/// Bytes per vector.
-pub(super) const VBYTES: u64 = 32;
-/// Bytes per cache line.
-pub(super) const LINE: u64 = 64;
 /// Row copies: bytes per block.
 const COPY_BLOCK: u64 = UNROLL as u64 * VBYTES;
 /// Copy rows of at least this many bytes use non-temporal stores (when the kernel does).
 const NT_COPY_MIN: u64 = 512;
-/// Four-way kernels ([`crate::Variant::four_way`]) walk this many parts of a non-temporal row
-/// at once (see [`Emitter::parts_loop`]).
-const PARTS: u64 = 4;
-/// Bytes of output per part at least: parts of two blocks gained nothing on a Zen 4 host.
-const PART_MIN: u64 = 1024;
-/// Rows of at least this many bytes of output walk parts (a line more for the head).
-pub(super) const PARTS_MIN_ROW: u64 = PARTS * PART_MIN + LINE;
-/// The width-16 selector register.
-pub(super) const SEL: usize = 12;
 /// Red-zone slot of the head count of a non-temporal row (the ISAs use the slots above it).
 const HEAD_SLOT: i32 = -24;
 /// Rows of this many elements or more pack a cond row shared by every row to bits (shorter
@@ -83,48 +68,6 @@ pub(super) fn packs_cond(sig: &Signature, generic: bool, level: Level) -> bool {
         && (PACK_MIN..=PACK_MAX).contains(&(sig.dims[rank - 1] as u64))
         && sig.strides[COND][..rank - 1].iter().all(|&s| s == 0)
         && (0..rank - 1).all(|l| sig.byte_stride(OUT, l) % LINE as isize == 0)
-}
-
-/// The register that holds the splat of then (ymm14) or else (ymm13).
-pub(super) fn splat_reg(op: usize) -> usize {
-    if op == THEN { 14 } else { 13 }
-}
-
-/// What differs between the vector ISAs. `r8` is the element (or byte) index in the row, `r9`
-/// the row length in elements (`r10` in bytes for copies); `rax`, `r10`, `r11` are scratch.
-pub(super) trait VecIsa {
-    /// The ISA's own loop-invariant registers.
-    fn invariants(e: &mut Emitter) -> R;
-    /// Whether the ISA reads masks of `w`-byte elements from packed cond bits.
-    fn packs(w: usize) -> bool;
-    /// `r10d` = the mask bits of the 32 cond bytes at `src` (bit `i` for byte `i`), set where
-    /// a block's blend takes its memory (or second) operand.
-    fn cond_bits(e: &mut Emitter, src: AsmMemoryOperand) -> R;
-    /// Whether main-loop blocks test their cond bytes for all non-zero / all zero first (and
-    /// then copy one input).
-    fn uniform(w: usize) -> bool;
-    /// `vecs` (1, 2 or 4) vectors of output from element `r8`: masks, blends and stores
-    /// (non-temporal with `nt`). With `uniform`, first jumps to its labels when the block's
-    /// cond bytes are all non-zero / all zero.
-    fn block(e: &mut Emitter, vecs: usize, nt: bool, uniform: Option<(Label, Label)>) -> R;
-    /// The rest of a row after its main loop (`r8` elements done: a multiple of the block, 0
-    /// when the row is shorter than one), with ordinary stores; ends at `done`.
-    fn tail(e: &mut Emitter, n: Bounds, done: Label) -> R;
-    /// `rax` (1 ..= `max`, less than a line) elements from `r8` with ordinary stores; keeps
-    /// `r8` and `r9`.
-    fn short(e: &mut Emitter, max: u64) -> R;
-    /// Row copies: the bytes from `r8` to `r10` after the block loop, ordinary stores; ends at
-    /// `done`. `src`: the source row, or `None` to fill with the splat in `sr`.
-    fn copy_tail(
-        e: &mut Emitter,
-        src: Option<AsmRegister64>,
-        sr: usize,
-        b: Bounds,
-        done: Label,
-    ) -> R;
-    /// `rax` (1 ..= `max`, less than a line) bytes from `r8` with ordinary stores; keeps `r8`
-    /// and `r10`.
-    fn copy_short(e: &mut Emitter, src: Option<AsmRegister64>, sr: usize, max: u64) -> R;
 }
 
 impl Emitter<'_> {

@@ -3,61 +3,18 @@
 //! when the last holder drops the kernel; code linked into the program (an ahead-of-time table)
 //! is never freed.
 
-use crate::kernels::Ptrs;
+pub(crate) mod abi;
+#[cfg(x86_tier)]
+mod exec;
+
 #[cfg(feature = "jit")]
 use crate::plan::OUT;
 use crate::plan::Signature;
 use crate::shape::MAX_RANK;
 use crate::tier::{Tier, Variant};
-
-/// The machine-code entry point of every kernel, whatever made it: runs outer indices
-/// `[begin, end)` of its signature. `dims` and `byte_strides` are read by shape-generic kernels
-/// only (`dims[k]`, `byte_strides[op * rank + k]` for op = cond, then, else, out); exact
-/// kernels get NULL. The type of [`crate::aot::SelectjitKernelFn`] too.
-pub type KernelFn = unsafe extern "C" fn(
-    cond: *const u8,
-    then: *const u8,
-    else_: *const u8,
-    out: *mut u8,
-    begin: usize,
-    end: usize,
-    dims: *const u64,
-    byte_strides: *const i64,
-);
-
-/// A memory range that code run by a [`CodeRunner`] may access.
 #[cfg(feature = "jit")]
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct MemRegion {
-    /// Address of the first byte.
-    pub addr: u64,
-    /// Length in bytes.
-    pub len: u64,
-    /// Whether the code may store to it (only the output).
-    pub writable: bool,
-}
-
-/// Runs machine code that this host cannot execute itself — kernels of an x86 tier whose
-/// instructions the CPU lacks — for verification: the emulator of the `selectjit-emu` crate
-/// implements it. Given to an engine as [`crate::EngineConfig::runner`].
-#[cfg(feature = "jit")]
-pub trait CodeRunner: Send + Sync + std::fmt::Debug {
-    /// Calls the function at byte 0 of `code` with the System V integer arguments `args`
-    /// (cond, then, else, out, begin, end, dims, byte_strides). `avx512`: the code may use
-    /// AVX-512 (otherwise such instructions are an error). An error is a bug of the generated
-    /// code (an access outside `regions`, an unsupported instruction).
-    ///
-    /// # Safety
-    /// Every region is memory the caller may read (and, where `writable`, write) for the
-    /// duration of the call, and nothing else accesses the writable ones meanwhile.
-    unsafe fn call(
-        &self,
-        code: &[u8],
-        avx512: bool,
-        args: &[u64; 8],
-        regions: &[MemRegion],
-    ) -> std::result::Result<(), String>;
-}
+use abi::{CodeRunner, MemRegion};
+use abi::{KernelFn, Ptrs};
 
 /// Where a kernel's machine code lives, and what frees it.
 enum Code {
@@ -67,7 +24,7 @@ enum Code {
     Cranelift(std::sync::Mutex<Option<Box<cranelift_jit::JITModule>>>),
     /// Code emitted by the x86 tier in a mapping of its own.
     #[cfg(x86_tier)]
-    Mapped(crate::jit::ExecMem),
+    Mapped(exec::ExecMem),
     /// Code this host cannot run, executed by a [`CodeRunner`] (verification only).
     #[cfg(feature = "jit")]
     Runner(Vec<u8>, std::sync::Arc<dyn CodeRunner>),
@@ -90,7 +47,7 @@ pub struct Kernel {
     code_bytes: usize,
     code: Code,
     /// Whether calls of this kernel gain from being split across threads.
-    split: crate::trial::SplitChoice,
+    split: crate::measure::SplitChoice,
 }
 
 impl std::fmt::Debug for Kernel {
@@ -127,7 +84,7 @@ impl Kernel {
     }
 
     /// The learnt choice between one thread and several for this kernel's calls.
-    pub(crate) fn split_choice(&self) -> &crate::trial::SplitChoice {
+    pub(crate) fn split_choice(&self) -> &crate::measure::SplitChoice {
         &self.split
     }
 
@@ -184,8 +141,8 @@ impl Kernel {
         generic: bool,
         v: Variant,
         code: &[u8],
-    ) -> crate::Result<Self> {
-        let mem = crate::jit::ExecMem::new(code)?;
+    ) -> crate::error::Result<Self> {
+        let mem = exec::ExecMem::new(code)?;
         // SAFETY: the mapping holds exactly `code`, which the caller guarantees is a function
         // of this type; it stays mapped while the kernel (owner of `mem`) lives.
         let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(mem.as_ptr()) };
