@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The Python package's CI: a fresh venv, the test requirements from PyPI, `pip install` of the
-# package from this source tree (maturin builds the extension with cargo), then pytest.
+# package from this source tree (maturin builds the extension with cargo), then pytest (with
+# dask.distributed clusters of real worker processes), the dask example and the cluster
+# benchmark at a tiny scale.
 # Exits non-zero on any failure, including a run that collects no test (pytest's exit 5).
 #
 # The extension is built with cargo's `dev` profile by default (SELECTJIT_PY_PROFILE=release to
@@ -42,6 +44,12 @@ echo "selectjit-py: package built (cargo profile $profile) and installed in $((t
 cd "$here/tests"
 "$venv/bin/python" -m pytest -q -p no:cacheprovider "$here/tests"
 t3=$(date +%s)
-echo "selectjit-py: tests in $((t3 - t2)) s; ci.sh total $((t3 - t0)) s"
-# The example scales out with dask's threaded scheduler.
+echo "selectjit-py: tests in $((t3 - t2)) s"
+# The example scales out with dask's threaded scheduler, and on a dask.distributed LocalCluster
+# of two worker processes (each reports the kernels it compiled per run of the graph).
 "$venv/bin/python" "$here/examples/dask_where.py" --rows 2048 --cols 1024
+"$venv/bin/python" "$here/examples/dask_where.py" --scheduler distributed --rows 2048 --cols 1024
+# The cluster benchmark scaled down to a few MiB: that it runs and its results are exact.
+"$venv/bin/python" "$here/bench/bench_dask.py" --tiny
+t4=$(date +%s)
+echo "selectjit-py: examples and the tiny cluster benchmark in $((t4 - t3)) s; ci.sh total $((t4 - t0)) s"

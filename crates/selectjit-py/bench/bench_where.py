@@ -3,7 +3,7 @@ shared benchmark cases, one thread each, outputs checked bytewise before anythin
 
     python bench/bench_where.py [CASES.json] [--rounds 7] [--case NAME ...] [--quick]
 
-CASES.json defaults to `../shared/bench/cases.json` beside the project root. Prints a Markdown
+CASES.json defaults to the project's `benches/cases.json`. Prints a Markdown
 table: per case the median time of each contender over interleaved rounds (each round times
 numpy, numexpr and selectjit one after the other), and the median and range of the per-round
 time ratios against selectjit.
@@ -28,7 +28,7 @@ import numpy as np  # noqa: E402
 import selectjit  # noqa: E402
 
 ROOT = pathlib.Path(__file__).resolve().parents[3]
-DEFAULT_CASES = ROOT.parent / "shared" / "bench" / "cases.json"
+DEFAULT_CASES = ROOT / "benches" / "cases.json"
 DTYPES = {
     "f32": np.float32, "f16": np.float16, "bf16": ml_dtypes.bfloat16, "i8": np.int8,
     "f64": np.float64, "i64": np.int64, "complex128": np.complex128,

@@ -1,5 +1,6 @@
-//! The Python module `selectjit`: `numpy.where` bit for bit, on selectjit's JIT-compiled
-//! Select kernels.
+//! The extension module `selectjit._selectjit` of the Python package `selectjit` (whose
+//! `__init__.py` re-exports it): `numpy.where` bit for bit, on selectjit's JIT-compiled Select
+//! kernels.
 //!
 //! ```python
 //! import numpy as np, selectjit
@@ -12,7 +13,7 @@
 
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::types::{PyDict, PyTuple};
 use selectjit::Tier;
 use selectjit::{Engine, EngineConfig};
 
@@ -22,9 +23,10 @@ mod np;
 mod promote;
 mod scalars;
 
-/// Which engine a Python `Engine` object runs: its own, or the process-wide default one.
+/// Which engine a Python `Engine` object runs: its own (with the `threads` it was given, which
+/// its pickle carries), or the process-wide default one.
 enum Inner {
-    Own(Box<Engine>),
+    Own(Box<Engine>, Option<usize>),
     Default,
 }
 
@@ -41,7 +43,7 @@ struct PyEngine {
 impl PyEngine {
     fn engine(&self) -> &Engine {
         match &self.inner {
-            Inner::Own(e) => e,
+            Inner::Own(e, _) => e,
             Inner::Default => selectjit::default_engine(),
         }
     }
@@ -68,8 +70,27 @@ impl PyEngine {
         let engine =
             Engine::try_with_config(config).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyEngine {
-            inner: Inner::Own(Box::new(engine)),
+            inner: Inner::Own(Box::new(engine), threads),
         })
+    }
+
+    /// Pickling (what dask sends to worker processes): an engine travels as its configuration.
+    /// The default engine unpickles as the receiving process's default engine; any other as
+    /// that process's shared engine of the same tier and threads (`selectjit._shared_engine`:
+    /// created on first use, then reused), so a worker's kernel cache warms once per
+    /// configuration, not once per task.
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let package = py.import("selectjit")?;
+        match &self.inner {
+            Inner::Default => Ok((package.getattr("default_engine")?, PyTuple::empty(py))),
+            Inner::Own(e, threads) => {
+                let args = (e.config().tier.name(), *threads).into_pyobject(py)?;
+                Ok((package.getattr("_shared_engine")?, args))
+            }
+        }
     }
 
     /// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)` on this engine:
@@ -189,9 +210,9 @@ fn default_engine(py: Python<'_>) -> PyResult<Py<PyEngine>> {
 }
 
 /// numpy.where bit for bit, on selectjit's JIT-compiled Select kernels: `where`, `Engine`,
-/// `default_engine`.
+/// `default_engine` (the package `selectjit` re-exports them).
 #[pymodule]
-#[pyo3(name = "selectjit")]
+#[pyo3(name = "_selectjit")]
 fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(r#where, m)?)?;

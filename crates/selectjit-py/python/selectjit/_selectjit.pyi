@@ -1,4 +1,5 @@
-"""numpy.where bit for bit, on selectjit's JIT-compiled Select kernels."""
+"""The extension module of selectjit (re-exported by the package): numpy.where bit for bit, on
+selectjit's JIT-compiled Select kernels."""
 
 from typing import Any, Literal, Optional
 

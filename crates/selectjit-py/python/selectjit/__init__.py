@@ -1,0 +1,46 @@
+"""numpy.where bit for bit, on selectjit's JIT-compiled Select kernels.
+
+`where`, `Engine` and `default_engine` come from the compiled extension `selectjit._selectjit`;
+`selectjit.dask.where` is the same operation over dask arrays (dask is imported only when that
+submodule is used).
+"""
+
+import threading as _threading
+from typing import TYPE_CHECKING as _TYPE_CHECKING
+from typing import Optional as _Optional
+
+from ._selectjit import Engine, __version__, default_engine, where
+
+# The functions are the package's: `selectjit.where.__module__ == "selectjit"`, as when the
+# extension was the top-level module (pickle then names them `selectjit.where`, which a worker
+# process resolves by importing this package). `Engine` says so itself (its pyclass module).
+where.__module__ = "selectjit"
+default_engine.__module__ = "selectjit"
+
+__all__ = ["Engine", "default_engine", "where"]
+
+_shared_engines = {}
+_shared_lock = _threading.Lock()
+
+
+def _shared_engine(tier: str, threads: _Optional[int]) -> Engine:
+    """This process's engine of a configuration: what a pickled `Engine` (other than the default
+    one) unpickles as, so that tasks sent to a worker process share one kernel cache there."""
+    with _shared_lock:
+        engine = _shared_engines.get((tier, threads))
+        if engine is None:
+            engine = Engine(tier=tier, threads=threads)
+            _shared_engines[(tier, threads)] = engine
+        return engine
+
+
+if not _TYPE_CHECKING:  # (type checkers see the submodule itself)
+
+    def __getattr__(name):
+        # `selectjit.dask` without an explicit `import selectjit.dask` (PEP 562); importing the
+        # submodule does not import dask either, its functions do.
+        if name == "dask":
+            import importlib
+
+            return importlib.import_module(".dask", __name__)
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
