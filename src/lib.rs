@@ -116,12 +116,13 @@
 //!
 //! ## Features
 //!
-//! * `jit` (default) — code generation at run time with the x86-64 tier (AVX2 / AVX-512).
-//!   Without it the library is the no-JIT build: the interpreter, the static kernels and
+//! * default — the JIT on every architecture: the Cranelift tier for the host (the code
+//!   generator on aarch64, s390x and riscv64, and on x86-64 hosts without AVX2) and, on x86-64,
+//!   the AVX2 / AVX-512 tier that `Auto` measures.
+//! * `default-features = false, features = ["jit"]` — the lean x86 build: the x86 tier alone
+//!   (no Cranelift crates; on other architectures it generates no code).
+//! * `default-features = false` — the no-JIT build: the interpreter, the static kernels and
 //!   ahead-of-time tables ([`aot`]), for hosts that forbid executable memory.
-//! * `cranelift` — the Cranelift tier: the JIT on aarch64, s390x and riscv64; on x86-64 a
-//!   128-bit tier for hosts without AVX2. Its x64 back end is ~3 MiB of machine code, which is
-//!   why a runtime on x86-64 does not get it by default.
 //! * `ndarray` — [the `ndarray` module](crate::ndarray): select on `ndarray` arrays and views of
 //!   any dimensionality and strides (cond `bool` or `u8`), into a new array or a mutable view.
 //!

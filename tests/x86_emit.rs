@@ -8,9 +8,9 @@ use rng::Rng;
 
 use selectjit::jit::x86::{Level, X86Gen};
 use selectjit::jit::{CodeGen, CodeGenOptions};
-use selectjit::unstable::Ptrs;
 use selectjit::plan::{COND, ELSE, OUT, THEN};
 use selectjit::shape::Strides;
+use selectjit::unstable::Ptrs;
 use selectjit::{Kernel, Pattern, RowShape, Signature, Variant};
 use selectjit_emu::{Emulator, disassemble};
 
