@@ -26,7 +26,7 @@ use crate::tier::{KernelClass, TierChoice, Variant};
 use crate::trial::TierTrial;
 
 /// Default number of kernels kept.
-pub const DEFAULT_CAPACITY: usize = 1024;
+pub(crate) const DEFAULT_CAPACITY: usize = 1024;
 
 /// Counters of a cache.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]

@@ -57,21 +57,21 @@
 //! 1. **Views** ([`TensorRef`], [`TensorMut`]): a buffer, a shape, optional element strides (0
 //!    broadcasts, negative walks backwards) and the offset of the first element. Every buffer is
 //!    validated before anything is read; on error the output is untouched ([`Error`]).
-//! 2. **Shape** ([`shape`]): the output shape and where each input lands in it, by the
+//! 2. **Shape** (the `shape` module): the output shape and where each input lands in it, by the
 //!    [`Broadcast`] mode: `Numpy` (ONNX Where, the default), `TwoStep` (OpenVINO Select-1 /
 //!    oneDNN as documented), `None`, `Pdpd { axis }`.
-//! 3. **Plan** ([`plan`]): size-1 dims dropped, dimensions along which the output runs backwards
+//! 3. **Plan** (the `plan` module): size-1 dims dropped, dimensions along which the output runs backwards
 //!    flipped for every operand (kernel base pointers moved accordingly), the output's unit
 //!    stride innermost, dims contiguous for all four operands merged. The result, a
 //!    [`plan::Signature`] (element width, dims, strides), is what machine code depends on:
 //!    f32, i32 and u32 share kernels.
-//! 4. **Cache** ([`cache`]): an LRU of signatures → compiled kernels. A signature seen for the
+//! 4. **Cache** (the `cache` module): an LRU of signatures → compiled kernels. A signature seen for the
 //!    first time runs on the shape-generic kernel of its *pattern* (compiled once per pattern;
 //!    dims and strides are arguments); once seen `exact_after` times its exact kernel is compiled
 //!    by the engine's **tier** and kept. Evicted kernels free their code when no caller holds
 //!    them.
 //! 5. **Kernel**: runs a `[begin, end)` range of the outer dimension, so large calls are split
-//!    over threads. If code generation fails, the static kernels ([`kernels`]) serve the call and
+//!    over threads. If code generation fails, the static kernels (the `kernels` module) serve the call and
 //!    [`Engine::last_codegen_error`] says why. [`Backend::Interp`] runs the reference interpreter
 //!    instead (the oracle every path is tested against); [`select_generic`] serves any `Clone`
 //!    element (strings) through it.
@@ -132,26 +132,27 @@
 //! lengths, statistics), `examples/ndarray.rs`, `examples/strings.rs` (the generic path) and
 //! `examples/c/select.c` (the C ABI, crate `selectjit-capi`).
 #![warn(missing_docs)]
+#![warn(unreachable_pub)]
 
 pub mod aot;
-pub mod cache;
-pub mod dtype;
-pub mod engine;
+mod cache;
+mod dtype;
+mod engine;
 pub mod env;
-pub mod error;
-pub(crate) mod interp;
+mod error;
+mod interp;
 #[cfg(feature = "jit")]
-pub mod jit;
-pub mod kernel;
-pub mod kernels;
+mod jit;
+mod kernel;
+mod kernels;
 mod measure;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
-pub mod plan;
-pub mod pool;
-pub mod shape;
-pub mod tensor;
-pub mod tier;
+mod plan;
+mod pool;
+mod shape;
+mod tensor;
+mod tier;
 mod trial;
 
 pub use cache::CacheStats;
@@ -161,21 +162,42 @@ pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_
 pub use engine::interp::select_generic;
 pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
-pub use kernel::Kernel;
-pub use plan::{Pattern, RowShape, Signature};
-pub use shape::{Broadcast, Dims, MAX_RANK, broadcast_shapes, output_shape};
+pub use shape::{Broadcast, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};
 pub use tier::{KernelClass, Tier, TierChoice, Variant};
 pub use trial::CallTimer;
 
 /// What the workspace's own crates (command line, benchmarks, emulator, AOT exporter, C and
 /// Python bindings) and tests reach inside the library. **Not a stable API**: anything here
-/// may change in any release; a runtime uses the items at the crate root.
+/// may change in any release, and nothing here is needed to embed the library; a runtime uses
+/// the items at the crate root.
 #[doc(hidden)]
 pub mod unstable {
-    pub use crate::kernel::abi::Ptrs;
+    pub use crate::aot::format::{
+        AOT_MAX_KEY_BYTES, ENTRIES_AT, ENTRY_SIZE, FUNC_AT, Fnv, KEYS_AT, Named, TABLE_SIZE,
+        arch_name, check_entries, check_format,
+    };
+    pub use crate::aot::key::{parse_pattern_key, parse_signature_key, pattern_key, signature_key};
+    pub use crate::error::ShapeFmt;
+    #[cfg(cranelift_tier)]
+    pub use crate::jit::cranelift::{Jit, shared_flags};
+    #[cfg(x86_tier)]
+    pub use crate::jit::x86::{Level as X86Level, X86Gen};
+    #[cfg(feature = "jit")]
+    pub use crate::jit::{CodeGen, CodeGenOptions, MachineCode};
     #[cfg(feature = "jit")]
     pub use crate::kernel::abi::{CodeRunner, MemRegion};
+    pub use crate::kernel::abi::{KernelFn, Ptrs};
+    pub use crate::kernel::{Kernel, live_kernels};
+    pub use crate::kernels::{Level as StaticLevel, level as static_level};
+    pub use crate::plan::{
+        COND, ELSE, OUT, Pattern, Plan, RowShape, Signature, THEN, plan, plan_contiguous,
+        plan_layout,
+    };
+    pub use crate::pool::Pool;
+    pub use crate::shape::{
+        Dims, Placement, Strides, check_shape, contiguous_strides, numel, strides_over,
+    };
 }
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).

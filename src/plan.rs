@@ -99,7 +99,7 @@ impl Signature {
 }
 
 /// Bytes per element of operand `op` (cond is one byte per element) for element width `width`.
-pub fn operand_width(op: usize, width: usize) -> usize {
+pub(crate) fn operand_width(op: usize, width: usize) -> usize {
     if op == COND { 1 } else { width }
 }
 

@@ -1,7 +1,7 @@
 //! Views with negative strides: reversed and mixed-sign inputs and outputs on every backend,
 //! reversed in-place views, and the errors of views that step outside their buffer.
 
-use selectjit::jit::Jit;
+use selectjit::unstable::Jit;
 use selectjit::{Backend, Broadcast, Engine, EngineConfig, Error, InPlace, TensorMut, TensorRef};
 
 fn engines() -> Vec<(&'static str, Engine)> {

@@ -11,8 +11,8 @@ mod aot_host;
 
 use proptest::prelude::*;
 use selectjit::Tier;
-use selectjit::jit::Jit;
-use selectjit::jit::x86::Level;
+use selectjit::unstable::Jit;
+use selectjit::unstable::X86Level as Level;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 /// Where input dim `j` lands in the output, or None when it is dropped (pdpd trailing 1s).

@@ -6,12 +6,13 @@
 mod rng;
 use rng::Rng;
 
-use selectjit::jit::x86::{Level, X86Gen};
-use selectjit::jit::{CodeGen, CodeGenOptions};
-use selectjit::plan::{COND, ELSE, OUT, THEN};
-use selectjit::shape::Strides;
+use selectjit::Variant;
 use selectjit::unstable::Ptrs;
-use selectjit::{Kernel, Pattern, RowShape, Signature, Variant};
+use selectjit::unstable::Strides;
+use selectjit::unstable::{COND, ELSE, OUT, THEN};
+use selectjit::unstable::{CodeGen, CodeGenOptions};
+use selectjit::unstable::{Kernel, Pattern, RowShape, Signature};
+use selectjit::unstable::{X86Gen, X86Level as Level};
 use selectjit_emu::{Emulator, disassemble};
 
 /// Bytes of guard before and after every buffer.

@@ -9,9 +9,10 @@ mod rng;
 use rng::Rng;
 
 use selectjit::Tier;
-use selectjit::jit::x86::Level;
-use selectjit::plan::plan;
-use selectjit::shape::{broadcast_shapes, contiguous_strides, strides_over};
+use selectjit::broadcast_shapes;
+use selectjit::unstable::X86Level as Level;
+use selectjit::unstable::plan;
+use selectjit::unstable::{contiguous_strides, strides_over};
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 /// The engines of one tier: exact kernels at once, and shape-generic kernels only.

@@ -12,9 +12,9 @@
 //! its tier, and the engine and the cache never learn how it was made.
 
 #[cfg(cranelift_tier)]
-pub mod cranelift;
+pub(crate) mod cranelift;
 #[cfg(x86_tier)]
-pub mod x86;
+pub(crate) mod x86;
 
 use std::sync::Arc;
 
@@ -25,7 +25,7 @@ use crate::plan::{Pattern, Signature};
 use crate::tier::{Tier, Variant};
 
 #[cfg(cranelift_tier)]
-pub use cranelift::Jit;
+pub(crate) use cranelift::Jit;
 
 /// Settings of a [`CodeGen`].
 #[derive(Debug, Clone)]

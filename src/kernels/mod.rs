@@ -75,7 +75,7 @@ pub fn level() -> Level {
 /// Every element addressed by `sig` (dims and strides times the width) from each base pointer
 /// for outer indices in `begin..end` lies inside its buffer; `out` overlaps no input except that
 /// `then` or `else` may be exactly `out` with identical strides (in place); `end <= sig.dims[0]`.
-pub unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+pub(crate) unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     // SAFETY: the caller's contract; `level()` is supported by this CPU.
     unsafe { run_with(level(), sig, p, begin, end) }
 }
@@ -84,7 +84,7 @@ pub unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 ///
 /// # Safety
 /// As for [`run`], and `level.supported()`.
-pub unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+pub(crate) unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     match level {
         // SAFETY: the caller's contract.
         Level::Portable => unsafe { run_portable(sig, p, begin, end) },

@@ -9,15 +9,16 @@ use cranelift_module::{DataDescription, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use target_lexicon::{Architecture, Endianness, PointerWidth, Triple};
 
-use selectjit::aot::format::{
-    AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_VERSION, C_TYPES,
-    ENTRIES_AT, ENTRY_SIZE, FUNC_AT, Fnv, KEYS_AT, TABLE_SIZE, arch_name,
+use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_VERSION, C_TYPES};
+use selectjit::unstable::Jit;
+use selectjit::unstable::shared_flags;
+use selectjit::unstable::{
+    AOT_MAX_KEY_BYTES, ENTRIES_AT, ENTRY_SIZE, FUNC_AT, Fnv, KEYS_AT, TABLE_SIZE, arch_name,
 };
-use selectjit::aot::key::{pattern_key, signature_key};
-use selectjit::jit::Jit;
-use selectjit::jit::cranelift::shared_flags;
-use selectjit::plan::{Pattern, Signature, plan};
-use selectjit::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
+use selectjit::unstable::{Pattern, Signature, plan};
+use selectjit::unstable::{contiguous_strides, strides_over};
+use selectjit::unstable::{pattern_key, signature_key};
+use selectjit::{Broadcast, broadcast_shapes};
 use selectjit::{DType, Error, Result};
 
 pub use selectjit::aot::DEFAULT_SYMBOL;

@@ -24,7 +24,7 @@
 use serde_json::Value;
 
 use crate::export::{KernelSet, Kinds};
-use selectjit::plan::{Pattern, Signature};
+use selectjit::unstable::{Pattern, Signature};
 use selectjit::{Broadcast, DType, Error, MAX_RANK, Result};
 
 /// What a shapes file gave.
@@ -130,7 +130,7 @@ fn signature(case: usize, v: &Value) -> Result<Signature> {
     let st = v
         .get("strides")
         .ok_or_else(|| bad(case, "signature strides are missing"))?;
-    let mut strides: [selectjit::shape::Strides; 4] = Default::default();
+    let mut strides: [selectjit::unstable::Strides; 4] = Default::default();
     for (op, name) in ["cond", "then", "else", "out"].into_iter().enumerate() {
         let a = st
             .get(name)
@@ -158,10 +158,10 @@ fn signature(case: usize, v: &Value) -> Result<Signature> {
     // The key parser checks widths, ranks, zero dims and overflow.
     let w = u8::try_from(sig.width).unwrap_or(0);
     let r = u8::try_from(sig.rank()).unwrap_or(0);
-    let mut key = selectjit::aot::key::signature_key(&sig);
+    let mut key = selectjit::unstable::signature_key(&sig);
     key[0] = w;
     key[1] = r;
-    selectjit::aot::key::parse_signature_key(&key).map_err(|e| bad(case, e))
+    selectjit::unstable::parse_signature_key(&key).map_err(|e| bad(case, e))
 }
 
 /// Reads a shapes file. `default_dtypes` apply to cases that name none when the file has no

@@ -18,11 +18,12 @@ use std::process::Command;
 use std::sync::Mutex;
 use std::time::Instant;
 
-use selectjit::Pattern;
 use selectjit::aot::key;
-use selectjit::plan::{Signature, plan};
-use selectjit::shape::{Broadcast, broadcast_shapes, strides_over};
+use selectjit::unstable::Pattern;
+use selectjit::unstable::strides_over;
+use selectjit::unstable::{Signature, plan};
 use selectjit::{Backend, DType, Engine, InPlace, TensorMut, TensorRef};
+use selectjit::{Broadcast, broadcast_shapes};
 use selectjit_aot::{ExportOptions, KernelSet};
 
 /// One architecture: target triple, C compiler, emulator and its options, Debian packages.

@@ -15,10 +15,11 @@ pub mod roofline;
 
 pub use ndarray_peer::{ZipLoop, ndarray_zip};
 
-use selectjit::jit::{CodeGen, CodeGenOptions};
-use selectjit::plan::{plan, plan_contiguous};
-use selectjit::pool::Pool;
-use selectjit::shape::{numel, output_shape};
+use selectjit::output_shape;
+use selectjit::unstable::Pool;
+use selectjit::unstable::numel;
+use selectjit::unstable::{CodeGen, CodeGenOptions};
+use selectjit::unstable::{plan, plan_contiguous};
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, Error, Result, Tier};
 use selectjit::{TensorMut, TensorRef};
 
@@ -602,8 +603,8 @@ fn settle(
 }
 
 /// The signature of `inp`'s call.
-fn signature(inp: &Inputs) -> Option<selectjit::Signature> {
-    let b = selectjit::shape::broadcast_shapes(
+fn signature(inp: &Inputs) -> Option<selectjit::unstable::Signature> {
+    let b = selectjit::broadcast_shapes(
         Broadcast::Numpy,
         &inp.cond_shape,
         &inp.then_shape,
@@ -611,9 +612,9 @@ fn signature(inp: &Inputs) -> Option<selectjit::Signature> {
     )
     .ok()?;
     let st = |s: &[usize], p| {
-        selectjit::shape::strides_over(s, &selectjit::shape::contiguous_strides(s), p, &b.out)
+        selectjit::unstable::strides_over(s, &selectjit::unstable::contiguous_strides(s), p, &b.out)
     };
-    let so = selectjit::shape::contiguous_strides(&b.out);
+    let so = selectjit::unstable::contiguous_strides(&b.out);
     let (sc, sth, se) = (
         st(&inp.cond_shape, b.cond),
         st(&inp.then_shape, b.then),

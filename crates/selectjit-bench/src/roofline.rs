@@ -151,7 +151,7 @@ impl CopyBuffers {
 pub(crate) fn copy_split(
     bufs: &mut CopyBuffers,
     kind: CopyKind,
-    pool: &selectjit::pool::Pool,
+    pool: &selectjit::unstable::Pool,
 ) -> Result<()> {
     if !kind.available() {
         return Err(Error::Invalid(format!(
@@ -432,7 +432,7 @@ mod tests {
                 }
                 b.copy(kind).unwrap();
                 assert_eq!(b.dst(), b.src(), "{kind:?} {n}");
-                if let Some(pool) = selectjit::pool::Pool::new(3) {
+                if let Some(pool) = selectjit::unstable::Pool::new(3) {
                     let mut b = CopyBuffers::new(n);
                     copy_split(&mut b, kind, &pool).unwrap();
                     assert_eq!(b.dst(), b.src(), "split {kind:?} {n}");

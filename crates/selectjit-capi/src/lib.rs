@@ -599,7 +599,7 @@ pub unsafe extern "C" fn selectjit_output_shape(
                 (else_shape, else_rank),
             )
         }?;
-        let s = selectjit_core::shape::output_shape(mode, c, t, e)?;
+        let s = selectjit_core::output_shape(mode, c, t, e)?;
         if out_rank.is_null() || (out_shape.is_null() && !s.is_empty()) {
             return Err(fail(
                 SELECTJIT_ERR_NULL_POINTER,

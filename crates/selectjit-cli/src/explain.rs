@@ -2,10 +2,11 @@
 
 use std::fmt::Write as _;
 
-use selectjit::error::ShapeFmt;
-use selectjit::jit::{CodeGen, CodeGenOptions, MachineCode};
-use selectjit::plan::{Pattern, plan};
-use selectjit::shape::{broadcast_shapes, contiguous_strides, strides_over};
+use selectjit::broadcast_shapes;
+use selectjit::unstable::ShapeFmt;
+use selectjit::unstable::{CodeGen, CodeGenOptions, MachineCode};
+use selectjit::unstable::{Pattern, plan};
+use selectjit::unstable::{contiguous_strides, strides_over};
 use selectjit::{Broadcast, DType, Engine, EngineConfig, KernelClass, Result, Tier};
 use selectjit::{TensorMut, TensorRef};
 

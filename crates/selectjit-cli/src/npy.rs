@@ -12,7 +12,7 @@ use std::path::Path;
 
 use npyz::{TypeChar, TypeStr};
 
-use selectjit::shape::check_shape;
+use selectjit::unstable::check_shape;
 use selectjit::{DType, Error, MAX_RANK, Result, TensorRef};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -307,7 +307,7 @@ pub fn read_npy_bytes(bytes: &[u8]) -> Result<NpyArray> {
         }
         st
     } else {
-        selectjit::shape::contiguous_strides(&shape).to_vec()
+        selectjit::unstable::contiguous_strides(&shape).to_vec()
     };
     Ok(NpyArray {
         dtype,

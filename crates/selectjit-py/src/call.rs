@@ -18,8 +18,8 @@ use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMet
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyTuple};
-use selectjit::shape::Placement;
-use selectjit::{Broadcast, DType, Engine, TensorMut, TensorRef, engine::InPlace};
+use selectjit::unstable::Placement;
+use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
 
 use crate::layout::{self, ElemView};
 use crate::np;

@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use selectjit::env::{CACHE_CAPACITY, MAX_ISA, TIER};
-use selectjit::jit::Jit;
+use selectjit::unstable::Jit;
 use selectjit::{EngineConfig, Result, Tier};
 
 pub fn run(w: &mut dyn Write) -> Result<()> {
@@ -77,7 +77,7 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
     writeln!(
         w,
         "static     {} (kernels compiled ahead of time, chosen at run time)",
-        selectjit::kernels::level().name()
+        selectjit::unstable::static_level().name()
     )
     .map_err(io)?;
     writeln!(

@@ -52,15 +52,15 @@ pub(super) struct Bounds {
 
 impl Bounds {
     /// The length when it is known.
-    pub fn known(self) -> Option<u64> {
+    pub(super) fn known(self) -> Option<u64> {
         (self.min == self.max).then_some(self.min)
     }
     /// Whether some possible length lies in `lo..hi`.
-    pub fn meets(self, lo: u64, hi: u64) -> bool {
+    pub(super) fn meets(self, lo: u64, hi: u64) -> bool {
         self.min.max(lo) < self.max.saturating_add(1).min(hi)
     }
     /// The bounds of `len * k`.
-    pub fn times(self, k: u64) -> Bounds {
+    pub(super) fn times(self, k: u64) -> Bounds {
         Bounds {
             min: self.min.saturating_mul(k),
             max: self.max.saturating_mul(k),
@@ -137,7 +137,7 @@ pub(super) struct Branch {
 
 impl<'s> Emitter<'s> {
     /// `reg = v` in the shortest encoding.
-    pub fn mov_imm(&mut self, reg: AsmRegister64, v: u64) -> R {
+    pub(super) fn mov_imm(&mut self, reg: AsmRegister64, v: u64) -> R {
         match u32::try_from(v) {
             Ok(v32) => self.a.mov(gpr32(reg)?, v32)?,
             Err(_) => self.a.mov(reg, v)?,
@@ -146,7 +146,7 @@ impl<'s> Emitter<'s> {
     }
 
     /// `reg += stride`.
-    pub fn add_stride(&mut self, reg: AsmRegister64, s: Stride) -> R {
+    pub(super) fn add_stride(&mut self, reg: AsmRegister64, s: Stride) -> R {
         match s {
             Stride::Zero => {}
             Stride::Imm(v) => self.a.add(reg, v)?,
@@ -156,7 +156,7 @@ impl<'s> Emitter<'s> {
     }
 
     /// Byte stride of operand `op` along collapsed dim `level`.
-    pub fn stride(&mut self, level: usize, op: usize) -> Stride {
+    pub(super) fn stride(&mut self, level: usize, op: usize) -> Stride {
         let s = self.sig.strides[op][level];
         if s == 0 {
             return Stride::Zero;
@@ -172,18 +172,18 @@ impl<'s> Emitter<'s> {
     }
 
     /// Whether operand `op` (then or else) has stride 0 along the row.
-    pub fn row_bcast(&self, op: usize) -> bool {
+    pub(super) fn row_bcast(&self, op: usize) -> bool {
         self.shape.bcast(op)
     }
 
     /// log2 of the element width.
-    pub fn wlog(&self) -> u32 {
+    pub(super) fn wlog(&self) -> u32 {
         self.w.trailing_zeros()
     }
 
     /// Address of element `r8 + off` of operand `op` along a vector or copy row (unit or zero
     /// stride). Width 16 addresses through `r11 = r8 * 16`, set by the caller.
-    pub fn elem(&self, op: usize, off: i64) -> AsmMemoryOperand {
+    pub(super) fn elem(&self, op: usize, off: i64) -> AsmMemoryOperand {
         let p = P[op];
         if op != COND && self.row_bcast(op) {
             return ptr(p);

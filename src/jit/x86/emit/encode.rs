@@ -36,13 +36,13 @@ thread_local! {
 
 impl Emitter<'_> {
     /// A new, unbound label.
-    pub fn label(&mut self) -> Label {
+    pub(super) fn label(&mut self) -> Label {
         self.labels.push(usize::MAX);
         Label(self.labels.len() - 1)
     }
 
     /// Binds `l` to the next instruction emitted.
-    pub fn bind(&mut self, l: Label) {
+    pub(super) fn bind(&mut self, l: Label) {
         self.labels[l.0] = self.a.instructions().len();
     }
 
@@ -55,35 +55,35 @@ impl Emitter<'_> {
         });
         Ok(self.a.nop()?)
     }
-    pub fn jmp(&mut self, l: Label) -> R {
+    pub(super) fn jmp(&mut self, l: Label) -> R {
         self.branch(None, l)
     }
-    pub fn jb(&mut self, l: Label) -> R {
+    pub(super) fn jb(&mut self, l: Label) -> R {
         self.branch(Some(0x2), l)
     }
-    pub fn jae(&mut self, l: Label) -> R {
+    pub(super) fn jae(&mut self, l: Label) -> R {
         self.branch(Some(0x3), l)
     }
-    pub fn je(&mut self, l: Label) -> R {
+    pub(super) fn je(&mut self, l: Label) -> R {
         self.branch(Some(0x4), l)
     }
-    pub fn jne(&mut self, l: Label) -> R {
+    pub(super) fn jne(&mut self, l: Label) -> R {
         self.branch(Some(0x5), l)
     }
     /// `jc`: jump when the carry flag is set.
-    pub fn branch_carry(&mut self, l: Label) -> R {
+    pub(super) fn branch_carry(&mut self, l: Label) -> R {
         self.jb(l)
     }
-    pub fn ja(&mut self, l: Label) -> R {
+    pub(super) fn ja(&mut self, l: Label) -> R {
         self.branch(Some(0x7), l)
     }
-    pub fn jbe(&mut self, l: Label) -> R {
+    pub(super) fn jbe(&mut self, l: Label) -> R {
         self.branch(Some(0x6), l)
     }
 
     /// A RIP-relative operand of `bytes` placed after the code. It is emitted as an absolute
     /// address that marks the constant, and made RIP-relative by [`Self::finish`].
-    pub fn constant(&mut self, bytes: &[u8]) -> AsmMemoryOperand {
+    pub(super) fn constant(&mut self, bytes: &[u8]) -> AsmMemoryOperand {
         let k = match self.consts.iter().position(|b| b == bytes) {
             Some(k) => k,
             None => {

@@ -113,7 +113,7 @@ impl Emitter<'_> {
     }
 
     /// Whether the row code splats `op` (then or else), and the kernel can do it once.
-    pub fn splat_once(&self, op: usize) -> bool {
+    pub(super) fn splat_once(&self, op: usize) -> bool {
         self.uses_vectors() && self.invariant[op - THEN]
     }
 
@@ -355,7 +355,7 @@ impl Emitter<'_> {
 
     /// One element `out = ZF ? else : then` (ZF set by a compare of the cond byte with 0),
     /// through the temporaries `t` and `u`.
-    pub fn select_elem(
+    pub(super) fn select_elem(
         &mut self,
         then: AsmMemoryOperand,
         else_: AsmMemoryOperand,
