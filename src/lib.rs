@@ -150,6 +150,7 @@ mod measure;
 pub mod ndarray;
 mod plan;
 mod pool;
+mod pred;
 mod shape;
 mod tensor;
 mod tier;
@@ -162,6 +163,7 @@ pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_
 pub use engine::interp::select_generic;
 pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
+pub use pred::{CmpOp, TestOp};
 pub use shape::{Broadcast, MAX_RANK, broadcast_shapes, output_shape};
 pub use tensor::{TensorMut, TensorRef};
 pub use tier::{KernelClass, Tier, TierChoice, Variant};
@@ -186,15 +188,16 @@ pub mod unstable {
     #[cfg(feature = "jit")]
     pub use crate::jit::{CodeGen, CodeGenOptions, MachineCode};
     #[cfg(feature = "jit")]
-    pub use crate::kernel::abi::{CodeRunner, MemRegion};
+    pub use crate::kernel::abi::{CodeRunner, KernelArgs, MemRegion};
     pub use crate::kernel::abi::{KernelFn, Ptrs};
     pub use crate::kernel::{Kernel, live_kernels};
     pub use crate::kernels::{Level as StaticLevel, level as static_level};
     pub use crate::plan::{
-        COND, ELSE, OUT, Pattern, Plan, RowShape, Signature, THEN, plan, plan_contiguous,
+        COND, ELSE, OPS, OUT, Pattern, Plan, RHS, RowShape, Signature, THEN, plan, plan_contiguous,
         plan_layout,
     };
     pub use crate::pool::Pool;
+    pub use crate::pred::{Canon, Kind as CondKind, eval as eval_cond};
     pub use crate::shape::{
         Dims, Placement, Strides, check_shape, contiguous_strides, numel, strides_over,
     };

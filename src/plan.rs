@@ -24,9 +24,12 @@
 
 use smallvec::SmallVec;
 
-use crate::shape::{Dims, Strides};
+use crate::error::{Error, Result};
+use crate::pred::Kind;
+use crate::shape::{Dims, MAX_RANK, Strides};
 
-/// Index of `cond` in the operand order used everywhere in plans and kernels.
+/// Index of `cond` in the operand order used everywhere in plans and kernels: the mask, or the
+/// first operand (`lhs`) of a predicate.
 pub const COND: usize = 0;
 /// Index of `then` in the operand order.
 pub const THEN: usize = 1;
@@ -34,19 +37,113 @@ pub const THEN: usize = 1;
 pub const ELSE: usize = 2;
 /// Index of the output in the operand order.
 pub const OUT: usize = 3;
+/// Index of a comparison's second operand (`rhs`); its strides are all 0 for masks and tests.
+pub const RHS: usize = 4;
+/// Operands of a loop nest.
+pub const OPS: usize = 5;
+
+/// Strides of 0 for a mask's or a test's absent second operand.
+static NO_RHS: [isize; MAX_RANK] = [0; MAX_RANK];
 
 /// A canonical loop nest: what the machine code depends on, and nothing else.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Signature {
     /// Element width in bytes (1, 2, 4, 8 or 16).
-    pub width: usize,
+    pub(crate) width: usize,
+    /// What decides each element: the mask, or a predicate over `cond` (its `lhs`) and `rhs`.
+    pub(crate) cond: Kind,
     /// Collapsed dimensions, outermost first. Never empty; a single-element call is `[1]`.
-    pub dims: Dims,
-    /// Strides in elements of cond, then, else and out (see [`COND`] ...), one per dim.
-    pub strides: [Strides; 4],
+    pub(crate) dims: Dims,
+    /// Strides in elements of cond, then, else, out and rhs (see [`COND`] ...), one per dim.
+    pub(crate) strides: [Strides; OPS],
 }
 
 impl Signature {
+    /// A mask signature from its parts, checked: a width of 1, 2, 4, 8 or 16 bytes, 1 to
+    /// [`MAX_RANK`] dims none of them 0, one stride per dim for each of cond, then, else and out,
+    /// and an output whose elements are distinct (non-negative strides, the planner's form).
+    /// What the planner makes for real calls; this is for tests and tools that describe loop
+    /// nests directly.
+    pub fn new(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Result<Signature> {
+        let bad = |why: String| Err(Error::Invalid(format!("signature: {why}")));
+        if ![1, 2, 4, 8, 16].contains(&width) {
+            return bad(format!("element width {width} is not 1, 2, 4, 8 or 16"));
+        }
+        if dims.is_empty() || dims.len() > MAX_RANK || dims.contains(&0) {
+            return bad(format!("dims {dims:?}: 1 to {MAX_RANK} dims, none 0"));
+        }
+        if let Some(op) = (0..4).find(|&op| strides[op].len() != dims.len()) {
+            return bad(format!(
+                "operand {op} has {} strides for {} dims",
+                strides[op].len(),
+                dims.len()
+            ));
+        }
+        if strides[OUT].iter().any(|&s| s < 0) {
+            return bad("the output's strides must not be negative".into());
+        }
+        let mut st: [Strides; OPS] = Default::default();
+        for (op, s) in st.iter_mut().enumerate() {
+            *s = if op == RHS {
+                NO_RHS[..dims.len()].into()
+            } else {
+                strides[op].into()
+            };
+        }
+        crate::tensor::check_output_distinct(dims, &st[OUT])?;
+        Ok(Signature {
+            width,
+            cond: Kind::Mask,
+            dims: dims.into(),
+            strides: st,
+        })
+    }
+    /// A signature whose condition is `cond` (a mask or a predicate), from its parts, checked
+    /// as [`Signature::new`] checks; `strides` in the operand order cond (a predicate's
+    /// `lhs`), then, else, out, rhs. An absent rhs (masks, tests) must have strides of 0.
+    pub fn with_cond(
+        width: usize,
+        cond: Kind,
+        dims: &[usize],
+        strides: [&[isize]; OPS],
+    ) -> Result<Signature> {
+        let [c, t, e, o, r] = strides;
+        let mut sig = Signature::new(width, dims, [c, t, e, o])?;
+        if r.len() != dims.len() || (!cond.binary() && r.iter().any(|&s| s != 0)) {
+            return Err(Error::Invalid(format!(
+                "signature: rhs strides {r:?} for {} dims of a {cond} condition",
+                dims.len()
+            )));
+        }
+        sig.cond = cond;
+        sig.strides[RHS] = r.into();
+        Ok(sig)
+    }
+    /// What decides each element: the mask, or a predicate.
+    pub fn cond(&self) -> Kind {
+        self.cond
+    }
+    /// Element width in bytes.
+    pub fn width(&self) -> usize {
+        self.width
+    }
+    /// The collapsed dims, outermost first.
+    pub fn dims(&self) -> &[usize] {
+        &self.dims
+    }
+    /// Operand `op`'s strides in elements, one per dim.
+    pub fn strides(&self, op: usize) -> &[isize] {
+        &self.strides[op]
+    }
+    /// Bytes per element of operand `op`: the mask's 1 (or the compared dtype's width) for cond
+    /// and rhs, the element width for the others.
+    pub fn op_width(&self, op: usize) -> usize {
+        if op == COND || op == RHS {
+            self.cond.operand_width()
+        } else {
+            self.width
+        }
+    }
     /// Rank of the collapsed nest.
     pub fn rank(&self) -> usize {
         self.dims.len()
@@ -68,17 +165,29 @@ impl Signature {
         self.dims[self.rank() - 1]
     }
     /// Bytes operand `op` moves per step along dim `k`: its stride times its element size
-    /// (1 for cond, the width for the others).
+    /// ([`Signature::op_width`]).
     pub fn byte_stride(&self, op: usize, k: usize) -> isize {
-        self.strides[op][k] * operand_width(op, self.width) as isize
+        self.strides[op][k] * self.op_width(op) as isize
     }
-    /// How the row (the innermost dim) runs.
+    /// Whether each element's choice comes from a mask (not from a predicate).
+    pub fn is_mask(&self) -> bool {
+        self.cond == Kind::Mask
+    }
+    /// How the row (the innermost dim) runs. For a predicate, the condition's operands play
+    /// cond's part: unit or zero strides (not both zero) along the row make a vector select,
+    /// both zero a copy.
     pub fn row_shape(&self) -> RowShape {
         let s = |op| self.inner_stride(op);
         let unit_or_bcast = |v: isize| v == 0 || v == 1;
+        let cond = match self.cond {
+            Kind::Mask => s(COND),
+            Kind::Test(..) if unit_or_bcast(s(COND)) => s(COND),
+            Kind::Cmp(..) if unit_or_bcast(s(COND)) && unit_or_bcast(s(RHS)) => s(COND).max(s(RHS)),
+            _ => -1,
+        };
         if s(OUT) == 1 && unit_or_bcast(s(THEN)) && unit_or_bcast(s(ELSE)) {
             let (then_bcast, else_bcast) = (s(THEN) == 0, s(ELSE) == 0);
-            match s(COND) {
+            match cond {
                 1 => {
                     return RowShape::Select {
                         then_bcast,
@@ -96,11 +205,6 @@ impl Signature {
         }
         RowShape::Strided
     }
-}
-
-/// Bytes per element of operand `op` (cond is one byte per element) for element width `width`.
-pub(crate) fn operand_width(op: usize, width: usize) -> usize {
-    if op == COND { 1 } else { width }
 }
 
 /// How the innermost dimension of a loop nest runs: the rule every back end (the static
@@ -160,18 +264,45 @@ pub struct Pattern {
     pub width: usize,
     /// Rank of the collapsed loop nest.
     pub rank: usize,
-    /// Per operand (cond, then, else, out): 0, 1, or 2 for any other stride.
-    pub inner: [u8; 4],
+    /// What decides each element (the mask, or a predicate).
+    pub(crate) cond: Kind,
+    /// Per operand (cond, then, else, out, rhs): 0, 1, or 2 for any other stride.
+    pub inner: [u8; OPS],
     /// Per operand, bit `k` set when its stride along outer dim `k` is 0 (broadcast): such
     /// strides are constants of the kernel instead of arguments.
-    pub outer_zero: [u64; 4],
+    pub outer_zero: [u64; OPS],
 }
 
 impl Pattern {
+    /// A mask kernel's pattern from its parts (cond, then, else, out): what AOT tools
+    /// enumerate. The parts are checked where it matters, by the key parser and by the code
+    /// generators that refuse what they do not cover.
+    pub fn of_mask(width: usize, rank: usize, inner: [u8; 4], outer_zero: [u64; 4]) -> Pattern {
+        let all_outer = if rank >= 65 {
+            u64::MAX
+        } else {
+            (1u64 << (rank.max(1) - 1)) - 1
+        };
+        Pattern {
+            width,
+            cond: Kind::Mask,
+            rank,
+            inner: [inner[0], inner[1], inner[2], inner[3], 0],
+            outer_zero: [
+                outer_zero[0],
+                outer_zero[1],
+                outer_zero[2],
+                outer_zero[3],
+                all_outer,
+            ],
+        }
+    }
+
     /// The pattern of a signature.
     pub fn of(sig: &Signature) -> Pattern {
         Pattern {
             width: sig.width,
+            cond: sig.cond,
             rank: sig.rank(),
             inner: std::array::from_fn(|op| match sig.inner_stride(op) {
                 0 => 0,
@@ -193,6 +324,7 @@ impl Pattern {
         let r = self.rank;
         Signature {
             width: self.width,
+            cond: self.cond,
             dims: smallvec::smallvec![2; r],
             strides: std::array::from_fn(|op| {
                 let mut st: Strides = (0..r)
@@ -217,7 +349,11 @@ impl std::fmt::Display for Pattern {
             f,
             "generic w{} rank{} inner{:?}",
             self.width, self.rank, self.inner
-        )
+        )?;
+        match self.cond {
+            Kind::Mask => Ok(()),
+            k => write!(f, " where {k}"),
+        }
     }
 }
 
@@ -232,7 +368,12 @@ impl std::fmt::Display for Signature {
             self.strides[THEN].as_slice(),
             self.strides[ELSE].as_slice(),
             self.strides[OUT].as_slice()
-        )
+        )?;
+        match self.cond {
+            Kind::Mask => Ok(()),
+            k @ Kind::Test(..) => write!(f, " where {k}"),
+            k @ Kind::Cmp(..) => write!(f, " where {k} rhs{:?}", self.strides[RHS].as_slice()),
+        }
     }
 }
 
@@ -248,8 +389,9 @@ pub fn plan_contiguous(width: usize, n: usize) -> Option<Signature> {
     let one = |v: isize| -> Strides { Strides::from_buf_and_len([v; 8], 1) };
     Some(Signature {
         width,
+        cond: Kind::Mask,
         dims: crate::shape::Dims::from_buf_and_len([n; 8], 1),
-        strides: [one(s), one(s), one(s), one(s)],
+        strides: [one(s), one(s), one(s), one(s), one(0)],
     })
 }
 
@@ -258,12 +400,12 @@ pub fn plan_contiguous(width: usize, n: usize) -> Option<Signature> {
 pub struct Plan {
     /// The canonical loop nest (the output's strides are all non-negative).
     pub sig: Signature,
-    /// Per operand (cond, then, else, out), in elements: the kernel's base element relative to
+    /// Per operand (cond, then, else, out, rhs), in elements: the kernel's base element relative to
     /// the view's element at coordinate `[0, 0, ...]`. Non-zero only for operands with a stride
     /// along a flipped dimension (one where the output's stride was negative): the base moves to
     /// the far end of it. Adding it to a validated view's offset gives an index of an element
     /// the view addresses, so it stays inside the buffer.
-    pub base: [isize; 4],
+    pub base: [isize; OPS],
 }
 
 /// Canonicalises one call. Returns `None` when the output is empty (a zero dimension): there is
@@ -280,16 +422,33 @@ pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Sig
 /// negative (see the module docs) and returns the signature with the base adjustments. `None`
 /// when the output is empty.
 pub fn plan_layout(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Plan> {
+    let [c, t, e, o] = strides;
+    plan_cond(
+        width,
+        Kind::Mask,
+        shape,
+        [c, t, e, o, &NO_RHS[..shape.len()]],
+    )
+}
+
+/// [`plan_layout`] of a call whose condition is `cond` (a mask, or a predicate whose operands'
+/// strides are those of cond and rhs).
+pub(crate) fn plan_cond(
+    width: usize,
+    cond: Kind,
+    shape: &[usize],
+    strides: [&[isize]; OPS],
+) -> Option<Plan> {
     if shape.contains(&0) {
         return None;
     }
-    let mut base = [0isize; 4];
+    let mut base = [0isize; OPS];
     // Dimensions that do work, as (size, [strides]); flipped where the output runs backwards.
-    let mut dims: SmallVec<[(usize, [isize; 4]); 8]> = SmallVec::new();
+    let mut dims: SmallVec<[(usize, [isize; OPS]); 8]> = SmallVec::new();
     for (k, &d) in shape.iter().enumerate().filter(|(_, d)| **d > 1) {
-        let mut s = [strides[0][k], strides[1][k], strides[2][k], strides[3][k]];
+        let mut s: [isize; OPS] = std::array::from_fn(|op| strides[op][k]);
         if s[OUT] < 0 {
-            for op in 0..4 {
+            for op in 0..OPS {
                 // Validated views: the span lies inside the buffer, so it fits in isize.
                 base[op] += (d as isize - 1) * s[op];
                 s[op] = -s[op];
@@ -300,10 +459,10 @@ pub fn plan_layout(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Opt
     // Output's smallest stride innermost (stable: row-major order is kept as it is).
     dims.sort_by_key(|&(_, s)| std::cmp::Reverse(s[OUT]));
 
-    let mut out: SmallVec<[(usize, [isize; 4]); 8]> = SmallVec::new();
+    let mut out: SmallVec<[(usize, [isize; OPS]); 8]> = SmallVec::new();
     for (d, s) in dims {
         if let Some(last) = out.last_mut() {
-            let mergeable = (0..4).all(|op| last.1[op] == s[op] * d as isize);
+            let mergeable = (0..OPS).all(|op| last.1[op] == s[op] * d as isize);
             if mergeable {
                 last.0 *= d;
                 last.1 = s;
@@ -313,10 +472,11 @@ pub fn plan_layout(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Opt
         out.push((d, s));
     }
     if out.is_empty() {
-        out.push((1, [0; 4]));
+        out.push((1, [0; OPS]));
     }
     let mut sig = Signature {
         width,
+        cond,
         dims: out.iter().map(|x| x.0).collect(),
         strides: Default::default(),
     };
@@ -398,11 +558,11 @@ mod tests {
         assert_eq!(p.sig.strides[THEN].as_slice(), &[-1]);
         assert_eq!(p.sig.strides[ELSE].as_slice(), &[0]);
         // Bases move to the far corner: 19 elements along then/cond, -19 along the output.
-        assert_eq!(p.base, [19, 19, 0, -19]);
+        assert_eq!(p.base, [19, 19, 0, -19, 0]);
         // Reversed everywhere is the same kernel as forward everywhere.
         let q = plan_layout(2, &[4, 5], [&out, &out, &out, &out]).unwrap();
         assert_eq!(q.sig, plan_contiguous(2, 20).unwrap());
-        assert_eq!(q.base, [-19; 4]);
+        assert_eq!(q.base, [-19, -19, -19, -19, 0]);
     }
 
     #[test]
@@ -413,14 +573,14 @@ mod tests {
         assert_eq!(p.sig.strides[THEN].as_slice(), &[-7, -1]);
         assert_eq!(p.sig.strides[COND].as_slice(), &[-7, 1]);
         assert_eq!(p.sig.strides[ELSE].as_slice(), &[0, 1]);
-        assert_eq!(p.base, [14, 14, 0, -14]);
+        assert_eq!(p.base, [14, 14, 0, -14, 0]);
         assert!(p.sig.strides[OUT].iter().all(|&s| s >= 0));
         // Size-1 dims are dropped, never flipped.
         let p = plan_layout(4, &[1, 6], [&[-9, 1], &[-9, 1], &[0, 0], &[-9, 1]]).unwrap();
-        assert_eq!(p.base, [0; 4]);
+        assert_eq!(p.base, [0; OPS]);
         // Forward outputs: no adjustment, and `plan` gives the same signature.
         let p = plan_layout(4, &[3, 7], [&[7, -1], &[0, 1], &[-7, 1], &[7, 1]]).unwrap();
-        assert_eq!(p.base, [0; 4]);
+        assert_eq!(p.base, [0; OPS]);
         assert_eq!(
             Some(p.sig),
             plan(4, &[3, 7], [&[7, -1], &[0, 1], &[-7, 1], &[7, 1]])

@@ -138,15 +138,17 @@ impl std::str::FromStr for TestOp {
 }
 
 /// The comparisons a kernel evaluates (see the module docs).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-pub(crate) enum Canon {
+pub enum Canon {
     Eq,
     Lt,
     Le,
 }
 
 impl Canon {
-    pub(crate) const fn symbol(self) -> &'static str {
+    /// The operator as written: `==`, `<`, `<=`.
+    pub const fn symbol(self) -> &'static str {
         match self {
             Canon::Eq => "==",
             Canon::Lt => "<",
@@ -159,7 +161,7 @@ impl Canon {
 /// tensors of one dtype, or a test of one tensor. Part of the signature: equal work, equal
 /// kernel.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
-pub(crate) enum Kind {
+pub enum Kind {
     /// One byte per element, any non-zero byte true.
     #[default]
     Mask,
@@ -171,7 +173,7 @@ pub(crate) enum Kind {
 
 impl Kind {
     /// Bytes per element of the condition's operands (the mask's 1 for masks).
-    pub(crate) fn operand_width(self) -> usize {
+    pub fn operand_width(self) -> usize {
         match self {
             Kind::Mask => 1,
             Kind::Cmp(_, d) | Kind::Test(_, d) => d.width(),
@@ -179,12 +181,12 @@ impl Kind {
     }
 
     /// Whether the condition reads a second operand.
-    pub(crate) fn binary(self) -> bool {
+    pub fn binary(self) -> bool {
         matches!(self, Kind::Cmp(..))
     }
 
     /// The dtype compared or tested (`None` for masks).
-    pub(crate) fn dtype(self) -> Option<DType> {
+    pub fn dtype(self) -> Option<DType> {
         match self {
             Kind::Mask => None,
             Kind::Cmp(_, d) | Kind::Test(_, d) => Some(d),
@@ -294,8 +296,12 @@ macro_rules! float_value {
         }
     };
 }
-float_value!(f32, |b: &[u8]| f32::from_le_bytes(b[..4].try_into().unwrap()));
-float_value!(f64, |b: &[u8]| f64::from_le_bytes(b[..8].try_into().unwrap()));
+float_value!(f32, |b: &[u8]| f32::from_le_bytes(
+    b[..4].try_into().unwrap()
+));
+float_value!(f64, |b: &[u8]| f64::from_le_bytes(
+    b[..8].try_into().unwrap()
+));
 
 /// f16 and bf16 compare by value: widened to f32, which represents each exactly.
 #[derive(Clone, Copy)]
@@ -405,7 +411,7 @@ fn decide<V: Value>(kind: Kind, l: &[u8], r: &[u8]) -> bool {
 
 /// The condition of one element: `l` holds the element of the mask or of `lhs`, `r` that of
 /// `rhs` (ignored unless the kind compares). Little-endian bytes of at least the operand width.
-pub(crate) fn eval(kind: Kind, l: &[u8], r: &[u8]) -> bool {
+pub fn eval(kind: Kind, l: &[u8], r: &[u8]) -> bool {
     let Some(d) = kind.dtype() else {
         return l[0] != 0;
     };
@@ -546,11 +552,24 @@ mod tests {
         // order negative values by value (their bits order them backwards).
         let f16 = |v: f32| half::f16::from_f32(v).to_le_bytes();
         let bf16 = |v: f32| half::bf16::from_f32(v).to_le_bytes();
-        for (a, b) in [(-0.0f32, 0.0f32), (-2.0, -1.0), (1.0, f32::NAN), (65504.0, 1.0)] {
+        for (a, b) in [
+            (-0.0f32, 0.0f32),
+            (-2.0, -1.0),
+            (1.0, f32::NAN),
+            (65504.0, 1.0),
+        ] {
             let want = [a == b, a != b, a < b, a <= b, a > b, a >= b];
             for (op, w) in CmpOp::ALL.into_iter().zip(want) {
-                assert_eq!(cmp(op, DType::F16, &f16(a), &f16(b)), w, "f16 {a} {op:?} {b}");
-                assert_eq!(cmp(op, DType::BF16, &bf16(a), &bf16(b)), w, "bf16 {a} {op:?} {b}");
+                assert_eq!(
+                    cmp(op, DType::F16, &f16(a), &f16(b)),
+                    w,
+                    "f16 {a} {op:?} {b}"
+                );
+                assert_eq!(
+                    cmp(op, DType::BF16, &bf16(a), &bf16(b)),
+                    w,
+                    "bf16 {a} {op:?} {b}"
+                );
             }
         }
     }
@@ -559,14 +578,39 @@ mod tests {
     fn integers_compare_by_their_signedness() {
         // u64 above i64::MAX, i64::MIN, and bytes that are negative as i8 but not as u8.
         let big = u64::MAX - 1;
-        assert!(cmp(CmpOp::Gt, DType::U64, &big.to_le_bytes(), &1u64.to_le_bytes()));
-        assert!(cmp(CmpOp::Lt, DType::I64, &(-1i64).to_le_bytes(), &1i64.to_le_bytes()));
-        assert!(cmp(CmpOp::Lt, DType::I64, &i64::MIN.to_le_bytes(), &i64::MAX.to_le_bytes()));
+        assert!(cmp(
+            CmpOp::Gt,
+            DType::U64,
+            &big.to_le_bytes(),
+            &1u64.to_le_bytes()
+        ));
+        assert!(cmp(
+            CmpOp::Lt,
+            DType::I64,
+            &(-1i64).to_le_bytes(),
+            &1i64.to_le_bytes()
+        ));
+        assert!(cmp(
+            CmpOp::Lt,
+            DType::I64,
+            &i64::MIN.to_le_bytes(),
+            &i64::MAX.to_le_bytes()
+        ));
         assert!(cmp(CmpOp::Gt, DType::U8, &[0x80], &[0x7f]));
         assert!(cmp(CmpOp::Lt, DType::I8, &[0x80], &[0x7f]));
         assert!(cmp(CmpOp::Ge, DType::U16, &[0, 0x80], &[0xff, 0x7f]));
-        assert!(cmp(CmpOp::Le, DType::I32, &i32::MIN.to_le_bytes(), &i32::MIN.to_le_bytes()));
-        assert!(!cmp(CmpOp::Ne, DType::U32, &7u32.to_le_bytes(), &7u32.to_le_bytes()));
+        assert!(cmp(
+            CmpOp::Le,
+            DType::I32,
+            &i32::MIN.to_le_bytes(),
+            &i32::MIN.to_le_bytes()
+        ));
+        assert!(!cmp(
+            CmpOp::Ne,
+            DType::U32,
+            &7u32.to_le_bytes(),
+            &7u32.to_le_bytes()
+        ));
         // bool: any non-zero byte is 1.
         assert!(cmp(CmpOp::Eq, DType::Bool, &[2], &[1]));
         assert!(cmp(CmpOp::Lt, DType::Bool, &[0], &[0xff]));
@@ -579,12 +623,36 @@ mod tests {
         let n = f64::NAN;
         // (a, b, [==, !=, <, <=, >, >=]) as numpy 2 gives them.
         let cases = [
-            (c(1.0, 2.0), c(1.0, 3.0), [false, true, true, true, false, false]),
-            (c(1.0, 5.0), c(2.0, 0.0), [false, true, true, true, false, false]),
-            (c(1.0, n), c(2.0, 0.0), [false, true, false, false, false, false]),
-            (c(n, 0.0), c(1.0, 0.0), [false, true, false, false, false, false]),
-            (c(1.0, 0.0), c(1.0, 0.0), [true, false, false, true, false, true]),
-            (c(-0.0, 0.0), c(0.0, -0.0), [true, false, false, true, false, true]),
+            (
+                c(1.0, 2.0),
+                c(1.0, 3.0),
+                [false, true, true, true, false, false],
+            ),
+            (
+                c(1.0, 5.0),
+                c(2.0, 0.0),
+                [false, true, true, true, false, false],
+            ),
+            (
+                c(1.0, n),
+                c(2.0, 0.0),
+                [false, true, false, false, false, false],
+            ),
+            (
+                c(n, 0.0),
+                c(1.0, 0.0),
+                [false, true, false, false, false, false],
+            ),
+            (
+                c(1.0, 0.0),
+                c(1.0, 0.0),
+                [true, false, false, true, false, true],
+            ),
+            (
+                c(-0.0, 0.0),
+                c(0.0, -0.0),
+                [true, false, false, true, false, true],
+            ),
         ];
         for (a, b, want) in cases {
             for (op, w) in CmpOp::ALL.into_iter().zip(want) {
@@ -617,7 +685,10 @@ mod tests {
                 assert_eq!(t(op, DType::F32, &v.to_le_bytes()), w, "{op:?} {v}");
                 assert_eq!(t(op, DType::F64, &f64::from(v).to_le_bytes()), w);
                 assert_eq!(t(op, DType::F16, &half::f16::from_f32(v).to_le_bytes()), w);
-                assert_eq!(t(op, DType::BF16, &half::bf16::from_f32(v).to_le_bytes()), w);
+                assert_eq!(
+                    t(op, DType::BF16, &half::bf16::from_f32(v).to_le_bytes()),
+                    w
+                );
             }
         }
         for d in [DType::I32, DType::U8, DType::Bool, DType::I64] {

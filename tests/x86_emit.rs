@@ -120,10 +120,10 @@ struct Buf {
 }
 
 fn layout(sig: &Signature, op: usize, misalign: usize) -> Buf {
-    let w = if op == COND { 1 } else { sig.width as i64 };
+    let w = if op == COND { 1 } else { sig.width() as i64 };
     let (mut lo, mut hi) = (0i64, 0i64);
-    for (k, &d) in sig.dims.iter().enumerate() {
-        let span = (d as i64 - 1) * sig.strides[op][k] as i64 * w;
+    for (k, &d) in sig.dims().iter().enumerate() {
+        let span = (d as i64 - 1) * sig.strides(op)[k] as i64 * w;
         if span < 0 {
             lo += span;
         } else {
@@ -139,17 +139,17 @@ fn layout(sig: &Signature, op: usize, misalign: usize) -> Buf {
 
 /// Byte offset of element `idx` of `op` from its base.
 fn offset(sig: &Signature, op: usize, idx: &[usize]) -> isize {
-    let w = if op == COND { 1 } else { sig.width as isize };
+    let w = if op == COND { 1 } else { sig.width() as isize };
     idx.iter()
         .enumerate()
-        .map(|(k, &i)| i as isize * sig.strides[op][k] * w)
+        .map(|(k, &i)| i as isize * sig.strides(op)[k] * w)
         .sum()
 }
 
 /// Every index vector of `sig` whose outer index lies in `begin..end`.
 fn for_each_index(sig: &Signature, begin: usize, end: usize, mut f: impl FnMut(&[usize])) {
     let r = sig.rank();
-    if begin >= end || sig.dims.contains(&0) {
+    if begin >= end || sig.dims().contains(&0) {
         return;
     }
     let mut idx = vec![0usize; r];
@@ -159,7 +159,7 @@ fn for_each_index(sig: &Signature, begin: usize, end: usize, mut f: impl FnMut(&
         let mut k = r - 1;
         loop {
             idx[k] += 1;
-            let lim = if k == 0 { end } else { sig.dims[k] };
+            let lim = if k == 0 { end } else { sig.dims()[k] };
             if idx[k] < lim {
                 break;
             }
@@ -184,7 +184,7 @@ enum Place {
 /// byte of every buffer with the reference.
 fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed: u64) {
     let mut rng = Rng(seed);
-    let w = sig.width;
+    let w = sig.width();
     let misalign = (seed % 67) as usize;
     let mut bufs: Vec<Buf> = (0..4)
         .map(|op| layout(sig, op, misalign * (op == OUT) as usize))
@@ -206,7 +206,8 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed:
     };
     if let Some(src) = in_place {
         assert_eq!(
-            sig.strides[src], sig.strides[OUT],
+            sig.strides(src),
+            sig.strides(OUT),
             "in place needs equal strides"
         );
         bufs[OUT] = Buf {
@@ -255,6 +256,7 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed:
             then: ptr_of(THEN, &bufs, &mut out) as *const u8,
             else_: ptr_of(ELSE, &bufs, &mut out) as *const u8,
             out: ptr_of(OUT, &bufs, &mut out),
+            rhs: std::ptr::null(),
         };
         // SAFETY: every buffer holds the bytes `sig` addresses from its base (see `layout`),
         // the output overlaps an input only in place with equal strides, and `b..e` lies in
@@ -282,11 +284,7 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed:
 }
 
 fn sig(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Signature {
-    Signature {
-        width,
-        dims: dims.iter().copied().collect(),
-        strides: strides.map(|s| s.iter().copied().collect::<Strides>()),
-    }
+    Signature::new(width, dims, strides).expect("a valid signature")
 }
 
 /// Runs `sig` exact and generic, with ordinary and non-temporal stores, own output and (where
@@ -295,10 +293,10 @@ fn sig(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Signature {
 fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     let xgs = [X86Gen::new(level, usize::MAX), X86Gen::new(level, 0)];
     let mut places = vec![Place::Own];
-    if s.strides[THEN] == s.strides[OUT] {
+    if s.strides(THEN) == s.strides(OUT) {
         places.push(Place::Then);
     }
-    if s.strides[ELSE] == s.strides[OUT] {
+    if s.strides(ELSE) == s.strides(OUT) {
         places.push(Place::Else);
     }
     for (g, xg) in xgs.iter().enumerate() {
@@ -515,7 +513,7 @@ fn every_kernel_decodes() {
                         RowShape::Select { .. } if generic || s.inner() >= 64 => {
                             assert!(vec_family.iter().any(|&m| has(m)), "{level:?} {s}");
                             if level == Level::Avx512 {
-                                assert!(has(Mnemonic::Bzhi) || s.dims.len() > 1 || !generic);
+                                assert!(has(Mnemonic::Bzhi) || s.dims().len() > 1 || !generic);
                                 assert!(
                                     has(Mnemonic::Vptestmb)
                                         || has(Mnemonic::Vptestnmb)
@@ -799,7 +797,7 @@ fn sweep_four_way(level: Level, exec: Exec) {
             for seed in [0, 8, 16, 24, 40, 56, 3] {
                 let seed = seed + 67 * (k as u64 + 1);
                 check(&xg, exec, s, FOUR_WAY, Place::Own, seed);
-                if s.strides[THEN] == s.strides[OUT] {
+                if s.strides(THEN) == s.strides(OUT) {
                     check(&xg, exec, s, FOUR_WAY, Place::Then, seed + 1);
                 }
             }

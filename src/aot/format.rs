@@ -13,7 +13,7 @@ use crate::plan::{Pattern, Signature};
 pub const AOT_MAGIC: [u8; 8] = *b"SJITAOT\0";
 /// The table format this library writes and reads. It changes whenever the layout, the key
 /// format or the kernels' calling contract changes.
-pub const AOT_VERSION: u32 = 1;
+pub const AOT_VERSION: u32 = 2;
 /// [`SelectjitAotEntry::kind`] of an exact kernel.
 pub const AOT_EXACT: u32 = 0;
 /// [`SelectjitAotEntry::kind`] of a shape-generic kernel.
@@ -25,7 +25,8 @@ pub const AOT_MAX_KEY_BYTES: u32 = 1 << 28;
 
 /// A kernel's entry point (the one kernel function type of the library, [`KernelFn`]): runs
 /// outer indices `begin..end` of its signature; `dims` and `byte_strides` are read by
-/// shape-generic kernels only, exact kernels get NULL.
+/// shape-generic kernels only, exact kernels get NULL; `rhs` is a comparison's second operand
+/// (NULL for the mask kernels tables hold). Version 2 of the format added `rhs`.
 pub type SelectjitKernelFn = KernelFn;
 
 /// One kernel of a table: its key (`key_len` bytes at `keys + key_offset`), its kind
@@ -80,11 +81,12 @@ pub const C_TYPES: &str = r#"#ifndef SELECTJIT_AOT_TYPES
 #define SELECTJIT_AOT_TYPES
 /* Ahead-of-time kernel tables (selectjit aot). A kernel runs outer indices [begin, end) of its
  * signature; dims and byte_strides are read by shape-generic kernels only
- * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out); exact kernels get NULL. */
+ * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out); exact kernels get NULL.
+ * rhs: a comparison's second operand (NULL for the mask kernels of a table). */
 typedef void (*SelectjitKernelFn)(const uint8_t *cond, const uint8_t *then_, const uint8_t *else_,
                                   uint8_t *out, size_t begin, size_t end, const uint64_t *dims,
-                                  const int64_t *byte_strides);
-#define SELECTJIT_AOT_VERSION 1
+                                  const int64_t *byte_strides, const uint8_t *rhs);
+#define SELECTJIT_AOT_VERSION 2
 #define SELECTJIT_AOT_EXACT 0
 #define SELECTJIT_AOT_GENERIC 1
 typedef struct SelectjitAotEntry {

@@ -6,13 +6,18 @@
 //! * **exact kernel** ([`Signature`]), `2 + 40 * rank` bytes: `width` (u8: 1, 2, 4, 8 or 16),
 //!   `rank` (u8: 1 to 64), then `rank` dims (u64 each, outermost first), then the strides in
 //!   elements of cond, then, else and out (`rank` i64 each, in that operand order);
+//!
+//! Keys name mask kernels: predicate kernels are compiled at run time (or served by the
+//! blocked path), never exported.
+//!
 //! * **shape-generic kernel** ([`Pattern`]), 38 bytes: `width` (u8), `rank` (u8), the inner-stride
 //!   class of cond, then, else and out (u8 each: 0 for stride 0, 1 for stride 1, 2 for any other),
 //!   then per operand in the same order the mask of outer dims whose stride is 0 (u64 each, bit
 //!   `k` for dim `k`; only bits below `rank - 1`).
 
 use crate::error::{Error, Result};
-use crate::plan::{Pattern, Signature};
+use crate::plan::{OPS, Pattern, RHS, Signature};
+use crate::pred::Kind;
 use crate::shape::{MAX_RANK, Strides};
 
 /// Length of a pattern key.
@@ -21,8 +26,9 @@ pub const PATTERN_KEY_LEN: usize = 38;
 /// Element widths a kernel may have.
 const WIDTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// The key of `sig`'s exact kernel.
+/// The key of `sig`'s exact kernel (a mask kernel's: see the module docs).
 pub fn signature_key(sig: &Signature) -> Vec<u8> {
+    debug_assert!(sig.is_mask(), "keys name mask kernels");
     let r = sig.rank();
     let mut k = Vec::with_capacity(2 + 40 * r);
     k.push(sig.width as u8);
@@ -30,7 +36,7 @@ pub fn signature_key(sig: &Signature) -> Vec<u8> {
     for &d in &sig.dims {
         k.extend_from_slice(&(d as u64).to_le_bytes());
     }
-    for st in &sig.strides {
+    for st in &sig.strides[..RHS] {
         for &s in st {
             k.extend_from_slice(&(s as i64).to_le_bytes());
         }
@@ -43,8 +49,8 @@ pub fn pattern_key(p: &Pattern) -> Vec<u8> {
     let mut k = Vec::with_capacity(PATTERN_KEY_LEN);
     k.push(p.width as u8);
     k.push(p.rank as u8);
-    k.extend_from_slice(&p.inner);
-    for m in p.outer_zero {
+    k.extend_from_slice(&p.inner[..RHS]);
+    for &m in &p.outer_zero[..RHS] {
         k.extend_from_slice(&m.to_le_bytes());
     }
     k
@@ -99,8 +105,9 @@ pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
             .ok_or_else(|| bad("element count overflows"))?;
         dims.push(d);
     }
-    let mut strides: [Strides; 4] = Default::default();
-    for (op, st) in strides.iter_mut().enumerate() {
+    let mut strides: [Strides; OPS] = Default::default();
+    strides[RHS] = std::iter::repeat_n(0, r).collect();
+    for (op, st) in strides.iter_mut().enumerate().take(RHS) {
         let elem = if op == crate::plan::COND { 1 } else { w as i64 };
         for k in 0..r {
             let s = u64_at(key, 2 + 8 * r + 8 * (op * r + k)) as i64;
@@ -115,6 +122,7 @@ pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
     }
     Ok(Signature {
         width: w,
+        cond: Kind::Mask,
         dims,
         strides,
     })
@@ -130,11 +138,18 @@ pub fn parse_pattern_key(key: &[u8]) -> Result<Pattern> {
             key.len()
         )));
     }
-    let inner: [u8; 4] = [key[2], key[3], key[4], key[5]];
+    let inner: [u8; OPS] = [key[2], key[3], key[4], key[5], 0];
     if let Some(c) = inner.iter().find(|&&c| c > 2) {
         return Err(bad(format!("inner-stride class {c}")));
     }
-    let outer_zero: [u64; 4] = std::array::from_fn(|op| u64_at(key, 6 + 8 * op));
+    let outer_zero: [u64; OPS] = std::array::from_fn(|op| {
+        // The absent rhs has stride 0 everywhere, as `Pattern::of` records it.
+        if op == RHS {
+            (1u64 << (r - 1)) - 1
+        } else {
+            u64_at(key, 6 + 8 * op)
+        }
+    });
     // r <= 64 (checked by `head`), so the shift is in range.
     let allowed = (1u64 << (r - 1)) - 1;
     if let Some(m) = outer_zero.iter().find(|&&m| m & !allowed != 0) {
@@ -142,6 +157,7 @@ pub fn parse_pattern_key(key: &[u8]) -> Result<Pattern> {
     }
     Ok(Pattern {
         width: w,
+        cond: Kind::Mask,
         rank: r,
         inner,
         outer_zero,
@@ -153,16 +169,12 @@ mod tests {
     use super::*;
 
     fn sig() -> Signature {
-        Signature {
-            width: 4,
-            dims: smallvec::smallvec![96, 16384],
-            strides: [
-                smallvec::smallvec![0, 1],
-                smallvec::smallvec![16384, 1],
-                smallvec::smallvec![0, 0],
-                smallvec::smallvec![16384, 1],
-            ],
-        }
+        Signature::new(
+            4,
+            &[96, 16384],
+            [&[0, 1], &[16384, 1], &[0, 0], &[16384, 1]],
+        )
+        .unwrap()
     }
 
     #[test]
@@ -178,12 +190,7 @@ mod tests {
         assert_eq!(&pk[..6], &[4, 2, 1, 1, 0, 1]);
         assert_eq!(parse_pattern_key(&pk).unwrap(), p);
         // Rank 64 with every outer stride 0.
-        let p = Pattern {
-            width: 16,
-            rank: 64,
-            inner: [0, 1, 2, 1],
-            outer_zero: [(1 << 63) - 1, 0, 5, 0],
-        };
+        let p = Pattern::of_mask(16, 64, [0, 1, 2, 1], [(1 << 63) - 1, 0, 5, 0]);
         assert_eq!(parse_pattern_key(&pattern_key(&p)).unwrap(), p);
     }
 

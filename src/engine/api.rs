@@ -88,6 +88,7 @@ impl Engine {
                 then: then.data().as_ptr().cast(),
                 else_: else_.data().as_ptr().cast(),
                 out: out.data_ptr().cast(),
+                rhs: std::ptr::null(),
             };
             let w = T::DTYPE.width();
             if self.run_memo_contiguous(w, n, p, n * w) {

@@ -76,6 +76,7 @@ impl Engine {
                     then: src(&then),
                     else_: src(&else_),
                     out: o,
+                    rhs: std::ptr::null(),
                 };
                 if self.run_memo_contiguous(width, n, p, out.len()) {
                     return Ok(());
@@ -132,6 +133,7 @@ impl Engine {
             then: src(then, THEN),
             else_: src(else_, ELSE),
             out: out_ptr,
+            rhs: std::ptr::null(),
         };
         let outer = sig.outer();
         let eligible = self.splits(out.len(), outer);

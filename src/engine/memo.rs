@@ -204,6 +204,7 @@ impl Engine {
                             n,
                             std::ptr::null(),
                             std::ptr::null(),
+                            std::ptr::null(),
                         )
                     };
                     true

@@ -110,6 +110,7 @@ impl Prepared {
             then: then.as_ptr(),
             else_: else_.as_ptr(),
             out: out.as_mut_ptr(),
+            rhs: std::ptr::null(),
         };
         match &self.kernel {
             // SAFETY: every buffer holds at least the elements of its contiguous shape (checked

@@ -157,6 +157,21 @@ impl CodeGen {
         self.x86.iter().find(|g| g.tier() == tier)
     }
 
+    /// Whether some tier of this generator compiles `sig` (otherwise the engine runs it another
+    /// way: predicates no tier fuses yet take the blocked path).
+    pub fn covers(&self, sig: &Signature) -> bool {
+        #[cfg(x86_tier)]
+        if self.x86.iter().any(|x| x.covers(sig)) {
+            return true;
+        }
+        #[cfg(cranelift_tier)]
+        if self.cranelift.covers(sig) {
+            return true;
+        }
+        let _ = sig;
+        false
+    }
+
     /// The tier that compiles `sig` when asked for `tier`: `tier`, or Cranelift where the x86
     /// generator does not cover the signature.
     pub fn tier_for(&self, tier: Tier, sig: &Signature) -> Tier {

@@ -12,12 +12,16 @@ pub struct Ptrs {
     pub else_: *const u8,
     /// The output's base.
     pub out: *mut u8,
+    /// A comparison's second operand's base (null for masks and tests).
+    pub rhs: *const u8,
 }
 
 /// The machine-code entry point of every kernel, whatever made it: runs outer indices
 /// `[begin, end)` of its signature. `dims` and `byte_strides` are read by shape-generic kernels
-/// only (`dims[k]`, `byte_strides[op * rank + k]` for op = cond, then, else, out); exact
-/// kernels get NULL. The type of [`crate::aot::SelectjitKernelFn`] too.
+/// only (`dims[k]`, `byte_strides[op * rank + k]` for op = cond, then, else, out, rhs); exact
+/// kernels get NULL. `rhs` is a comparison's second operand (kernels of masks and tests ignore
+/// it; it comes last so that their code needs no change). `cond` is the mask, or a predicate's
+/// first operand. The type of [`crate::aot::SelectjitKernelFn`] too.
 pub type KernelFn = unsafe extern "C" fn(
     cond: *const u8,
     then: *const u8,
@@ -27,7 +31,12 @@ pub type KernelFn = unsafe extern "C" fn(
     end: usize,
     dims: *const u64,
     byte_strides: *const i64,
+    rhs: *const u8,
 );
+
+/// Arguments of a kernel call as [`CodeRunner::call`] receives them: cond, then, else, out,
+/// begin, end, dims, byte_strides, rhs.
+pub type KernelArgs = [u64; 9];
 
 /// A memory range that code run by a [`CodeRunner`] may access.
 #[cfg(feature = "jit")]
@@ -47,7 +56,7 @@ pub struct MemRegion {
 #[cfg(feature = "jit")]
 pub trait CodeRunner: Send + Sync + std::fmt::Debug {
     /// Calls the function at byte 0 of `code` with the System V integer arguments `args`
-    /// (cond, then, else, out, begin, end, dims, byte_strides). `avx512`: the code may use
+    /// (cond, then, else, out, begin, end, dims, byte_strides, rhs). `avx512`: the code may use
     /// AVX-512 (otherwise such instructions are an error). An error is a bug of the generated
     /// code (an access outside `regions`, an unsupported instruction).
     ///
@@ -58,7 +67,7 @@ pub trait CodeRunner: Send + Sync + std::fmt::Debug {
         &self,
         code: &[u8],
         avx512: bool,
-        args: &[u64; 8],
+        args: &KernelArgs,
         regions: &[MemRegion],
     ) -> std::result::Result<(), String>;
 }

@@ -7,13 +7,14 @@ pub(crate) mod abi;
 #[cfg(x86_tier)]
 mod exec;
 
-#[cfg(feature = "jit")]
-use crate::plan::OUT;
+use crate::plan::OPS;
 use crate::plan::Signature;
+#[cfg(feature = "jit")]
+use crate::plan::{OUT, RHS};
 use crate::shape::MAX_RANK;
 use crate::tier::{Tier, Variant};
 #[cfg(feature = "jit")]
-use abi::{CodeRunner, MemRegion};
+use abi::{CodeRunner, KernelArgs, MemRegion};
 use abi::{KernelFn, Ptrs};
 
 /// Where a kernel's machine code lives, and what frees it.
@@ -237,7 +238,11 @@ impl Kernel {
             // SAFETY: `entry` points at finalized code owned by `self.code` (or linked into the
             // program), alive while `self` is; the caller guarantees the memory contract for
             // `sig`, this exact kernel's signature; exact kernels read no dims or strides.
-            return unsafe { entry(p.cond, p.then, p.else_, p.out, begin, end, dims, strides) };
+            return unsafe {
+                entry(
+                    p.cond, p.then, p.else_, p.out, begin, end, dims, strides, p.rhs,
+                )
+            };
         }
         // SAFETY: the caller's contract.
         unsafe { self.run_slow(sig, p, begin, end) }
@@ -262,7 +267,7 @@ impl Kernel {
             #[cfg(feature = "jit")]
             if let Code::Runner(code, runner) = &self.code {
                 let (c, t, e, o) = (p.cond as u64, p.then as u64, p.else_ as u64, p.out as u64);
-                let a = [
+                let a: KernelArgs = [
                     c,
                     t,
                     e,
@@ -271,6 +276,7 @@ impl Kernel {
                     end as u64,
                     dims as u64,
                     strides as u64,
+                    p.rhs as u64,
                 ];
                 // SAFETY: the caller's contract: every element `sig` addresses in `begin..end`
                 // lies inside its buffer, which is what the regions describe; the dims and
@@ -282,21 +288,25 @@ impl Kernel {
         // SAFETY: `entry` points at finalized code owned by `self.code` (or linked into the
         // program), alive while `self` is; the caller guarantees the memory contract for
         // `sig`, which is this kernel's signature (exact) or has its pattern (generic); a
-        // generic kernel reads `rank` dims and `4 * rank` strides, within the arrays since
+        // generic kernel reads `rank` dims and `OPS * rank` strides, within the arrays since
         // collapsed ranks never exceed `MAX_RANK`.
-        unsafe { entry(p.cond, p.then, p.else_, p.out, begin, end, dims, strides) }
+        unsafe {
+            entry(
+                p.cond, p.then, p.else_, p.out, begin, end, dims, strides, p.rhs,
+            )
+        }
     }
 }
 
 /// The dims and byte strides a shape-generic kernel reads: `dims[k]` and
 /// `strides[op * rank + k]`.
-fn generic_args(sig: &Signature) -> ([u64; MAX_RANK], [i64; 4 * MAX_RANK]) {
+fn generic_args(sig: &Signature) -> ([u64; MAX_RANK], [i64; OPS * MAX_RANK]) {
     let mut dims = [0u64; MAX_RANK];
-    let mut strides = [0i64; 4 * MAX_RANK];
+    let mut strides = [0i64; OPS * MAX_RANK];
     let rank = sig.rank();
     for k in 0..rank {
         dims[k] = sig.dims[k] as u64;
-        for op in 0..4 {
+        for op in 0..OPS {
             strides[op * rank + k] = sig.byte_stride(op, k) as i64;
         }
     }
@@ -330,15 +340,23 @@ impl Drop for Kernel {
     }
 }
 
-/// The memory a kernel call on `sig` with arguments `a` may touch, per operand (cond, then,
-/// else, out): from the lowest to one past the highest addressed byte.
+/// The index in a kernel's arguments of operand `op`'s pointer.
 #[cfg(feature = "jit")]
-fn operand_regions(sig: &Signature, a: &[u64; 8]) -> [(u64, u64); 4] {
+fn arg_of(op: usize) -> usize {
+    if op == RHS { 8 } else { op }
+}
+
+/// The memory a kernel call on `sig` with arguments `a` may touch, per operand (cond, then,
+/// else, out, rhs): from the lowest to one past the highest addressed byte (nothing for the
+/// rhs of a mask or a test).
+#[cfg(feature = "jit")]
+fn operand_regions(sig: &Signature, a: &KernelArgs) -> [(u64, u64); OPS] {
     let (begin, end) = (a[4] as usize, a[5] as usize);
     std::array::from_fn(|op| {
-        let w = crate::plan::operand_width(op, sig.width) as i64;
-        if begin >= end {
-            return (a[op], 0);
+        let w = sig.op_width(op) as i64;
+        let p = a[arg_of(op)];
+        if begin >= end || (op == RHS && !sig.cond.binary()) {
+            return (p, 0);
         }
         let first = begin as i64 * sig.byte_stride(op, 0) as i64;
         let (mut lo, mut hi) = (first, first);
@@ -351,7 +369,7 @@ fn operand_regions(sig: &Signature, a: &[u64; 8]) -> [(u64, u64); 4] {
                 hi += span;
             }
         }
-        (a[op].wrapping_add_signed(lo), (hi - lo + w) as u64)
+        (p.wrapping_add_signed(lo), (hi - lo + w) as u64)
     })
 }
 
@@ -366,13 +384,13 @@ unsafe fn run_external(
     runner: &dyn CodeRunner,
     tier: Tier,
     sig: &Signature,
-    a: [u64; 8],
+    a: KernelArgs,
 ) {
     let r = operand_regions(sig, &a);
     // The output first: in place it is the same memory as then or else, and a runner takes the
     // first region that holds an address.
     let mut regions: Vec<MemRegion> = std::iter::once(OUT)
-        .chain((0..4).filter(|&op| op != OUT))
+        .chain((0..OPS).filter(|&op| op != OUT))
         .map(|op| MemRegion {
             addr: r[op].0,
             len: r[op].1,
@@ -388,7 +406,7 @@ unsafe fn run_external(
         });
         regions.push(MemRegion {
             addr: a[7],
-            len: 32 * rank,
+            len: 8 * OPS as u64 * rank,
             writable: false,
         });
     }

@@ -161,6 +161,7 @@ unsafe fn walk_w<const W: usize>(sig: &Signature, p: Ptrs, begin: usize, end: us
                 then: p.then.offset(off[THEN]),
                 else_: p.else_.offset(off[ELSE]),
                 out: p.out.offset(off[OUT]),
+                rhs: p.rhs,
             }
         }
     };
@@ -393,6 +394,7 @@ mod tests {
             then: tv[t_off..].as_ptr() as *const u8,
             else_: ev.as_ptr() as *const u8,
             out: got.as_mut_ptr() as *mut u8,
+            rhs: std::ptr::null(),
         };
         let outer = sig.outer();
         // SAFETY: the buffers were sized from the same shapes and strides the plan came from.
@@ -483,6 +485,7 @@ mod tests {
                         o
                     },
                     out: o,
+                    rhs: std::ptr::null(),
                 };
                 // SAFETY: all buffers hold `n` elements; the output is exactly one input.
                 unsafe { run_with(level, &sig, p, 0, n) };

@@ -147,12 +147,8 @@ impl KernelSet {
                     let classes = [inner % 3, inner / 3 % 3, inner / 9 % 3, 1 + inner / 27];
                     for m in 0..masks {
                         let part = |op: u64| (m >> (op * outer as u64)) & ((1u64 << outer) - 1);
-                        let p = Pattern {
-                            width,
-                            rank,
-                            inner: classes,
-                            outer_zero: [part(0), part(1), part(2), 0],
-                        };
+                        let p =
+                            Pattern::of_mask(width, rank, classes, [part(0), part(1), part(2), 0]);
                         added += self.add_pattern(p) as usize;
                     }
                 }

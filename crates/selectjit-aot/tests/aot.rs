@@ -330,7 +330,7 @@ fn bad_tables_are_rejected_with_a_clear_error() {
     };
     let cases: Vec<(&str, Corruption)> = vec![
         ("bad magic", Box::new(|c| c.header.magic[0] = b'X')),
-        ("version 2", Box::new(|c| c.header.version = 2)),
+        ("version 3", Box::new(|c| c.header.version = 3)),
         (
             "cannot run on this",
             Box::new(move |c| set_text(&mut c.header.triple, other_arch)),

@@ -459,13 +459,12 @@ fn write_cases(path: &Path, cases: &[Case]) {
         f.extend_from_slice(&(c.key.len() as u32).to_le_bytes());
         f.extend_from_slice(&c.key);
         f.extend_from_slice(&(s.rank() as u32).to_le_bytes());
-        for &d in &s.dims {
+        for &d in s.dims() {
             f.extend_from_slice(&(d as u64).to_le_bytes());
         }
-        for (op, st) in s.strides.iter().enumerate() {
-            let w = if op == 0 { 1 } else { s.width as i64 };
-            for &x in st {
-                f.extend_from_slice(&(x as i64 * w).to_le_bytes());
+        for op in 0..4 {
+            for k in 0..s.rank() {
+                f.extend_from_slice(&(s.byte_stride(op, k) as i64).to_le_bytes());
             }
         }
         f.extend_from_slice(&c.in_place.to_le_bytes());

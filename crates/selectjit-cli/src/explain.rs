@@ -62,7 +62,7 @@ pub fn explain(
     let _ = writeln!(
         s,
         "plan       collapsed dims {:?} ({} elements)",
-        sig.dims.as_slice(),
+        sig.dims(),
         sig.numel()
     );
     let _ = writeln!(s, "signature  {sig}");

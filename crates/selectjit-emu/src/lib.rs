@@ -364,7 +364,7 @@ impl selectjit::unstable::CodeRunner for Emulator {
         &self,
         code: &[u8],
         avx512: bool,
-        args: &[u64; 8],
+        args: &selectjit::unstable::KernelArgs,
         regions: &[selectjit::unstable::MemRegion],
     ) -> Result<(), String> {
         let regions: Vec<Region> = regions

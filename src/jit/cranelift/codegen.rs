@@ -58,10 +58,11 @@ pub(crate) struct KernelEmitter<'a, 'b> {
     blendv: bool,
 }
 
-/// Adds the kernel's parameters to `func`'s signature (eight pointer-sized integers: the four
-/// operands, the outer range, and for shape-generic kernels the dims and byte strides).
+/// Adds the kernel's parameters to `func`'s signature (nine pointer-sized integers: the four
+/// operands, the outer range, for shape-generic kernels the dims and byte strides, and a
+/// comparison's second operand).
 pub(crate) fn declare_params(func: &mut Function) {
-    for _ in 0..8 {
+    for _ in 0..9 {
         func.signature.params.push(AbiParam::new(I64));
     }
 }

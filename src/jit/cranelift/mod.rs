@@ -94,6 +94,12 @@ pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
 }
 
 impl Jit {
+    /// Whether this tier compiles `sig`: mask signatures (predicates, conditions computed in
+    /// the kernel, are not emitted by this tier yet: the engine runs them on its blocked path).
+    pub fn covers(&self, sig: &Signature) -> bool {
+        sig.is_mask()
+    }
+
     /// A code generator for the host ISA. `verify` runs the Cranelift IR verifier on every
     /// function (on in debug builds and in tests).
     pub fn host(verify: bool) -> Result<Jit> {
@@ -210,7 +216,8 @@ impl Jit {
         sig: &Signature,
         generic: bool,
     ) -> Result<(FuncId, usize)> {
-        if ![1, 2, 4, 8, 16].contains(&sig.width)
+        if !self.covers(sig)
+            || ![1, 2, 4, 8, 16].contains(&sig.width)
             || sig.dims.is_empty()
             || sig.rank() > crate::shape::MAX_RANK
         {

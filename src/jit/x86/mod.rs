@@ -64,7 +64,10 @@ impl X86Gen {
 
     /// Whether this generator emits code for `sig` (otherwise Cranelift compiles it).
     pub fn covers(&self, sig: &Signature) -> bool {
-        [1, 2, 4, 8, 16].contains(&sig.width)
+        // Predicates (conditions computed in the kernel) are not emitted by this tier yet: the
+        // engine runs them on its blocked path.
+        sig.is_mask()
+            && [1, 2, 4, 8, 16].contains(&sig.width)
             && !sig.dims.is_empty()
             && sig.rank() <= crate::shape::MAX_RANK
             && sig.strides.iter().all(|s| s.len() == sig.rank())

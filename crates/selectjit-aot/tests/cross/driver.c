@@ -155,7 +155,7 @@ int main(int argc, char **argv) {
         uint64_t begin = 0;
         for (uint32_t k = 0; k <= nsplit; k++) {
             uint64_t stop = k < nsplit ? split[k] : dims[0];
-            e->func(bc, pt, pe, out, (size_t)begin, (size_t)stop, d, s);
+            e->func(bc, pt, pe, out, (size_t)begin, (size_t)stop, d, s, NULL);
             begin = stop;
         }
         int ok = memcmp(out, want, len[3]) == 0;
