@@ -136,6 +136,7 @@
 
 pub mod aot;
 mod cache;
+mod cond;
 mod dtype;
 mod engine;
 pub mod env;
@@ -157,6 +158,7 @@ mod tier;
 mod trial;
 
 pub use cache::CacheStats;
+pub use cond::{Cond, Operand};
 pub use dtype::{DType, Element};
 pub use engine::Engine;
 pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};

@@ -8,7 +8,6 @@ use rng::Rng;
 
 use selectjit::Variant;
 use selectjit::unstable::Ptrs;
-use selectjit::unstable::Strides;
 use selectjit::unstable::{COND, ELSE, OUT, THEN};
 use selectjit::unstable::{CodeGen, CodeGenOptions};
 use selectjit::unstable::{Kernel, Pattern, RowShape, Signature};

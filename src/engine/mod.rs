@@ -8,7 +8,7 @@
 
 mod api;
 pub(crate) mod config;
-mod exec;
+pub(crate) mod exec;
 pub(crate) mod interp;
 mod layouts;
 mod memo;
