@@ -102,10 +102,7 @@ fn draw<T: Num>(r: &mut Rng) -> T {
 }
 
 fn engines() -> Vec<(String, Engine)> {
-    common::all_engines(&EngineConfig {
-        exact_after: 1,
-        ..EngineConfig::default()
-    })
+    common::all_engines(&EngineConfig::new().exact_after(1))
 }
 
 /// `out[i] = pred(i) ? i : -(i + 1)` over `n` elements in the oracle and in every engine,
@@ -295,7 +292,7 @@ fn in_place_relu_compares_the_output_itself() {
 fn errors_write_nothing() {
     let x = [1.0f32, 2.0, 3.0];
     let y = [1.0f64, 2.0, 3.0];
-    let e = Engine::with_backend(Backend::Jit);
+    let e = Engine::with_config(EngineConfig::new().backend(Backend::Jit)).unwrap();
     let mut out = [9.0f32; 3];
     let t = TensorRef::new(&x, &[3]);
     let check = |res: selectjit::Result<()>, out: &[f32; 3], needle: &str| {

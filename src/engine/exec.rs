@@ -6,7 +6,7 @@ use super::layouts;
 #[cfg(feature = "jit")]
 use super::policy::Pick;
 use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_contiguous};
-use super::{Backend, Engine, STATIC_RUNS};
+use super::{BLOCKED_RUNS, Backend, Engine, STATIC_RUNS};
 use crate::error::Result;
 use crate::kernel::abi::Ptrs;
 use crate::kernels;
@@ -257,6 +257,9 @@ impl Engine {
         let kernel = pick.map(|p| p.kernel().clone());
         if kernel.is_none() {
             self.runs[STATIC_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if !sig.is_mask() {
+                self.runs[BLOCKED_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         // SAFETY (for every call below): the caller validated every buffer against its shape,
         // strides and offset (`check`, or `same_contiguous` for identical contiguous shapes):

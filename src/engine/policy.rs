@@ -144,7 +144,7 @@ impl Engine {
                 Ok(k) => kernels.push((v, Arc::new(k))),
                 Err(e) => {
                     env::log(|| format!("compile,failed,{v},{sig},{e}"));
-                    self.record_codegen_error(format!("{sig}: {e}"));
+                    self.record_codegen_error(e.in_context(sig));
                 }
             }
         }
@@ -225,7 +225,7 @@ impl Engine {
             }
             Err(e) => {
                 env::log(|| format!("compile,failed,{p},{e}"));
-                self.record_codegen_error(format!("{p}: {e}"));
+                self.record_codegen_error(e.in_context(p));
                 None
             }
         }
