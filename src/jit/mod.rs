@@ -317,7 +317,7 @@ impl CodeGen {
             self.cranelift.compile(sig)
         };
         #[cfg(not(cranelift_tier))]
-        Err(Error::Codegen(format!(
+        Err(Error::codegen(format!(
             "no tier of this build compiles {sig} (generic: {generic})"
         )))
     }
@@ -336,7 +336,7 @@ impl CodeGen {
             MachineCode::Listing(self.cranelift.disassembly(sig)?),
         ));
         #[cfg(not(cranelift_tier))]
-        Err(Error::Codegen(format!(
+        Err(Error::codegen(format!(
             "no tier of this build compiles {sig}"
         )))
     }
