@@ -6,20 +6,26 @@ cases of the fused-predicate bench cases (whose comparison stays a tract node to
 masked self-attention block.
 
     python bench/bench_tract.py [--bin target/release/selectjit-onnx] [--runs 20] [--rounds 3]
+                                [--warmup 25]
                                 [--cases benches/cases.json] [--fused-cases FILE] [--quick]
 
 Needs numpy and onnx (ci.sh's venv has them). Both runs of a case are checked to give bitwise
 equal outputs before their times count. Rounds alternate tract alone and tract + selectjit;
-each round is one `--bench RUNS` invocation; the table gives the median over rounds of each
-invocation's medians, and the ratio of the medians. Prints a Markdown table.
+each round is one `--bench RUNS` invocation per mode: tract alone, tract + selectjit with inputs
+the model owns (a select may write into its `then` / `else`, as into a tensor a previous node
+computed), and tract + selectjit with inputs the caller keeps (`--shared-inputs`: the select
+allocates its output, as tract's `Iff` always does). The table gives the median over rounds of
+each invocation's medians, and ratios of those medians. Prints a Markdown table.
 """
 
 import argparse
 import json
+import os
 import platform
 import re
 import statistics
 import subprocess
+import sys
 import tempfile
 from pathlib import Path
 
@@ -137,14 +143,28 @@ def attention_case(b, h, s, d, work, rng):
     return path, inputs
 
 
-def run(binary, model, inputs, work, runs, plain):
-    out = work / ("plain" if plain else "fast")
-    args = [binary, str(model), "--out", str(out), "--bench", str(runs), "--threads", "1"]
+# glibc keeping freed memory for the next allocation instead of unmapping it: no page faults on
+# the outputs of later runs.
+REUSE = {"MALLOC_MMAP_THRESHOLD_": str(2**32), "MALLOC_TRIM_THRESHOLD_": str(2**32)}
+MODES = {
+    "tract": (["--no-selectjit"], {}),
+    "selectjit": ([], {}),
+    "allocating": (["--shared-inputs"], {}),
+    "tract reuse": (["--no-selectjit", "--shared-inputs"], REUSE),
+    "allocating reuse": (["--shared-inputs"], REUSE),
+    "selectjit reuse": ([], REUSE),
+}
+
+
+def run(binary, model, inputs, work, runs, warmup, mode):
+    out = work / mode.replace(" ", "_")
+    flags, env = MODES[mode]
+    args = [binary, str(model), "--out", str(out), "--bench", str(runs), "--threads", "1",
+            "--warmup", str(warmup), *flags]
     for n in inputs:
         args += ["--input", f"{n}={work / (n + '.npy')}"]
-    if plain:
-        args.append("--no-selectjit")
-    r = subprocess.run(args, capture_output=True, text=True, check=True)
+    r = subprocess.run(args, capture_output=True, text=True, check=True,
+                       env={**os.environ, **env})
     whole = float(re.search(r"^median_us: (\S+)$", r.stdout, re.M).group(1))
     nodes = {}
     for m in re.finditer(r"^node_median_us: (\S+) (\S+) (\S+)$", r.stdout, re.M):
@@ -153,21 +173,24 @@ def run(binary, model, inputs, work, runs, plain):
     return whole, nodes, replaced, {p.name: p.read_bytes() for p in out.glob("*.npy")}
 
 
-def bench(binary, name, model, inputs, work, runs, rounds):
+def bench(binary, name, model, inputs, work, runs, warmup, rounds):
     for n, v in inputs.items():
         np.save(work / f"{n}.npy", v)
-    rows = {True: [], False: []}
+    rows = {m: [] for m in MODES}
     outs = {}
     for _ in range(rounds):
-        for plain in (True, False):
-            whole, nodes, replaced, files = run(binary, model, inputs, work, runs, plain)
-            rows[plain].append((whole, nodes.get("where"), nodes.get("cmp")))
-            outs[plain] = files
-            if not plain:
+        for mode in MODES:
+            whole, nodes, replaced, files = run(binary, model, inputs, work, runs, warmup, mode)
+            rows[mode].append((whole, nodes.get("where"), nodes.get("cmp")))
+            outs[mode] = files
+            if mode == "selectjit":
                 rep = replaced
-    assert outs[True] == outs[False], f"{name}: outputs differ"
-    med = lambda plain, i: statistics.median(r[i] for r in rows[plain]) if rows[plain][0][i] else None
-    return {k: (med(True, i), med(False, i)) for i, k in enumerate(["whole", "where", "cmp"])}, rep
+    assert all(o == outs["tract"] for o in outs.values()), f"{name}: outputs differ"
+
+    def med(mode, i):
+        return statistics.median(r[i] for r in rows[mode]) if rows[mode][0][i] else None
+
+    return {k: {m: med(m, i) for m in MODES} for i, k in enumerate(["whole", "where", "cmp"])}, rep
 
 
 def fmt(us):
@@ -181,10 +204,11 @@ def main():
     ap.add_argument("--fused-cases", help="the fused-predicate cases file (default: built in)")
     ap.add_argument("--runs", type=int, default=20)
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=25, help="untimed runs first (see --bench)")
     ap.add_argument("--quick", action="store_true", help="2 runs, 1 round")
     args = ap.parse_args()
     if args.quick:
-        args.runs, args.rounds = 2, 1
+        args.runs, args.rounds, args.warmup = 2, 1, 2
     cases = {c["name"]: c for c in json.loads(Path(args.cases).read_text())["cases"]}
     fused = FUSED
     if args.fused_cases:
@@ -193,11 +217,9 @@ def main():
     rng = np.random.default_rng(24)
     cpu = next((l.split(":", 1)[1].strip() for l in Path("/proc/cpuinfo").read_text().splitlines()
                 if l.startswith("model name")), platform.processor())
-    print(f"{cpu}; one thread; {args.runs} runs per invocation, {args.rounds} rounds; "
-          f"median over rounds of each invocation's median\n")
-    print("| case | report | Where node: tract | selectjit | × | compare node | "
-          "whole model: tract | + selectjit | × |")
-    print("|---|---|---:|---:|---:|---:|---:|---:|---:|")
+    print(f"{cpu}; one thread; {args.warmup} untimed and {args.runs} timed runs per "
+          f"invocation, {args.rounds} rounds; median over rounds of each invocation's median\n")
+    nodes, wholes = [], []
     todo = [(n, lambda n=n, w=None: where_case(cases[n], w, rng))
             for n in ["bert_pad_mask_f32", "attn_causal_mask_f32", "attn_causal_mask_f16"]]
     todo += [(n, lambda n=n, w=None: fused_case(n, fused[n], w, rng)) for n in fused]
@@ -207,12 +229,34 @@ def main():
         with tempfile.TemporaryDirectory() as w:
             w = Path(w)
             model, inputs = make(w=w)
-            t, rep = bench(args.bin, name, model, inputs, w, args.runs, args.rounds)
-            ratio = lambda k: (f"{t[k][0] / t[k][1]:.1f}" if t[k][0] and t[k][1] else "–")
-            cmp = fmt(t["cmp"][1]) if t["cmp"][1] else "–"
-            print(f"| {name} | {rep} | {fmt(t['where'][0])} | {fmt(t['where'][1])} | "
-                  f"{ratio('where')} | {cmp} | {fmt(t['whole'][0])} | {fmt(t['whole'][1])} | "
-                  f"{ratio('whole')} |", flush=True)
+            t, rep = bench(args.bin, name, model, inputs, w, args.runs, args.warmup, args.rounds)
+            w, h = t["where"], t["whole"]
+            x = lambda a, b: f"{a / b:.1f}"
+            nodes.append(
+                f"| {name} | {fmt(w['tract'])} | {fmt(w['selectjit'])} | "
+                f"{x(w['tract'], w['selectjit'])} | {fmt(w['allocating'])} | "
+                f"{x(w['tract'], w['allocating'])} | {fmt(w['tract reuse'])} | "
+                f"{fmt(w['allocating reuse'])} | {x(w['tract reuse'], w['allocating reuse'])} | "
+                f"{fmt(t['cmp']['selectjit'])} |")
+            wholes.append(f"| {name} | {rep} | {fmt(h['tract'])} | {fmt(h['selectjit'])} | "
+                          f"{x(h['tract'], h['selectjit'])} | {fmt(h['tract reuse'])} | "
+                          f"{fmt(h['selectjit reuse'])} | "
+                          f"{x(h['tract reuse'], h['selectjit reuse'])} |")
+            print(nodes[-1], "\n" + wholes[-1], file=sys.stderr, flush=True)
+    print("\nThe select node: tract's `Iff` against `SelectjitIff` writing into the `then` / `else` "
+          "it owns (in place), allocating its output, and both allocating with glibc keeping "
+          "freed memory (`MALLOC_MMAP_THRESHOLD_`, `MALLOC_TRIM_THRESHOLD_`: no page faults on "
+          "fresh outputs); the comparison node feeding it (a tract node in both).\n")
+    print("| case | `Iff` | in place | × | allocating | × | `Iff`, memory reused | allocating, "
+          "memory reused | × | compare node |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(nodes))
+    print("\nThe whole model (`median_us`), inputs owned by the model; then both with glibc "
+          "keeping freed memory.\n")
+    print("| case | report | tract | + selectjit | × | tract, memory reused | + selectjit, "
+          "memory reused | × |")
+    print("|---|---|---:|---:|---:|---:|---:|---:|")
+    print("\n".join(wholes))
 
 
 if __name__ == "__main__":

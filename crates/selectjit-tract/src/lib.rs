@@ -2,7 +2,7 @@
 //!
 //! [tract](https://github.com/sonos/tract) runs ONNX `Where` as its `Iff` op. This crate
 //! rewrites a decluttered tract model so that every `Iff` whose operands selectjit supports
-//! runs on a selectjit [`Engine`](selectjit::Engine) instead ([`SelectjitIff`]), keeping
+//! runs on a selectjit [`Engine`] instead ([`SelectjitIff`]), keeping
 //! tract's facts (shapes, symbolic dims, datum types), its axes mapping and its declutter
 //! rules for `Iff`.
 //!

@@ -14,7 +14,7 @@ use tract_onnx::prelude::*;
 use tract_onnx::tract_hir::infer::Factoid;
 
 /// Runs an ONNX model with tract, its `Where` nodes (tract's `Iff`) replaced by selectjit
-/// kernels, and writes every output as DIR/<output name>.npy.
+/// kernels, and writes every output as DIR/NAME.npy (NAME: the output's name).
 ///
 /// Prints `replaced: N (F fused)` on a line of its own, then one line per `Where` node (replaced,
 /// or left to tract and why). With `--bench N`, also `median_us: T`, the median time of N runs of
@@ -35,10 +35,18 @@ struct Args {
     #[arg(long)]
     no_selectjit: bool,
     /// Time N runs of the whole model (median printed as `median_us`) and N runs timing each
-    /// node. Inputs are copied before each timed run, outside the timing, as a runtime hands
-    /// a node a tensor it owns.
+    /// node. Inputs are copied before each timed run, outside the timing, so that the model owns
+    /// them as it owns the tensors its nodes compute (a select may then write into one).
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     bench: Option<u32>,
+    /// With --bench: untimed runs first. selectjit's default engine times the variants of each
+    /// new kernel over its first calls (about 20) before it keeps the fastest.
+    #[arg(long, value_name = "W", default_value_t = 25, requires = "bench")]
+    warmup: u32,
+    /// With --bench: hand every run the same input tensors, still held by the caller, so that no
+    /// node may write into them (a select then allocates its output, as tract's Iff always does).
+    #[arg(long, requires = "bench")]
+    shared_inputs: bool,
     /// Threads a large select may be split across (selectjit's engine; tract itself runs on
     /// one thread).
     #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..))]
@@ -189,11 +197,23 @@ fn fresh(inputs: &[Tensor]) -> TVec<TValue> {
         .collect()
 }
 
-fn bench(plan: &Arc<TypedSimplePlan>, inputs: &[Tensor], n: u32) -> TractResult<()> {
+/// `--bench`: `warmup` untimed runs, N runs of the whole model, then N runs timing each node. Inputs: fresh copies
+/// for each run, or (`shared`) the same tensors, which the caller keeps.
+fn bench(
+    plan: &Arc<TypedSimplePlan>,
+    inputs: &[Tensor],
+    (n, warmup): (u32, u32),
+    shared: bool,
+) -> TractResult<()> {
     let mut state = plan.spawn()?;
+    let held = fresh(inputs);
+    let inputs_for_run = || if shared { held.clone() } else { fresh(inputs) };
+    for _ in 0..warmup {
+        state.run(inputs_for_run())?;
+    }
     let mut whole = vec![];
     for _ in 0..n {
-        let inp = fresh(inputs);
+        let inp = inputs_for_run();
         let t0 = Instant::now();
         let out = state.run(inp)?;
         whole.push(t0.elapsed());
@@ -203,7 +223,7 @@ fn bench(plan: &Arc<TypedSimplePlan>, inputs: &[Tensor], n: u32) -> TractResult<
     let model = plan.model();
     let mut per_node: HashMap<usize, Vec<Duration>> = HashMap::new();
     for _ in 0..n {
-        let inp = fresh(inputs);
+        let inp = inputs_for_run();
         let out = state.run_plan_with_eval(inp, |ctx, op_state, node, node_inputs| {
             let t0 = Instant::now();
             let r = tract_onnx::tract_core::plan::eval(ctx, op_state, node, node_inputs);
@@ -283,7 +303,7 @@ fn run(args: &Args) -> TractResult<()> {
         println!("output {name}: {}", path.display());
     }
     if let Some(n) = args.bench {
-        bench(&plan, &inputs, n)?;
+        bench(&plan, &inputs, (n, args.warmup), args.shared_inputs)?;
     }
     Ok(())
 }

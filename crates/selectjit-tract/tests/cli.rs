@@ -144,6 +144,18 @@ fn bench_prints_the_median_and_node_times() {
         "{}",
         stdout(&o)
     );
+    // Inputs the caller keeps: the select allocates; the outputs are the same.
+    let o = s.run(&["--bench", "2", "--warmup", "1", "--shared-inputs"], "b3");
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stdout(&o).contains("median_us: "));
+    for d in ["b2", "b3"] {
+        assert_eq!(
+            std::fs::read(s.p("b/attn_masked.npy")).unwrap(),
+            std::fs::read(s.p(&format!("{d}/attn_masked.npy"))).unwrap()
+        );
+    }
+    let o = s.run(&["--shared-inputs"], "b4");
+    assert_eq!(o.status.code(), Some(2), "--shared-inputs needs --bench");
 }
 
 /// Runs the command, expects a clear error mentioning `needle`, exit code 1, no panic, and
