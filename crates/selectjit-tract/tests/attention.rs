@@ -137,10 +137,12 @@ fn fifty_sequence_lengths_compile_a_handful_of_kernels() {
     }
     let once = engine.stats();
     println!(
-        "50 lengths, each run once: {} selects, {} exact compiles, {} shape-generic compiles, {} generic runs",
+        "50 lengths, each run once: {} selects, {} exact compiles, {} shape-generic compiles \
+         ({} us), {} generic runs",
         once.hits + once.misses,
         once.compiles,
         once.generic_compiles,
+        once.generic_compile_us,
         once.generic_runs
     );
     assert_eq!(once.hits + once.misses, 50, "{once:?}");
@@ -155,8 +157,8 @@ fn fifty_sequence_lengths_compile_a_handful_of_kernels() {
     }
     let twice = engine.stats();
     println!(
-        "each run a second time: {} exact compiles, {} shape-generic compiles in all",
-        twice.compiles, twice.generic_compiles
+        "each run a second time: {} exact compiles ({} us), {} shape-generic compiles in all",
+        twice.compiles, twice.compile_us, twice.generic_compiles
     );
     assert_eq!(twice.generic_compiles, once.generic_compiles, "{twice:?}");
 }
