@@ -270,10 +270,8 @@ fn run(args: &Args) -> TractResult<()> {
         println!("replaced: 0 (0 fused)");
         println!("  (--no-selectjit: tract alone)");
     } else {
-        let engine = Arc::new(Engine::with_config(EngineConfig {
-            threads: args.threads as usize,
-            ..EngineConfig::default()
-        }));
+        let config = EngineConfig::from_env()?.threads(args.threads as usize);
+        let engine = Arc::new(Engine::with_config(config)?);
         let report = selectjit_tract::accelerate_with(&mut model, engine)?;
         print!("{report}");
     }
