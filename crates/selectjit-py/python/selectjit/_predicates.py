@@ -21,7 +21,9 @@ between and the predicate sees the change.
 """
 
 import functools
+import struct as _struct
 import warnings
+from typing import Any, Callable
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
@@ -108,6 +110,51 @@ def _weak_scalar(v, dt):
     return r
 
 
+# Small bounded caches of numpy's answers (dtype resolution, converted Python scalars): they
+# depend only on their keys, and cost microseconds each to recompute.
+_LOOPS = {}
+_SCALARS = {}
+_CACHE_MAX = 512
+
+
+def _loop_dtype(kind, arg_types):
+    """The one dtype numpy's `kind` ufunc compares `arg_types` in, if the kernels compare it."""
+    key = (kind, arg_types)
+    try:
+        return _LOOPS[key]
+    except KeyError:
+        pass
+    try:
+        dts = _UFUNCS[kind].resolve_dtypes((*arg_types, None))
+        ins = dts[:-1]
+        dt = ins[0] if all(d == ins[0] for d in ins) and ins[0] in _SUPPORTED else None
+    except Exception:  # noqa: BLE001 - numpy raises its own error when it evaluates
+        dt = None
+    if len(_LOOPS) >= _CACHE_MAX:
+        _LOOPS.clear()
+    _LOOPS[key] = dt
+    return dt
+
+
+def _weak_scalar_cached(v, dt):
+    # Keyed by the value's exact bits (-0.0 and 0.0, NaN payloads differ).
+    if type(v) is int:
+        bits = v
+    elif type(v) is float:
+        bits = _struct.pack("<d", v)
+    else:
+        bits = _struct.pack("<dd", v.real, v.imag)
+    key = (type(v), bits, dt)
+    try:
+        r = _SCALARS[key]
+    except KeyError:
+        r = _weak_scalar(v, dt)
+        if len(_SCALARS) >= _CACHE_MAX:
+            _SCALARS.clear()
+        _SCALARS[key] = r
+    return r
+
+
 def _plan(kind, args):
     """How the kernels run the predicate: `(op, lhs, rhs, dtype)` with ndarray operands, or None
     when numpy has to evaluate it."""
@@ -119,28 +166,24 @@ def _plan(kind, args):
         return "equal", m, np.zeros((), m.dtype), m.dtype
     if not all(_fusable_operand(a) for a in args):
         return None
-    ufunc = _UFUNCS[kind]
-    try:
-        dts = ufunc.resolve_dtypes((*(_resolve_arg(a) for a in args), None))
-    except Exception:  # noqa: BLE001 - numpy raises its own error when it evaluates
-        return None
-    ins = dts[:-1]
-    dt = ins[0]
-    if any(d != dt for d in ins) or dt not in _SUPPORTED:
+    dt = _loop_dtype(kind, tuple(_resolve_arg(a) for a in args))
+    if dt is None:
         return None
     ops = []
     for a in args:
         if type(a) in _WEAK:
-            a = _weak_scalar(a, dt)
+            a = _weak_scalar_cached(a, dt)
             if a is None:
                 return None
         else:
             a = np.asarray(a)
         ops.append(a)
-    try:
-        np.broadcast_shapes(*(o.shape for o in ops))
-    except ValueError as e:
-        raise BroadcastError(str(e)) from None
+    shapes = [o.shape for o in ops if o.shape != ()]
+    if len(shapes) > 1 and shapes[0] != shapes[1]:
+        try:
+            np.broadcast_shapes(*shapes)
+        except ValueError as e:
+            raise BroadcastError(str(e)) from None
     if kind in _TESTS:
         return kind, ops[0], None, dt
     return kind, ops[0], ops[1], dt
@@ -295,8 +338,8 @@ def _identity(block):
     return block
 
 
-def _cmp(kind):
-    def f(x1, x2, /):
+def _cmp(kind: str) -> Callable[[Any, Any], "Predicate"]:
+    def f(x1: Any, x2: Any, /) -> "Predicate":
         return _make(kind, False, (x1, x2))
 
     f.__name__ = f.__qualname__ = kind
@@ -308,8 +351,8 @@ def _cmp(kind):
     return f
 
 
-def _test(kind):
-    def f(x, /):
+def _test(kind: str) -> Callable[[Any], "Predicate"]:
+    def f(x: Any, /) -> "Predicate":
         return _make(kind, False, (x,))
 
     f.__name__ = f.__qualname__ = kind
@@ -332,7 +375,7 @@ isinf = _test("isinf")
 isfinite = _test("isfinite")
 
 
-def logical_not(x, /):
+def logical_not(x: Any, /) -> "Predicate":
     """`numpy.logical_not(x)` as a lazy predicate: of a predicate, its negation (still
     computed in the kernel); of anything else, `x == 0` (numpy's truth of each element)."""
     if isinstance(x, Predicate):
