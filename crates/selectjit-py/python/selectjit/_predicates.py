@@ -67,6 +67,8 @@ _BOOL = np.dtype(bool)
 def _normalize(a):
     """An operand as the predicate keeps it: arrays and Python scalars as they are, predicates
     as their bool arrays, lists and tuples as numpy converts them."""
+    if type(a) is np.ndarray:
+        return a
     if isinstance(a, Predicate):
         return np.asarray(a)
     if isinstance(a, (list, tuple)):
@@ -79,8 +81,11 @@ def _fusable_operand(a):
 
 
 def _resolve_arg(a):
-    if type(a) in _WEAK:
-        return type(a)  # weak (NEP 50)
+    t = type(a)
+    if t is np.ndarray:
+        return a.dtype
+    if t in _WEAK:
+        return t  # weak (NEP 50)
     return np.asarray(a).dtype
 
 
@@ -156,14 +161,31 @@ def _weak_scalar_cached(v, dt):
 
 
 def _plan(kind, args):
-    """How the kernels run the predicate: `(op, lhs, rhs, dtype)` with ndarray operands, or None
-    when numpy has to evaluate it."""
+    """How the kernels run the predicate: `(op, lhs, rhs, dtype, shape)` with ndarray operands,
+    or None when numpy has to evaluate it."""
     if kind == "logical_not":
         (m,) = args
         if type(m) is not np.ndarray or m.dtype not in _SUPPORTED:
             return None
         # logical_not(m) is m == 0 for every dtype compared (NaN is true, -0.0 is false).
-        return "equal", m, np.zeros((), m.dtype), m.dtype
+        return "equal", m, np.zeros((), m.dtype), m.dtype, m.shape
+    # The common calls in straight-line code: arrays, and an array with a Python scalar.
+    if len(args) == 2:
+        a, b = args
+        tb = type(b)
+        if type(a) is np.ndarray and (tb is np.ndarray or tb in _WEAK):
+            dt = _loop_dtype(kind, (a.dtype, b.dtype if tb is np.ndarray else tb))
+            if dt is None:
+                return None
+            if tb is not np.ndarray:
+                b = _weak_scalar_cached(b, dt)
+                if b is None:
+                    return None
+            return kind, a, b, dt, _broadcast2(a.shape, b.shape)
+    elif type(args[0]) is np.ndarray:
+        a = args[0]
+        dt = _loop_dtype(kind, (a.dtype,))
+        return None if dt is None else (kind, a, None, dt, a.shape)
     if not all(_fusable_operand(a) for a in args):
         return None
     dt = _loop_dtype(kind, tuple(_resolve_arg(a) for a in args))
@@ -178,15 +200,21 @@ def _plan(kind, args):
         else:
             a = np.asarray(a)
         ops.append(a)
-    shapes = [o.shape for o in ops if o.shape != ()]
-    if len(shapes) > 1 and shapes[0] != shapes[1]:
-        try:
-            np.broadcast_shapes(*shapes)
-        except ValueError as e:
-            raise BroadcastError(str(e)) from None
     if kind in _TESTS:
-        return kind, ops[0], None, dt
-    return kind, ops[0], ops[1], dt
+        return kind, ops[0], None, dt, ops[0].shape
+    return kind, ops[0], ops[1], dt, _broadcast2(ops[0].shape, ops[1].shape)
+
+
+def _broadcast2(a, b):
+    """numpy's broadcast of two shapes (its message in a BroadcastError, a ValueError)."""
+    if a == b or b == ():
+        return a
+    if a == ():
+        return b
+    try:
+        return np.broadcast_shapes(a, b)
+    except ValueError as e:
+        raise BroadcastError(str(e)) from None
 
 
 def _numpy_eval(kind, negate, args):
@@ -205,10 +233,10 @@ def _make(kind, negate, args):
         p._result = result
         p._shape = tuple(result.shape)
     else:
-        op, lhs, rhs, dt = plan
+        op, lhs, rhs, dt, shape = plan
         p = Predicate(op, negate, lhs, rhs, dt)
         p._result = None
-        p._shape = np.broadcast_shapes(*(o.shape for o in (lhs, rhs) if o is not None))
+        p._shape = shape
     p._kind = kind
     p._args = args
     return p
