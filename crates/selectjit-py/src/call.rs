@@ -15,14 +15,17 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use numpy::npyffi::NPY_ARRAY_C_CONTIGUOUS;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
-use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyTuple};
 use selectjit::unstable::Placement;
-use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
+use selectjit::{
+    Broadcast, Cond, DType, Engine, InPlace, Operand as LibOperand, TensorMut, TensorRef,
+};
 
+use crate::errors::{Kind, lib_error, new_err};
 use crate::layout::{self, ElemView};
 use crate::np;
+use crate::pred::{self, PyPred};
 use crate::promote;
 use crate::scalars;
 
@@ -81,10 +84,6 @@ fn width_dtype(itemsize: usize) -> Option<DType> {
     })
 }
 
-fn lib_error(e: selectjit::Error) -> PyErr {
-    PyValueError::new_err(e.to_string())
-}
-
 /// The checks on `out=`: an ndarray of the output shape and the result dtype, writeable.
 /// `inputs` describes condition, x and y for the messages (called on error only: numpy's
 /// dtype names are made in Python, microseconds each).
@@ -95,10 +94,13 @@ fn check_out<'py>(
     inputs: impl Fn() -> PyResult<[String; 3]>,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     if !np::is_ndarray(out) {
-        return Err(PyTypeError::new_err(format!(
-            "out must be a numpy.ndarray, not {}",
-            out.get_type().name()?
-        )));
+        return Err(new_err(
+            Kind::DType,
+            format!(
+                "out must be a numpy.ndarray, not {}",
+                out.get_type().name()?
+            ),
+        ));
     }
     // SAFETY: checked to be an ndarray (or subclass) just above.
     let o: Bound<'py, PyUntypedArray> = unsafe { out.clone().cast_into_unchecked() };
@@ -112,27 +114,36 @@ fn check_out<'py>(
         )
     };
     if o.shape() != shape {
-        return Err(PyValueError::new_err(format!(
-            "out has shape {} but the result's is {} ({})",
-            shape_str(o.shape()),
-            shape_str(shape),
-            what()
-        )));
+        return Err(new_err(
+            Kind::Shape,
+            format!(
+                "out has shape {} but the result's is {} ({})",
+                shape_str(o.shape()),
+                shape_str(shape),
+                what()
+            ),
+        ));
     }
     if !np::equiv(&od, dt) {
-        return Err(PyTypeError::new_err(format!(
-            "out has dtype {} but the result's is {} ({})",
-            od.str()?,
-            dt.str()?,
-            what()
-        )));
+        return Err(new_err(
+            Kind::DType,
+            format!(
+                "out has dtype {} but the result's is {} ({})",
+                od.str()?,
+                dt.str()?,
+                what()
+            ),
+        ));
     }
     if !np::writeable(&o) {
-        return Err(PyValueError::new_err(format!(
-            "out (shape {}, dtype {}) is not writeable",
-            shape_str(o.shape()),
-            od.str()?
-        )));
+        return Err(new_err(
+            Kind::Invalid,
+            format!(
+                "out (shape {}, dtype {}) is not writeable",
+                shape_str(o.shape()),
+                od.str()?
+            ),
+        ));
     }
     Ok(o)
 }
@@ -161,7 +172,7 @@ impl<'py> Operand<'py> {
                 let c = np::copy(&arr)?;
                 let view =
                     layout::elem_view(c.shape(), c.strides(), itemsize).ok_or_else(|| {
-                        PyRuntimeError::new_err("a C-contiguous copy has no element layout")
+                        new_err(Kind::Internal, "a C-contiguous copy has no element layout")
                     })?;
                 Ok(Operand::with_view(c, view))
             }
@@ -305,7 +316,7 @@ impl<'py> Input<'py> {
             (Some(a), _) if np::equiv(&np::dtype(a), dt) => Ok(a.clone()),
             (Some(a), _) => np::cast(a, dt),
             (None, Some(kind)) => scalars::convert(&self.obj, kind, dt),
-            (None, None) => Err(PyRuntimeError::new_err("an input without an array")),
+            (None, None) => Err(new_err(Kind::Internal, "an input without an array")),
         }
     }
 
@@ -316,6 +327,124 @@ impl<'py> Input<'py> {
             None => format!("() Python {}", self.obj.get_type().name()?),
         })
     }
+}
+
+/// A fused predicate as a call takes it: its operation, operands (exact ndarrays) and the
+/// dtype they compare in, and the shape of its result (the operands' broadcast).
+struct PredIn<'py> {
+    op: pred::Op,
+    negate: bool,
+    lhs: Bound<'py, PyUntypedArray>,
+    rhs: Option<Bound<'py, PyUntypedArray>>,
+    dt: Bound<'py, PyArrayDescr>,
+    lib: DType,
+    shape: layout::Dims<usize>,
+}
+
+impl<'py> PredIn<'py> {
+    fn new(py: Python<'py>, p: &PyPred) -> PyResult<Option<Self>> {
+        let (Some((dt, lib)), Some(lhs)) = (&p.dtype, &p.lhs) else {
+            return Ok(None);
+        };
+        let lhs = lhs.bind(py).clone();
+        let rhs = p.rhs.as_ref().map(|r| r.bind(py).clone());
+        let rs: &[usize] = rhs.as_ref().map_or(&[], |r| r.shape());
+        let Some(shape) = layout::numpy_broadcast([lhs.shape(), rs, &[]]) else {
+            return Err(new_err(
+                Kind::Broadcast,
+                format!(
+                    "operands could not be broadcast together with shapes {} {}",
+                    shape_str(lhs.shape()),
+                    shape_str(rs)
+                ),
+            ));
+        };
+        Ok(Some(PredIn {
+            op: p.op,
+            negate: p.negate,
+            lhs,
+            rhs,
+            dt: dt.bind(py).clone(),
+            lib: *lib,
+            shape,
+        }))
+    }
+
+    fn operands(&self) -> impl Iterator<Item = &Bound<'py, PyUntypedArray>> {
+        std::iter::once(&self.lhs).chain(self.rhs.as_ref())
+    }
+
+    /// The byte strides of the bool array numpy's ufunc would return for the predicate (its
+    /// iterator's `K` order over the operands).
+    fn result_strides(&self) -> layout::Dims<isize> {
+        let nd = self.shape.len();
+        let ops: Vec<layout::Dims<isize>> = self
+            .operands()
+            .map(|a| {
+                layout::strides_over_output(
+                    &self.shape,
+                    a.shape(),
+                    a.strides(),
+                    nd - a.ndim(),
+                    a.ndim(),
+                )
+            })
+            .collect();
+        let refs: Vec<&[isize]> = ops.iter().map(|s| &s[..]).collect();
+        layout::numpy_out_strides(&self.shape, &refs, 1)
+    }
+}
+
+/// The condition of a call: a mask (any array), or a fused predicate.
+enum CondIn<'py> {
+    Mask(Bound<'py, PyUntypedArray>),
+    Pred(PredIn<'py>),
+}
+
+impl<'py> CondIn<'py> {
+    fn shape(&self) -> &[usize] {
+        match self {
+            CondIn::Mask(a) => a.shape(),
+            CondIn::Pred(p) => &p.shape,
+        }
+    }
+
+    fn c_contiguous(&self) -> bool {
+        match self {
+            CondIn::Mask(a) => np::info(a).flags & NPY_ARRAY_C_CONTIGUOUS != 0,
+            CondIn::Pred(p) => p
+                .operands()
+                .all(|a| np::info(a).flags & NPY_ARRAY_C_CONTIGUOUS != 0),
+        }
+    }
+
+    /// Byte strides of the condition array (a predicate's as numpy would allocate it).
+    fn strides(&self) -> layout::Dims<isize> {
+        match self {
+            CondIn::Mask(a) => a.strides().iter().copied().collect(),
+            CondIn::Pred(p) => p.result_strides(),
+        }
+    }
+
+    fn describe(&self) -> PyResult<String> {
+        Ok(match self {
+            CondIn::Mask(a) => format!("{} {}", shape_str(a.shape()), np::dtype(a).str()?),
+            CondIn::Pred(p) => format!("{} bool (predicate)", shape_str(&p.shape)),
+        })
+    }
+}
+
+/// The condition argument as an array or a fused predicate: a predicate that is not fused is
+/// evaluated by numpy (its `__array__`).
+fn cond_input<'py>(cond: &Bound<'py, PyAny>) -> PyResult<(CondIn<'py>, Bound<'py, PyAny>)> {
+    if let Ok(p) = cond.cast::<PyPred>() {
+        if let Some(p) = PredIn::new(cond.py(), p.get())? {
+            return Ok((CondIn::Pred(p), cond.clone()));
+        }
+        let m = cond.call_method0(pyo3::intern!(cond.py(), "__array__"))?;
+        return Ok((CondIn::Mask(np::from_any(&m)?), m));
+    }
+    Ok((CondIn::Mask(np::from_any(cond)?), cond.clone()))
 }
 
 /// `where` on `engine` (the body of `selectjit.where` and `Engine.where`).
@@ -344,7 +473,7 @@ pub fn where_call<'py>(
             }
         };
     }
-    let ca = np::from_any(cond)?;
+    let (ca, cond) = cond_input(cond)?;
     let xi = Input::new(x)?;
     let yi = Input::new(y)?;
     let dt = promote::result_dtype(x, xi.arr.as_ref(), y, yi.arr.as_ref())?;
@@ -352,8 +481,7 @@ pub fn where_call<'py>(
     let out_arr = match out {
         Some(o) => {
             let descs = || -> PyResult<[String; 3]> {
-                let c = format!("{} {}", shape_str(ca.shape()), np::dtype(&ca).str()?);
-                Ok([c, xi.describe()?, yi.describe()?])
+                Ok([ca.describe()?, xi.describe()?, yi.describe()?])
             };
             Some(check_out(o, &b.out, &dt, descs)?)
         }
@@ -362,7 +490,15 @@ pub fn where_call<'py>(
     let itemsize = dt.itemsize();
     let lib_dt = width_dtype(itemsize).filter(|_| np::movable(&dt));
     let Some(lib_dt) = lib_dt else {
-        return numpy_fallback(cond, [&ca], [&xi, &yi], &b, mode, out_arr);
+        let (cond, ca) = match ca {
+            CondIn::Mask(a) => (cond, a),
+            CondIn::Pred(_) => {
+                let m = cond.call_method0(pyo3::intern!(py, "__array__"))?;
+                let a = np::from_any(&m)?;
+                (m, a)
+            }
+        };
+        return numpy_fallback(&cond, [&ca], [&xi, &yi], &b, mode, out_arr);
     };
 
     // The output: the caller's, or a new array in numpy's memory order.
@@ -370,8 +506,7 @@ pub fn where_call<'py>(
     let o = match out_arr {
         Some(o) => o,
         None => {
-            let c_in = np::info(&ca).flags & NPY_ARRAY_C_CONTIGUOUS != 0;
-            let strides = if c_in && xi.c_contiguous() && yi.c_contiguous() {
+            let strides = if ca.c_contiguous() && xi.c_contiguous() && yi.c_contiguous() {
                 // Row-major inputs keep numpy's iterator in C order.
                 layout::numpy_out_strides(&b.out, &[], itemsize)
             } else {
@@ -379,7 +514,7 @@ pub fn where_call<'py>(
                     layout::strides_over_output(&b.out, shape, strides, p.start, p.len)
                 };
                 let ops = [
-                    st(ca.shape(), ca.strides(), b.cond),
+                    st(ca.shape(), &ca.strides(), b.cond),
                     st(xi.shape(), xi.strides(), b.then),
                     st(yi.shape(), yi.strides(), b.else_),
                 ];
@@ -393,13 +528,34 @@ pub fn where_call<'py>(
     }
 
     // Inputs as the kernels take them: cond as bytes that are non-zero where numpy's bool cast
-    // is true, x and y in the result dtype.
-    let c1 = {
-        let cd = np::dtype(&ca);
-        if cd.itemsize() == 1 && matches!(cd.kind(), b'b' | b'i' | b'u') {
-            ca.clone()
-        } else {
-            np::cast(&ca, &np::bool_descr(py))?
+    // is true (or a predicate's operands in the dtype they compare in), x and y in the result
+    // dtype.
+    let mut cops = match &ca {
+        CondIn::Mask(a) => {
+            let cd = np::dtype(a);
+            let c1 = if cd.itemsize() == 1 && matches!(cd.kind(), b'b' | b'i' | b'u') {
+                a.clone()
+            } else {
+                np::cast(a, &np::bool_descr(py))?
+            };
+            CondOps::Mask(Operand::new(c1, 1)?)
+        }
+        CondIn::Pred(p) => {
+            let conv = |a: &Bound<'py, PyUntypedArray>| -> PyResult<Operand<'py>> {
+                let a = if np::equiv(&np::dtype(a), &p.dt) {
+                    a.clone()
+                } else {
+                    np::cast(a, &p.dt)?
+                };
+                Operand::new(a, p.dt.itemsize())
+            };
+            CondOps::Pred {
+                op: p.op,
+                negate: p.negate,
+                lib: p.lib,
+                lhs: PredArg::View(conv(&p.lhs)?),
+                rhs: p.rhs.as_ref().map(conv).transpose()?.map(PredArg::View),
+            }
         }
     };
     let (x1, y1) = (xi.in_dtype(&dt)?, yi.in_dtype(&dt)?);
@@ -413,12 +569,13 @@ pub fn where_call<'py>(
             (Operand::new(t, itemsize)?, true)
         }
     };
-    let mut c_op = Operand::new(c1, 1)?;
     let mut x_op = Operand::new(x1, itemsize)?;
     let mut y_op = Operand::new(y1, itemsize)?;
 
     // Overlap with the caller's output: an input that is the output itself (same memory and
-    // layout) runs in place; any other overlap reads a copy, as numpy's ufuncs do.
+    // layout) runs in place; any other overlap reads a copy, as numpy's ufuncs do. A
+    // predicate's operand that is the in-place input itself, in the result's dtype, is read
+    // from the output buffer as it is on entry.
     let mut role = None;
     if !fresh_out && !copy_back {
         if x_op.overlaps(&target) && x_op.same_as(&target) {
@@ -426,8 +583,32 @@ pub fn where_call<'py>(
         } else if y_op.overlaps(&target) && y_op.same_as(&target) {
             role = Some(InPlace::Else);
         }
-        if c_op.overlaps(&target) {
-            c_op = Operand::new(np::copy(&c_op.arr)?, 1)?;
+        let same_dt = |op: &Operand<'_>| np::equiv(&np::dtype(&op.arr), &dt);
+        let fix = |a: &mut PredArg<'py>| -> PyResult<()> {
+            if let PredArg::View(op) = a
+                && op.overlaps(&target)
+            {
+                if role.is_some() && op.same_as(&target) && same_dt(op) {
+                    *a = PredArg::InPlace;
+                } else {
+                    let w = np::dtype(&op.arr).itemsize();
+                    *op = Operand::new(np::copy(&op.arr)?, w)?;
+                }
+            }
+            Ok(())
+        };
+        match &mut cops {
+            CondOps::Mask(c_op) => {
+                if c_op.overlaps(&target) {
+                    *c_op = Operand::new(np::copy(&c_op.arr)?, 1)?;
+                }
+            }
+            CondOps::Pred { lhs, rhs, .. } => {
+                fix(lhs)?;
+                if let Some(r) = rhs {
+                    fix(r)?;
+                }
+            }
         }
         if role != Some(InPlace::Then) && x_op.overlaps(&target) {
             x_op = Operand::new(np::copy(&x_op.arr)?, itemsize)?;
@@ -441,7 +622,7 @@ pub fn where_call<'py>(
         engine,
         lib_dt,
         mode,
-        (&c_op, &x_op, &y_op, &target),
+        (&cops, &x_op, &y_op, &target),
         (ca.shape(), xi.shape(), yi.shape(), &b.out),
         role,
     )?;
@@ -451,6 +632,24 @@ pub fn where_call<'py>(
     Ok(o.into_any())
 }
 
+/// A predicate's operand for the kernel: a view, or the in-place buffer.
+enum PredArg<'py> {
+    View(Operand<'py>),
+    InPlace,
+}
+
+/// The condition as the kernel takes it.
+enum CondOps<'py> {
+    Mask(Operand<'py>),
+    Pred {
+        op: pred::Op,
+        negate: bool,
+        lib: DType,
+        lhs: PredArg<'py>,
+        rhs: Option<PredArg<'py>>,
+    },
+}
+
 /// Runs the library on prepared operands: `shapes` are cond's, x's, y's and the output's.
 #[allow(clippy::too_many_arguments)]
 fn run(
@@ -458,19 +657,27 @@ fn run(
     engine: &Engine,
     dt: DType,
     mode: Broadcast,
-    (c, x, y, o): (&Operand<'_>, &Operand<'_>, &Operand<'_>, &Operand<'_>),
+    (c, x, y, o): (&CondOps<'_>, &Operand<'_>, &Operand<'_>, &Operand<'_>),
     (cs, xs, ys, os): (&[usize], &[usize], &[usize], &[usize]),
     role: Option<InPlace>,
 ) -> PyResult<()> {
     let n: usize = os.iter().product();
+    // A predicate read from the in-place buffer compares in the select's dtype: the select then
+    // runs in the predicate's dtype (the same width as the result's: checked when the operand
+    // was made in place).
+    let dt = match c {
+        CondOps::Pred {
+            lib, lhs, rhs: r, ..
+        } if matches!(lhs, PredArg::InPlace) || matches!(r, Some(PredArg::InPlace)) => *lib,
+        _ => dt,
+    };
     // SAFETY: the output operand's byte range overlaps no input's that is passed as a slice:
     // a fresh output is new memory; for the caller's output every overlapping input was
-    // replaced by a copy above, except the in-place one, which is not made into a slice (the
-    // library reads it through the output). Input slices are shared and may overlap each
+    // replaced by a copy above, except the in-place ones, which are not made into slices (the
+    // library reads them through the output). Input slices are shared and may overlap each
     // other. The arrays stay alive (borrowed by the operands) until `run` returns.
-    let (cb, xb, yb, ob) = unsafe {
+    let (xb, yb, ob) = unsafe {
         (
-            c.bytes(),
             match role {
                 Some(InPlace::Then) => &[][..],
                 _ => x.bytes(),
@@ -491,7 +698,44 @@ fn run(
             TensorRef::with_layout(b, s, &op.view.strides, op.view.offset)
         }
     }
-    let (cref, xref, yref) = (view(cb, cs, c), view(xb, xs, x), view(yb, ys, y));
+    fn pred_operand<'a>(a: &'a PredArg<'_>, lib: DType) -> LibOperand<'a> {
+        match a {
+            PredArg::InPlace => LibOperand::in_place(),
+            PredArg::View(op) => {
+                // SAFETY: as above: a predicate operand that overlapped the caller's output was
+                // copied or made the in-place operand, so no `&mut` slice covers its bytes.
+                let b = unsafe { op.bytes() };
+                LibOperand::from_bytes(lib, view(b, op.arr.shape(), op))
+            }
+        }
+    }
+    let cond: Cond<'_> = match c {
+        CondOps::Mask(m) => {
+            // SAFETY: as above (the mask was copied if it overlapped the output).
+            Cond::mask(view(unsafe { m.bytes() }, cs, m))
+        }
+        CondOps::Pred {
+            op,
+            negate,
+            lib,
+            lhs,
+            rhs,
+        } => {
+            let l = pred_operand(lhs, *lib);
+            let c = match (op, rhs) {
+                (pred::Op::Cmp(k), Some(r)) => Cond::cmp(*k, l, pred_operand(r, *lib)),
+                (pred::Op::Test(t), None) => Cond::test(*t, l),
+                _ => {
+                    return Err(new_err(
+                        Kind::Internal,
+                        "a predicate with the wrong number of operands",
+                    ));
+                }
+            };
+            if *negate { c.not() } else { c }
+        }
+    };
+    let (xref, yref) = (view(xb, xs, x), view(yb, ys, y));
     let omut = if o.view.contiguous {
         TensorMut::new(ob, os)
     } else {
@@ -499,12 +743,12 @@ fn run(
     };
     let call = move || {
         catch_unwind(AssertUnwindSafe(|| match role {
-            None => engine.select_dyn(dt, cref, xref, yref, omut, mode),
+            None => engine.select_dyn(dt, cond, xref, yref, omut, mode),
             Some(InPlace::Then) => {
-                engine.select_in_place_dyn(dt, cref, omut, InPlace::Then, yref, mode)
+                engine.select_in_place_dyn(dt, cond, omut, InPlace::Then, yref, mode)
             }
             Some(InPlace::Else) => {
-                engine.select_in_place_dyn(dt, cref, omut, InPlace::Else, xref, mode)
+                engine.select_in_place_dyn(dt, cond, omut, InPlace::Else, xref, mode)
             }
         }))
     };
@@ -521,9 +765,10 @@ fn run(
                 .map(String::as_str)
                 .or_else(|| p.downcast_ref::<&str>().copied())
                 .unwrap_or("unknown panic");
-            Err(PyRuntimeError::new_err(format!(
-                "selectjit: internal error (a panic in the library): {msg}"
-            )))
+            Err(new_err(
+                Kind::Internal,
+                format!("selectjit: internal error (a panic in the library): {msg}"),
+            ))
         }
     }
 }
@@ -577,13 +822,16 @@ pub fn parse_mode(broadcast: Option<&Bound<'_, PyAny>>, axis: i64) -> PyResult<B
     let s: std::borrow::Cow<'_, str> = b
         .cast::<pyo3::types::PyString>()
         .map_err(|_| {
-            PyTypeError::new_err(format!(
-                "broadcast must be a str (numpy, two-step, none or pdpd), not {}",
-                b.get_type()
-                    .name()
-                    .map(|n| n.to_string())
-                    .unwrap_or_default()
-            ))
+            new_err(
+                Kind::DType,
+                format!(
+                    "broadcast must be a str (numpy, two-step, none or pdpd), not {}",
+                    b.get_type()
+                        .name()
+                        .map(|n| n.to_string())
+                        .unwrap_or_default()
+                ),
+            )
         })?
         .to_cow()?
         .into_owned()
@@ -593,8 +841,9 @@ pub fn parse_mode(broadcast: Option<&Bound<'_, PyAny>>, axis: i64) -> PyResult<B
         "two-step" => Ok(Broadcast::TwoStep),
         "none" => Ok(Broadcast::None),
         "pdpd" => Ok(Broadcast::Pdpd { axis }),
-        other => Err(PyValueError::new_err(format!(
-            "unknown broadcast mode '{other}' (expected numpy, two-step, none or pdpd)"
-        ))),
+        other => Err(new_err(
+            Kind::Invalid,
+            format!("unknown broadcast mode '{other}' (expected numpy, two-step, none or pdpd)"),
+        )),
     }
 }

@@ -11,17 +11,20 @@
 //! The work is in [`call`] (numpy's steps: conversion, promotion, casts, output order) and
 //! [`layout`] (numpy views as the library's views); [`np`] wraps the numpy C API.
 
-use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 use selectjit::Tier;
 use selectjit::{Engine, EngineConfig};
 
 mod call;
+mod errors;
 mod layout;
 mod np;
+mod pred;
 mod promote;
 mod scalars;
+
+use errors::{Kind, lib_error, new_err};
 
 /// Which engine a Python `Engine` object runs: its own (with the `threads` it was given, which
 /// its pickle carries), or the process-wide default one.
@@ -35,14 +38,10 @@ enum Inner {
 /// the environment (`SELECTJIT_*`), built on first use. A malformed setting, or a tier this
 /// host cannot run, is an error of every call that uses it.
 fn process_engine() -> PyResult<&'static Engine> {
-    static E: std::sync::OnceLock<Result<Engine, String>> = std::sync::OnceLock::new();
-    E.get_or_init(|| {
-        EngineConfig::from_env()
-            .and_then(Engine::with_config)
-            .map_err(|e| e.to_string())
-    })
-    .as_ref()
-    .map_err(|e| PyValueError::new_err(e.clone()))
+    static E: std::sync::OnceLock<Result<Engine, selectjit::Error>> = std::sync::OnceLock::new();
+    E.get_or_init(|| EngineConfig::from_env().and_then(Engine::with_config))
+        .as_ref()
+        .map_err(|e| lib_error(e.clone()))
 }
 
 /// A selectjit engine: a kernel cache and a code-generation tier.
@@ -69,18 +68,15 @@ impl PyEngine {
     #[new]
     #[pyo3(signature = (tier = "auto".to_string(), threads = None))]
     fn new(tier: String, threads: Option<usize>) -> PyResult<Self> {
-        let tier: Tier = tier
-            .parse()
-            .map_err(|e: selectjit::Error| PyValueError::new_err(e.to_string()))?;
+        let tier: Tier = tier.parse().map_err(lib_error)?;
         let mut config = EngineConfig::new().tier(tier);
         if let Some(t) = threads {
             if t == 0 {
-                return Err(PyValueError::new_err("threads must be at least 1"));
+                return Err(new_err(Kind::Invalid, "threads must be at least 1"));
             }
             config = config.threads(t);
         }
-        let engine =
-            Engine::with_config(config).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let engine = Engine::with_config(config).map_err(lib_error)?;
         Ok(PyEngine {
             inner: Inner::Own(Box::new(engine), tier, threads),
         })
@@ -105,20 +101,18 @@ impl PyEngine {
         }
     }
 
-    /// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)` on this engine:
-    /// see `selectjit.where`.
-    #[pyo3(signature = (condition, x, y, /, *, out = None, broadcast = None, axis = -1))]
+    /// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)` on this engine,
+    /// or `where(condition)`: see `selectjit.where`.
+    #[pyo3(signature = (condition, /, *args, out = None, broadcast = None, axis = -1))]
     fn r#where<'py>(
         &self,
         condition: &Bound<'py, PyAny>,
-        x: &Bound<'py, PyAny>,
-        y: &Bound<'py, PyAny>,
+        args: &Bound<'py, PyTuple>,
         out: Option<&Bound<'py, PyAny>>,
         broadcast: Option<&Bound<'py, PyAny>>,
         axis: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let mode = call::parse_mode(broadcast, axis)?;
-        call::where_call(self.engine()?, condition, x, y, out, mode)
+        where_args(self.engine(), condition, args, out, broadcast, axis)
     }
 
     /// The engine's counters (the library's `CacheStats`, every field by name) as a dict.
@@ -171,18 +165,60 @@ impl PyEngine {
 ///   or `y` (in place). Otherwise a ValueError / TypeError, and `out` is not written.
 /// - `broadcast`: "numpy" (default), "two-step", "none" or "pdpd" (with `axis`), the library's
 ///   broadcast modes; shapes a mode refuses are a ValueError.
+///
+/// `where(condition)` (no x, y) is `numpy.where(condition)`: the indices of the non-zero
+/// elements, a tuple of arrays (`numpy.nonzero`).
+///
+/// `condition` may be a lazy predicate (`selectjit.greater(x, 0)`, ...), computed inside the
+/// kernel.
 #[pyfunction]
-#[pyo3(signature = (condition, x, y, /, *, out = None, broadcast = None, axis = -1))]
+#[pyo3(signature = (condition, /, *args, out = None, broadcast = None, axis = -1))]
 fn r#where<'py>(
     condition: &Bound<'py, PyAny>,
-    x: &Bound<'py, PyAny>,
-    y: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
     out: Option<&Bound<'py, PyAny>>,
     broadcast: Option<&Bound<'py, PyAny>>,
     axis: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let mode = call::parse_mode(broadcast, axis)?;
-    call::where_call(process_engine()?, condition, x, y, out, mode)
+    where_args(process_engine(), condition, args, out, broadcast, axis)
+}
+
+/// `where(condition, *args, ...)` as numpy takes it: `args` is `(x, y)`, or empty (then the
+/// call is `numpy.where(condition)`).
+fn where_args<'py>(
+    engine: PyResult<&Engine>,
+    condition: &Bound<'py, PyAny>,
+    args: &Bound<'py, PyTuple>,
+    out: Option<&Bound<'py, PyAny>>,
+    broadcast: Option<&Bound<'py, PyAny>>,
+    axis: i64,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = condition.py();
+    match args.len() {
+        2 => {
+            let mode = call::parse_mode(broadcast, axis)?;
+            let (x, y) = (args.get_item(0)?, args.get_item(1)?);
+            call::where_call(engine?, condition, &x, &y, out, mode)
+        }
+        0 => {
+            if out.is_some() || broadcast.is_some() || axis != -1 {
+                return Err(pyo3::exceptions::PyTypeError::new_err(
+                    "where(condition) takes no out, broadcast or axis",
+                ));
+            }
+            // numpy's where of one argument: `asarray(condition).nonzero()`, a predicate
+            // evaluated by numpy first.
+            let c = if condition.is_instance_of::<pred::PyPred>() {
+                condition.call_method0(pyo3::intern!(py, "__array__"))?
+            } else {
+                condition.clone()
+            };
+            np::numpy(py)?.where_.bind(py).call1((c,))
+        }
+        _ => Err(pyo3::exceptions::PyValueError::new_err(
+            "either both or neither of x and y should be given",
+        )),
+    }
 }
 
 /// The engine `selectjit.where` uses (one per process, shared by all threads).
@@ -210,5 +246,6 @@ fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(r#where, m)?)?;
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
     m.add_class::<PyEngine>()?;
+    m.add_class::<pred::PyPred>()?;
     Ok(())
 }

@@ -205,6 +205,44 @@ def test_a_condition_evaluated_on_blocks():
         sjd.where(Greater(a, np.zeros(7)), a, 0.0)                # operands broadcast with x, y
 
 
+def test_lazy_predicates_blockwise():
+    """selectjit's predicates as conditions: evaluated block by block, fused into each block's
+    kernel call; bitwise against numpy on the whole arrays."""
+    rng = np.random.default_rng(12)
+    xn = bits(rng, (60, 33), np.float32)
+    bn = bits(rng, (33,), np.float16)                              # another dtype, a row
+    x = da.from_array(xn, chunks=(16, 10))
+    b = da.from_array(bn, chunks=11)
+    cases = [
+        (selectjit.greater(x, 0), np.greater(xn, 0), x, 0.0, xn, 0.0),          # ReLU
+        (selectjit.less_equal(x, b), np.less_equal(xn, bn), b, x, bn, xn),
+        (selectjit.isnan(x), np.isnan(xn), 0.0, x, 0.0, xn),
+        (selectjit.logical_not(selectjit.isfinite(x)), ~np.isfinite(xn), x, -1, xn, -1),
+        (selectjit.logical_not(x), np.logical_not(xn), 1, x, 1, xn),            # x == 0
+        (selectjit.not_equal(xn, b), np.not_equal(xn, bn), x, bn, xn, bn),      # numpy lhs
+        (selectjit.equal(x, 2**70 + 1), np.equal(xn, 2**70 + 1), x, 0, xn, 0),  # numpy's eval
+    ]
+    for p, want_mask, px, py, nx, ny in cases:
+        got = sjd.where(p, px, py)
+        assert isinstance(got, da.Array)
+        want = np.where(want_mask, nx, ny)
+        g = got.compute(scheduler="threads")
+        assert g.dtype == want.dtype and g.shape == want.shape
+        assert g.tobytes() == want.tobytes()
+        # Each block's condition is a fused predicate (those numpy evaluates aside).
+        make, operands = p.__selectjit_blocks__()
+        blocks = [materialize(o[(slice(0, 4),) * (np.ndim(o) - 1) + (slice(0, 5),)])
+                  if np.ndim(o) else o for o in operands]
+        q = make(*blocks)
+        assert q._fused is (p is not cases[-1][0])
+    # A predicate over dask arrays is a dask computation anywhere else.
+    p = selectjit.greater(x, 0)
+    assert p.shape == xn.shape and p.dtype == bool
+    assert np.asarray(p).tobytes() == np.greater(xn, 0).tobytes()
+    with pytest.raises(ValueError):
+        sjd.where(selectjit.greater(x, 0), np.zeros(7), 0.0)
+
+
 def test_threads_scheduler_and_many_blocks():
     rng = np.random.default_rng(9)
     x = da.from_array(bits(rng, (512, 256), np.float32), chunks=(32, 64))
@@ -224,7 +262,9 @@ def test_package_layout_and_lazy_dask_import():
         "assert 'dask' not in sys.modules, 'imported dask early'\n"
         "assert selectjit.where.__module__ == 'selectjit' == selectjit.Engine.__module__\n"
         "assert selectjit.default_engine.__module__ == 'selectjit'\n"
-        "assert sorted(selectjit.__all__) == ['Engine', 'default_engine', 'where']\n"
+        "assert {'Engine', 'default_engine', 'where', 'greater', 'logical_not', 'SelectError'}"
+        " <= set(selectjit.__all__)\n"
+        "assert all(getattr(selectjit, n).__module__ == 'selectjit' for n in selectjit.__all__)\n"
         "import numpy as np\n"
         "r = selectjit.dask.where(np.array([True, False]), 1.0, np.zeros(2))\n"
         "assert 'dask' in sys.modules and r.compute().tolist() == [1.0, 0.0]\n"

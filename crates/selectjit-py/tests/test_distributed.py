@@ -1,6 +1,6 @@
 """selectjit on a dask.distributed cluster of real worker processes (a LocalCluster: two
 processes of one thread, memory limits set): a masked fill over many chunks with broadcasting
-inputs, bitwise against numpy on the gathered arrays; each worker's kernels compiled once and
+inputs, and a ReLU with a fused lazy predicate, bitwise against numpy on the gathered arrays; each worker's kernels compiled once and
 reused by a second run of the graph; a worker killed mid-computation, whose tasks dask reruns
 elsewhere, with an exact result; errors raised on the workers arrive on the client as the same
 exception type, with nothing written to the caller's output."""
@@ -120,6 +120,27 @@ def test_second_run_reuses_each_workers_kernels(client):
             assert after[w][k] == mid[w][k], (w, k, mid[w], after[w])
     want = np.where(*gather(client, m, x), np.float32(-np.inf))
     assert r1.tobytes() == r2.tobytes() == want.tobytes()
+
+
+def test_fused_predicate_relu_on_the_cluster(client):
+    """ReLU with a lazy predicate (`where(greater(x, 0), x, 0)`, fused per block) and its
+    negation over 32 chunks each on both worker processes, bitwise against numpy."""
+    x = random_bits(12, (512, 256), (64, 64), np.float32)                 # 8 x 4 blocks
+    b = random_bits(13, (256,), 128, np.float16)
+    with get_task_stream(client) as stream:
+        outs = [sjd.where(selectjit.greater(x, 0), x, 0),
+                sjd.where(selectjit.logical_not(selectjit.less_equal(x, b)), b, x)]
+        got = gather(client, *outs)
+    xn, bn = gather(client, x, b)
+    wants = [np.where(np.greater(xn, 0), xn, 0),
+             np.where(np.logical_not(np.less_equal(xn, bn)), bn, xn)]
+    for g, w in zip(got, wants):
+        assert g.dtype == w.dtype and g.shape == w.shape
+        assert g.tobytes() == w.tobytes()
+    assert np.isnan(xn).any()                                 # NaN payloads went through
+    ran = where_tasks(stream)
+    assert sum(ran.values()) == sum(o.npartitions for o in outs) == 64
+    assert len(ran) == 2, ran
 
 
 def where_into(path, shape, dtype, rows, cond, x, y):

@@ -97,5 +97,10 @@ def test_engine_where_has_the_same_signature():
     assert r is out and out.tolist() == [0.0, 9.0, 2.0]
     with pytest.raises(TypeError):
         e.where(condition=[1], x=1, y=2)
-    with pytest.raises(TypeError):
-        selectjit.where([1, 0])
+    # One argument is numpy's where(condition); one of x, y alone is numpy's ValueError.
+    got = selectjit.where([1, 0, 2])
+    assert type(got) is tuple and [a.tolist() for a in got] == [[0, 2]]
+    with pytest.raises(ValueError):
+        selectjit.where([1, 0], 1)
+    with pytest.raises(ValueError):
+        e.where([1, 0], 1)

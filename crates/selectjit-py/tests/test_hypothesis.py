@@ -117,3 +117,83 @@ def test_overlapping_out_reads_the_old_inputs(seed, rows, cols):
     want = np.where(cond, x.copy(), y.copy())
     selectjit.where(cond, x, y, out=out)
     assert out.tobytes() == want.tobytes()
+
+
+PRED_DTYPES = [np.bool_, np.int8, np.uint8, np.int16, np.uint32, np.int64, np.uint64,
+               np.float16, np.float32, np.float64, np.complex64, np.complex128]
+CMPS = ["greater", "greater_equal", "less", "less_equal", "equal", "not_equal"]
+TESTS = ["isnan", "isinf", "isfinite"]
+
+
+def pred_values(rng, shape, dtype):
+    """Random bit patterns, bools as 0 / 1 (numpy's comparison loops disagree among
+    themselves on bool bytes other than 0 and 1: an array-with-0-d `>=` compares the 0-d
+    operand's raw byte)."""
+    v = values(rng, shape, dtype)
+    return v.view(np.uint8) != 0 if v.dtype == np.bool_ else v
+
+
+@st.composite
+def pred_calls(draw):
+    """A predicate (random op, operand dtypes and bit patterns, layouts, Python scalars,
+    negation) and where's x, y and out."""
+    shapes = draw(mutually_broadcastable_shapes(num_shapes=4, max_dims=3, max_side=5))
+    ls, rs, xs, ys = shapes.input_shapes
+    rng = np.random.default_rng(draw(st.integers(0, 2**32 - 1)))
+    kind = draw(st.sampled_from(CMPS + TESTS + ["logical_not"]))
+    dl = draw(st.sampled_from(PRED_DTYPES))
+    dr = dl if draw(st.booleans()) else draw(st.sampled_from(PRED_DTYPES))
+    lhs = layout(draw, pred_values(rng, ls, dl))
+    args = [lhs]
+    if kind in CMPS:
+        rhs = layout(draw, pred_values(rng, rs, dr))
+        if draw(st.integers(0, 3)) == 0:
+            rhs = draw(st.sampled_from([0, 1, -1, 127, 255, 300, 2**63, -(2**63), 0.1, -0.0,
+                                        float("nan"), float("inf"), 1e300, 65504.0, 1 + 2j,
+                                        True]))
+        args.append(rhs)
+    dx = draw(st.sampled_from([np.float32, np.int16, np.complex128, dl]))
+    x = layout(draw, values(rng, xs, dx))
+    y = values(rng, ys, dx)
+    negate = draw(st.booleans())
+    out_kind = draw(st.sampled_from(["none", "fresh", "in-place"]))
+    return kind, args, negate, x, y, out_kind
+
+
+@settings(SETTINGS, max_examples=int(os.environ.get("SELECTJIT_HYPOTHESIS_EXAMPLES", "200")))
+@given(pred_calls())
+def test_predicates_match_numpy(call):
+    kind, args, negate, x, y, out_kind = call
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        want_mask = getattr(np, kind)(*args)
+        if negate:
+            want_mask = np.logical_not(want_mask)
+        p = getattr(selectjit, kind)(*args)
+        if negate:
+            p = selectjit.logical_not(p)
+        assert_same(np.asarray(p), np.asarray(want_mask), layout=False)
+        try:
+            want = np.where(want_mask, x, y)
+        except ValueError:
+            try:
+                selectjit.where(p, x, y)
+            except ValueError:
+                return
+            raise AssertionError("numpy raised, selectjit did not") from None
+        if out_kind == "none":
+            assert_same(selectjit.where(p, x, y), want)
+            return
+        lhs = args[0]
+        if out_kind == "in-place" and lhs.shape == want.shape and lhs.dtype == want.dtype \
+                and lhs.flags.writeable:
+            # ReLU-like: the predicate's operand is the in-place output.
+            want = np.where(want_mask, lhs, y)
+            out = lhs
+            r = selectjit.where(p, lhs, y, out=lhs)
+        else:
+            out = np.empty_like(want, order="K")
+            r = selectjit.where(p, x, y, out=out)
+        assert r is out
+        assert_same(np.array(out, order="K", copy=True), np.array(want, order="K", copy=True),
+                    layout=False)

@@ -2,13 +2,39 @@
 
 `where`, `Engine` and `default_engine` come from the compiled extension `selectjit._selectjit`;
 `selectjit.dask.where` is the same operation over dask arrays (dask is imported only when that
-submodule is used).
+submodule is used). The lazy predicates (`greater`, `less`, ..., `isnan`, ..., `logical_not`,
+named as numpy's ufuncs) are conditions `where` computes inside its kernel:
+`selectjit.where(selectjit.greater(x, 0), x, 0)` is ReLU in one pass. The exceptions selectjit
+raises are `SelectError`s (see `selectjit._errors`).
 """
 
 import threading as _threading
 from typing import TYPE_CHECKING as _TYPE_CHECKING
 from typing import Optional as _Optional
 
+from ._errors import (
+    BroadcastError,
+    CodegenError,
+    DTypeError,
+    InternalError,
+    InvalidArgumentError,
+    KernelTableError,
+    SelectError,
+    ShapeError,
+)
+from ._predicates import (
+    Predicate,
+    equal,
+    greater,
+    greater_equal,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    logical_not,
+    not_equal,
+)
 from ._selectjit import Engine, __version__, default_engine, where
 
 # The functions are the package's: `selectjit.where.__module__ == "selectjit"`, as when the
@@ -17,7 +43,30 @@ from ._selectjit import Engine, __version__, default_engine, where
 where.__module__ = "selectjit"
 default_engine.__module__ = "selectjit"
 
-__all__ = ["Engine", "default_engine", "where"]
+__all__ = [
+    "Engine",
+    "default_engine",
+    "where",
+    "Predicate",
+    "greater",
+    "greater_equal",
+    "less",
+    "less_equal",
+    "equal",
+    "not_equal",
+    "isnan",
+    "isinf",
+    "isfinite",
+    "logical_not",
+    "SelectError",
+    "ShapeError",
+    "BroadcastError",
+    "DTypeError",
+    "InvalidArgumentError",
+    "CodegenError",
+    "KernelTableError",
+    "InternalError",
+]
 
 _shared_engines = {}
 _shared_lock = _threading.Lock()

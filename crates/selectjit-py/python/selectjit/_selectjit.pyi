@@ -1,7 +1,7 @@
 """The extension module of selectjit (re-exported by the package): numpy.where bit for bit, on
 selectjit's JIT-compiled Select kernels."""
 
-from typing import Any, Literal, Optional
+from typing import Any, Literal, Optional, overload
 
 import numpy as np
 
@@ -9,6 +9,11 @@ __version__: str
 
 BroadcastMode = Literal["numpy", "two-step", "none", "pdpd"]
 
+@overload
+def where(condition: Any, /) -> tuple[np.ndarray, ...]:
+    """numpy.where(condition): the indices of the non-zero elements (numpy.nonzero)."""
+
+@overload
 def where(
     condition: Any,
     x: Any,
@@ -21,14 +26,36 @@ def where(
 ) -> np.ndarray:
     """numpy.where(condition, x, y) bit for bit (values, dtype, shape, memory order).
 
+    condition: anything numpy.where takes, or a lazy predicate (selectjit.greater(x, 0), ...),
+    computed inside the kernel.
     out: an ndarray of the result's shape and dtype, any layout; may be x or y (in place).
     broadcast: "numpy" (default), "two-step", "none" or "pdpd" (with axis).
     """
+
+class _Pred:
+    """The base of selectjit.Predicate: what the kernel needs to compute it."""
+
+    def __new__(
+        cls,
+        op: str,
+        negate: bool,
+        lhs: Optional[np.ndarray],
+        rhs: Optional[np.ndarray],
+        dtype: Optional[np.dtype[Any]],
+        /,
+    ) -> "_Pred": ...
+    @property
+    def _fused(self) -> bool: ...
+    @property
+    def _negate(self) -> bool: ...
 
 class Engine:
     """A kernel cache and a code-generation tier (auto, cranelift, avx2, avx512)."""
 
     def __init__(self, tier: str = "auto", threads: Optional[int] = None) -> None: ...
+    @overload
+    def where(self, condition: Any, /) -> tuple[np.ndarray, ...]: ...
+    @overload
     def where(
         self,
         condition: Any,

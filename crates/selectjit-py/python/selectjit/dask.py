@@ -13,7 +13,8 @@ by block: a class with a method `__selectjit_blocks__(self)` returning `(make, o
 where `operands` is a sequence of arrays or scalars (broadcast together with x and y as any
 argument is) and `make(*blocks)` builds, from one block of each operand, the condition
 `selectjit.where` takes for that output block. `make` travels to the workers, so it must
-pickle (a module-level function or class).
+pickle (a module-level function or class). selectjit's lazy predicates (`selectjit.greater(x, 0)`,
+...) are such conditions: each block's predicate is fused into its kernel call.
 """
 
 from typing import TYPE_CHECKING, Any
