@@ -28,9 +28,9 @@
 //!    the [`Report`] says which nodes were replaced and why others were left alone.
 //! 2. **Fuse** ([`fuse_conditions`]): a `Not` feeding only a replaced select is folded into it
 //!    (its input becomes the condition, `then` and `else` swap), and the predicate computing
-//!    the condition — a comparison, `IsNan`, `IsInf` — is examined: if it feeds only the
-//!    select, the report marks it *fusable*. selectjit has no fused-predicate kernels yet, so
-//!    such predicates still run in tract; this step is where they will be folded in.
+//!    the condition — a comparison, `IsNan`, `IsInf` — is folded too when it feeds only the
+//!    select: the select becomes a [`SelectjitPredIff`] that computes it inside selectjit's
+//!    kernel, so the bool tensor is never built.
 //!
 //! Apply it after tract's declutter (so that tract's rewrites of `Iff` — constant-condition
 //! folding, uniform masks, scaled-masked-softmax detection — still see `Iff`) and before
@@ -46,7 +46,7 @@ pub mod npy;
 
 use std::sync::Arc;
 
-use selectjit::{Engine, MAX_RANK};
+use selectjit::{CmpOp, DType, Engine, MAX_RANK, TestOp};
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::binary::TypedBinOp;
 use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
@@ -56,7 +56,7 @@ use tract_onnx::tract_core::ops::logic::{
 use tract_onnx::tract_core::ops::math::{IsInf, IsNan};
 use tract_onnx::tract_core::transform::ModelTransform;
 
-pub use op::{Elements, EngineRef, SelectjitIff, elements_of};
+pub use op::{Elements, EngineRef, FusedCond, SelectjitIff, SelectjitPredIff, elements_of};
 pub use report::{Condition, LeftAlone, Predicate, Replaced, Report};
 
 /// Replaces the `Iff` nodes of a decluttered model by selectjit ops on the process-wide
@@ -71,7 +71,8 @@ pub fn accelerate_with(model: &mut TypedModel, engine: Arc<Engine>) -> TractResu
     SelectjitTransform::with_engine(engine).apply(model)
 }
 
-/// The model transform: `Iff` → [`SelectjitIff`], then [`fuse_conditions`].
+/// The model transform: `Iff` → [`SelectjitIff`], then [`fuse_conditions`] (→
+/// [`SelectjitPredIff`] where the predicate folds in).
 #[derive(Debug, Clone, Default)]
 pub struct SelectjitTransform {
     engine: EngineRef,
@@ -185,13 +186,12 @@ fn sole_producer(
 
 /// The fusion step for the replaced select named `select`: folds the `Not` nodes feeding only
 /// its condition (their input becomes the condition, `then` and `else` swap; returns their
-/// names), then says what computes the condition ([`Condition`]).
-///
-/// A comparison (`==`, `!=`, `<`, `<=`, `>`, `>=` over a numeric datum type), an `IsNan` or an
-/// `IsInf` detecting both signs that feeds only the select is reported
-/// [`Condition::Fusable`]: the predicates selectjit is to compute inside its kernels. It is not
-/// folded yet, since selectjit has no fused-predicate entry point so far; once it has, this
-/// function is where the predicate node is removed and its operands wired to the select.
+/// names), then folds the predicate computing the condition, if it feeds only the select: a
+/// comparison (`==`, `!=`, `<`, `<=`, `>`, `>=` over one integer or float datum type), an
+/// `IsNan`, or an `IsInf` detecting both signs. The select becomes a [`SelectjitPredIff`] over the
+/// predicate's operands, computing it inside its kernel ([`Condition::Fused`]); otherwise the
+/// select reads the bool tensor ([`Condition::Tensor`], with the reason when a predicate could
+/// not be folded).
 pub fn fuse_conditions(
     model: &mut TypedModel,
     select: &str,
@@ -219,44 +219,94 @@ pub fn fuse_conditions(
         model.compact()?;
     }
     let node = model.node_by_name(select)?;
-    let condition = match sole_producer(model, node.inputs[0], node.id)? {
-        Ok(p) => match predicate(model, p)? {
-            Ok(Some(predicate)) => Condition::Fusable {
-                node: p.name.clone(),
-                predicate,
-            },
-            Ok(None) => Condition::Tensor { why: None },
-            Err(why) => Condition::Tensor { why: Some(why) },
-        },
+    let p = match sole_producer(model, node.inputs[0], node.id)? {
+        Ok(p) => p,
         Err(why) => {
             // Only a predicate op is worth a reason.
             let p = model.node(node.inputs[0].node);
-            match predicate(model, p)? {
+            let condition = match predicate(model, p)? {
                 Ok(Some(_)) | Err(_) => Condition::Tensor { why: Some(why) },
                 Ok(None) => Condition::Tensor { why: None },
-            }
+            };
+            return Ok((folded, condition));
         }
     };
-    Ok((folded, condition))
+    let (predicate, cond) = match predicate(model, p)? {
+        Ok(Some(found)) => found,
+        Ok(None) => return Ok((folded, Condition::Tensor { why: None })),
+        Err(why) => return Ok((folded, Condition::Tensor { why: Some(why) })),
+    };
+    let iff = node
+        .op_as::<SelectjitIff>()
+        .expect("checked in the loop above");
+    let Elements::Fixed(dtype) = iff.elements else {
+        let why = format!("{}: strings are selected on the generic path", p.name);
+        return Ok((folded, Condition::Tensor { why: Some(why) }));
+    };
+    let fact = model.outlet_fact(node.inputs[0])?;
+    if fact.uniform.is_some() || fact.uniform_tdim.is_some() {
+        let why = format!("{} is uniform: tract's own rules fold it", p.name);
+        return Ok((folded, Condition::Tensor { why: Some(why) }));
+    }
+    let op = SelectjitPredIff {
+        engine: iff.engine.clone(),
+        dtype,
+        cond,
+    };
+    let inputs: TVec<OutletId> = p.inputs.iter().chain(&node.inputs[1..3]).copied().collect();
+    let name = p.name.clone();
+    let patch = TypedModelPatch::replace_single_op(model, node, &inputs, op)?;
+    patch.apply(model)?;
+    model.compact()?;
+    Ok((
+        folded,
+        Condition::Fused {
+            node: name,
+            predicate,
+        },
+    ))
 }
 
-/// The predicate node `p` computes: `Ok(Some)` for one a fused kernel would compute,
-/// `Err(why)` for a predicate it would not, `Ok(None)` for any other op.
-fn predicate(model: &TypedModel, p: &TypedNode) -> TractResult<Result<Option<Predicate>, String>> {
+/// The selectjit dtype a fused comparison or test reads `dt` as, if it has one.
+fn compared_dtype(dt: DatumType) -> Option<DType> {
+    use DatumType as D;
+    Some(match dt {
+        D::U8 => DType::U8,
+        D::U16 => DType::U16,
+        D::U32 => DType::U32,
+        D::U64 => DType::U64,
+        D::I8 => DType::I8,
+        D::I16 => DType::I16,
+        D::I32 => DType::I32,
+        D::I64 => DType::I64,
+        D::F16 => DType::F16,
+        D::F32 => DType::F32,
+        D::F64 => DType::F64,
+        _ => return None,
+    })
+}
+
+/// The predicate node `p` computes: `Ok(Some)` for one a fused kernel computes (as the report
+/// names it, and as the kernel computes it), `Err(why)` for a predicate it does not, `Ok(None)`
+/// for any other op.
+fn predicate(
+    model: &TypedModel,
+    p: &TypedNode,
+) -> TractResult<Result<Option<(Predicate, FusedCond)>, String>> {
     if let Some(bin) = p.op_as::<TypedBinOp>() {
         let m = &bin.0;
-        let op = if m.is::<CompEq>() {
-            "=="
+        let (op, sym) = if m.is::<CompEq>() {
+            (CmpOp::Eq, "==")
         } else if m.is::<CompNE>() {
-            "!="
+            (CmpOp::Ne, "!=")
         } else if m.is::<CompLT>() {
-            "<"
+            (CmpOp::Lt, "<")
         } else if m.is::<CompLTE>() {
-            "<="
+            (CmpOp::Le, "<=")
         } else if m.is::<CompGT>() {
-            ">"
+            (CmpOp::Gt, ">")
         } else if m.is::<CompGTE>() {
-            ">="
+            (CmpOp::Ge, ">=")
         } else {
             return Ok(Ok(None));
         };
@@ -264,35 +314,42 @@ fn predicate(model: &TypedModel, p: &TypedNode) -> TractResult<Result<Option<Pre
             model.outlet_fact(p.inputs[0])?.datum_type,
             model.outlet_fact(p.inputs[1])?.datum_type,
         );
-        if a != b || !a.is_number() || a.is_quantized() {
+        let dtype = compared_dtype(a).filter(|_| a == b);
+        let Some(dtype) = dtype else {
             return Ok(Err(format!(
-                "{} compares {a:?} with {b:?}: fused predicates compare numbers of one type",
+                "{} compares {a:?} with {b:?}: fused predicates compare integers or floats \
+                 of one type",
                 p.name
             )));
-        }
-        return Ok(Ok(Some(Predicate::Compare {
-            op,
+        };
+        let predicate = Predicate::Compare {
+            op: sym,
             dtype: format!("{a:?}"),
-        })));
+        };
+        return Ok(Ok(Some((predicate, FusedCond::Compare(op, dtype)))));
     }
     if let Some(ew) = p.op_as::<ElementWiseOp>() {
         let dt = model.outlet_fact(p.inputs[0])?.datum_type;
-        let dtype = format!("{dt:?}");
-        if ew.0.is::<IsNan>() {
-            return Ok(Ok(Some(Predicate::IsNan { dtype })));
-        }
-        if let Some(inf) = ew.0.downcast_ref::<IsInf>() {
-            if inf.detect_positive && inf.detect_negative {
-                return Ok(Ok(Some(Predicate::IsInf { dtype })));
+        let name = format!("{dt:?}");
+        let test = if ew.0.is::<IsNan>() {
+            (Predicate::IsNan { dtype: name }, TestOp::IsNan)
+        } else if let Some(inf) = ew.0.downcast_ref::<IsInf>() {
+            if !(inf.detect_positive && inf.detect_negative) {
+                return Ok(Err(format!(
+                    "{} detects one sign of infinity only: fused predicates test isinf",
+                    p.name
+                )));
             }
-            return Ok(Err(format!(
-                "{} detects one sign of infinity only: fused predicates test isinf",
-                p.name
-            )));
-        }
-        if ew.0.is::<Not>() {
+            (Predicate::IsInf { dtype: name }, TestOp::IsInf)
+        } else if ew.0.is::<Not>() {
             return Ok(Err(format!("{} (Not) has other consumers", p.name)));
-        }
+        } else {
+            return Ok(Ok(None));
+        };
+        let Some(dtype) = compared_dtype(dt) else {
+            return Ok(Err(format!("{}: no fused test of {dt:?}", p.name)));
+        };
+        return Ok(Ok(Some((test.0, FusedCond::Test(test.1, dtype)))));
     }
     Ok(Ok(None))
 }

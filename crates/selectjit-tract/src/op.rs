@@ -4,7 +4,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
+use selectjit::{
+    Broadcast, CmpOp, Cond, DType, Engine, InPlace, Operand, TensorMut, TensorRef, TestOp,
+};
 use tract_onnx::tract_core::broadcast::multi_broadcast;
 use tract_onnx::tract_core::internal::*;
 use tract_onnx::tract_core::ops::logic::Iff;
@@ -135,53 +137,9 @@ impl SelectjitIff {
         else_: TValue,
         shape: &[usize],
     ) -> TractResult<Tensor> {
-        let engine = self.engine.get();
         let cond_view = cond.try_as_plain_ram()?;
         let c = TensorRef::new(cond_view.as_bytes(), cond.shape());
-        // In place into `then` or `else` when it is the output's shape and nobody else holds it.
-        for role in [InPlace::Then, InPlace::Else] {
-            let (inout, other) = match role {
-                InPlace::Then => (&then, &else_),
-                InPlace::Else => (&else_, &then),
-            };
-            if inout.is_exclusive() && inout.shape() == shape && inout.is_plain_ram() {
-                let other = other.clone();
-                let mut t = match role {
-                    InPlace::Then => then,
-                    InPlace::Else => else_,
-                }
-                .into_tensor();
-                let other_view = other.try_as_plain_ram()?;
-                let o = TensorRef::new(other_view.as_bytes(), other.shape());
-                let mut view = t.try_as_plain_ram_mut()?;
-                engine.select_in_place_dyn(
-                    dtype,
-                    c,
-                    TensorMut::new(view.as_bytes_mut(), shape),
-                    role,
-                    o,
-                    Broadcast::Numpy,
-                )?;
-                return Ok(t);
-            }
-        }
-        let then_view = then.try_as_plain_ram()?;
-        let else_view = else_.try_as_plain_ram()?;
-        // SAFETY: `elements_of` gave a fixed-width dtype, so the datum type is plain data
-        // (`is_copy`: no drop glue, any byte pattern of it is dropped safely). The select
-        // writes every element of `out` (one contiguous view of exactly the broadcast shape)
-        // before anything reads it; if it fails, `out` is dropped unread.
-        let mut out = unsafe { Tensor::uninitialized_dt(then.datum_type(), shape)? };
-        let mut out_view = out.try_as_plain_ram_mut()?;
-        engine.select_dyn(
-            dtype,
-            c,
-            TensorRef::new(then_view.as_bytes(), then.shape()),
-            TensorRef::new(else_view.as_bytes(), else_.shape()),
-            TensorMut::new(out_view.as_bytes_mut(), shape),
-            Broadcast::Numpy,
-        )?;
-        Ok(out)
+        select_cond(self.engine.get(), dtype, c.into(), then, else_, shape)
     }
 
     fn select_strings(
@@ -204,6 +162,64 @@ impl SelectjitIff {
         )?;
         Ok(tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into())
     }
+}
+
+/// `out = cond ? then : else` on `engine`, numpy broadcasting to `shape`: in place into `then`
+/// or `else` when it has the output's shape and nobody else holds it (tract hands a node its
+/// inputs after dropping its own references once their last consumer runs), else into a new
+/// tensor.
+fn select_cond(
+    engine: &Engine,
+    dtype: DType,
+    cond: Cond<'_>,
+    then: TValue,
+    else_: TValue,
+    shape: &[usize],
+) -> TractResult<Tensor> {
+    // In place into `then` or `else` when it is the output's shape and nobody else holds it.
+    for role in [InPlace::Then, InPlace::Else] {
+        let (inout, other) = match role {
+            InPlace::Then => (&then, &else_),
+            InPlace::Else => (&else_, &then),
+        };
+        if inout.is_exclusive() && inout.shape() == shape && inout.is_plain_ram() {
+            let other = other.clone();
+            let mut t = match role {
+                InPlace::Then => then,
+                InPlace::Else => else_,
+            }
+            .into_tensor();
+            let other_view = other.try_as_plain_ram()?;
+            let o = TensorRef::new(other_view.as_bytes(), other.shape());
+            let mut view = t.try_as_plain_ram_mut()?;
+            engine.select_in_place_dyn(
+                dtype,
+                cond,
+                TensorMut::new(view.as_bytes_mut(), shape),
+                role,
+                o,
+                Broadcast::Numpy,
+            )?;
+            return Ok(t);
+        }
+    }
+    let then_view = then.try_as_plain_ram()?;
+    let else_view = else_.try_as_plain_ram()?;
+    // SAFETY: `elements_of` gave a fixed-width dtype, so the datum type is plain data
+    // (`is_copy`: no drop glue, any byte pattern of it is dropped safely). The select
+    // writes every element of `out` (one contiguous view of exactly the broadcast shape)
+    // before anything reads it; if it fails, `out` is dropped unread.
+    let mut out = unsafe { Tensor::uninitialized_dt(then.datum_type(), shape)? };
+    let mut out_view = out.try_as_plain_ram_mut()?;
+    engine.select_dyn(
+        dtype,
+        cond,
+        TensorRef::new(then_view.as_bytes(), then.shape()),
+        TensorRef::new(else_view.as_bytes(), else_.shape()),
+        TensorMut::new(out_view.as_bytes_mut(), shape),
+        Broadcast::Numpy,
+    )?;
+    Ok(out)
 }
 
 impl Op for SelectjitIff {
@@ -286,20 +302,10 @@ impl TypedOp for SelectjitIff {
         &self,
         model: &TypedModel,
         node: &TypedNode,
-        _io: InOut,
+        io: InOut,
         change: &AxisOp,
     ) -> TractResult<Option<AxisChangeConsequence>> {
-        match change {
-            AxisOp::Add(_) | AxisOp::Move(_, _) => {}
-            AxisOp::Rm(rm) => {
-                let (inputs, outputs) = model.node_facts(node.id)?;
-                for f in inputs.iter().chain(outputs.iter()) {
-                    rule_if!(f.rank() > *rm && f.shape[*rm].is_one());
-                }
-            }
-            AxisOp::Reshape(..) => return Ok(None),
-        }
-        Ok(Some(AxisChangeConsequence::new(model, node, None, change)))
+        elementwise_change_axes(model, node, io, change)
     }
 
     /// `Iff`'s own rules: a constant condition folds to one branch.
@@ -319,4 +325,197 @@ impl TypedOp for SelectjitIff {
     ) -> TractResult<Option<TVec<Option<TDim>>>> {
         Iff.input_roi(model, node)
     }
+}
+
+/// The predicate a [`SelectjitPredIff`] computes in its kernel, over operands of one datum type.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FusedCond {
+    /// `lhs OP rhs`: the op's inputs are `lhs, rhs, then, else`.
+    Compare(CmpOp, DType),
+    /// `isnan(v)`, `isinf(v)`, ...: the op's inputs are `v, then, else`.
+    Test(TestOp, DType),
+}
+
+impl FusedCond {
+    /// How many of the op's inputs the predicate reads (they come first).
+    pub fn arity(&self) -> usize {
+        match self {
+            FusedCond::Compare(..) => 2,
+            FusedCond::Test(..) => 1,
+        }
+    }
+
+    /// The compared datum type's selectjit dtype.
+    pub fn dtype(&self) -> DType {
+        match *self {
+            FusedCond::Compare(_, d) | FusedCond::Test(_, d) => d,
+        }
+    }
+}
+
+/// `Where(pred(a, b), then, else)` in one selectjit call: the comparison (or test) is computed
+/// inside the kernel, so the bool tensor tract's comparison node would build is never made. The
+/// predicate's shape is the broadcast of its operands; it then broadcasts with `then` and
+/// `else` as `Iff`'s condition does. Output facts and axes are `Iff`'s.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SelectjitPredIff {
+    /// The engine the op runs on.
+    pub engine: EngineRef,
+    /// The selected elements' dtype (fixed width).
+    pub dtype: DType,
+    /// The predicate.
+    pub cond: FusedCond,
+}
+
+impl fmt::Debug for SelectjitPredIff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SelectjitPredIff({:?} selecting {}, {:?})",
+            self.cond, self.dtype, self.engine
+        )
+    }
+}
+
+impl SelectjitPredIff {
+    /// The condition's fact: bool, of the broadcast shape of the predicate's operands.
+    fn cond_fact(&self, inputs: &[&TypedFact]) -> TractResult<TypedFact> {
+        let n = self.cond.arity();
+        ensure!(
+            inputs.len() == n + 2,
+            "SelectjitPredIff expects {} inputs, got {}",
+            n + 2,
+            inputs.len()
+        );
+        let shapes: Vec<TVec<TDim>> = inputs[..n].iter().map(|f| f.shape.to_tvec()).collect();
+        Ok(bool::datum_type().fact(multi_broadcast(&shapes)?))
+    }
+}
+
+impl Op for SelectjitPredIff {
+    fn name(&self) -> StaticName {
+        "SelectjitPredIff".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!(
+            "selectjit: {:?} fused, selecting {}, {:?}",
+            self.cond, self.dtype, self.engine
+        )])
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for SelectjitPredIff {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, mut inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let n = self.cond.arity();
+        ensure!(
+            inputs.len() == n + 2,
+            "SelectjitPredIff expects {} inputs, got {}",
+            n + 2,
+            inputs.len()
+        );
+        let else_ = inputs.pop().unwrap();
+        let then = inputs.pop().unwrap();
+        let cd = self.cond.dtype();
+        for (what, t) in [("then", &then), ("else", &else_)] {
+            ensure!(
+                t.datum_type().size_of() == self.dtype.width(),
+                "SelectjitPredIff selecting {} got {what} of {:?}",
+                self.dtype,
+                t.datum_type()
+            );
+        }
+        for t in &inputs {
+            ensure!(
+                t.datum_type().size_of() == cd.width() && t.is_plain_ram(),
+                "SelectjitPredIff comparing {cd} got {:?}",
+                t.datum_type()
+            );
+            ensure!(
+                t.rank() == then.rank(),
+                "SelectjitPredIff: operands of ranks {} and {}",
+                t.rank(),
+                then.rank()
+            );
+        }
+        ensure!(
+            then.datum_type() == else_.datum_type() && then.rank() == else_.rank(),
+            "SelectjitPredIff: then is {:?}, else is {:?}",
+            then.datum_type(),
+            else_.datum_type()
+        );
+        let mut shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        shapes.extend([then.shape(), else_.shape()]);
+        let shape: TVec<usize> = multi_broadcast(&shapes)?;
+        let views = inputs
+            .iter()
+            .map(|t| t.try_as_plain_ram())
+            .collect::<TractResult<Vec<_>>>()?;
+        let operand = |k: usize| {
+            Operand::from_bytes(cd, TensorRef::new(views[k].as_bytes(), inputs[k].shape()))
+        };
+        let cond = match self.cond {
+            FusedCond::Compare(op, _) => Cond::cmp(op, operand(0), operand(1)),
+            FusedCond::Test(op, _) => Cond::test(op, operand(0)),
+        };
+        let out = select_cond(self.engine.get(), self.dtype, cond, then, else_, &shape)?;
+        Ok(tvec!(out.into_tvalue()))
+    }
+}
+
+impl TypedOp for SelectjitPredIff {
+    as_op!();
+
+    /// `Iff`'s facts for a condition of the predicate operands' broadcast shape.
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let n = self.cond.arity();
+        let cond = self.cond_fact(inputs)?;
+        Iff.output_facts(&[&cond, inputs[n], inputs[n + 1]])
+    }
+
+    /// Elementwise with broadcasting over inputs of one rank.
+    fn axes_mapping(
+        &self,
+        inputs: &[&TypedFact],
+        outputs: &[&TypedFact],
+    ) -> TractResult<AxesMapping> {
+        AxesMapping::natural(inputs, outputs)
+    }
+
+    /// As [`SelectjitIff`]'s.
+    fn change_axes(
+        &self,
+        model: &TypedModel,
+        node: &TypedNode,
+        io: InOut,
+        change: &AxisOp,
+    ) -> TractResult<Option<AxisChangeConsequence>> {
+        elementwise_change_axes(model, node, io, change)
+    }
+}
+
+/// Axis changes of an elementwise op over inputs of one rank: adding and moving an axis apply to
+/// every input and the output alike; removing one needs it to be 1 everywhere. Reshapes are
+/// refused (a broadcast input may not have the dims the reshape splits or merges).
+fn elementwise_change_axes(
+    model: &TypedModel,
+    node: &TypedNode,
+    _io: InOut,
+    change: &AxisOp,
+) -> TractResult<Option<AxisChangeConsequence>> {
+    match change {
+        AxisOp::Add(_) | AxisOp::Move(_, _) => {}
+        AxisOp::Rm(rm) => {
+            let (inputs, outputs) = model.node_facts(node.id)?;
+            for f in inputs.iter().chain(outputs.iter()) {
+                rule_if!(f.rank() > *rm && f.shape[*rm].is_one());
+            }
+        }
+        AxisOp::Reshape(..) => return Ok(None),
+    }
+    Ok(Some(AxisChangeConsequence::new(model, node, None, change)))
 }

@@ -1,10 +1,10 @@
-//! What the transform did: the selects it replaced, the predicates it folded or could fold,
+//! What the transform did: the selects it replaced, the predicates it folded,
 //! and the `Iff` nodes it left to tract, with the reason.
 
 use std::fmt;
 
-/// A condition computed by one node that feeds only a replaced select: what a fused kernel
-/// would compute itself instead of reading a bool tensor.
+/// A condition computed by one node that feeds only a replaced select: what the fused kernel
+/// computes itself instead of reading a bool tensor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Predicate {
     /// `a OP b` over two tensors of one numeric datum type (tract's `TypedBinOp` with a
@@ -46,10 +46,10 @@ pub enum Condition {
         /// Why the node producing it cannot be folded, if it is a predicate at all.
         why: Option<String>,
     },
-    /// The predicate computed by node `node` feeds only this select: a fused kernel can compute
-    /// it. Not fused yet: selectjit has no fused-predicate entry point so far, so `node` still
-    /// runs in tract and the select reads its bool tensor.
-    Fusable {
+    /// The predicate node `node` computed (feeding only this select) was folded into it: the
+    /// select's kernel computes it, `node` is gone from the model and its bool tensor is never
+    /// built.
+    Fused {
         /// The predicate node's name.
         node: String,
         /// What it computes.
@@ -72,9 +72,15 @@ pub struct Replaced {
 }
 
 impl Replaced {
-    /// Whether any node computing the condition was folded into the select.
+    /// Whether any node computing the condition (a `Not`, a predicate) was folded into the
+    /// select.
     pub fn fused(&self) -> bool {
-        !self.folded_not.is_empty()
+        !self.folded_not.is_empty() || self.predicate_fused()
+    }
+
+    /// Whether the predicate computing the condition was folded in.
+    pub fn predicate_fused(&self) -> bool {
+        matches!(self.condition, Condition::Fused { .. })
     }
 }
 
@@ -102,13 +108,9 @@ impl Report {
         self.replaced.iter().filter(|r| r.fused()).count()
     }
 
-    /// Replaced selects whose predicate could be computed in the kernel once selectjit offers
-    /// fused predicates.
-    pub fn fusable(&self) -> usize {
-        self.replaced
-            .iter()
-            .filter(|r| matches!(r.condition, Condition::Fusable { .. }))
-            .count()
+    /// Replaced selects whose predicate is computed in their kernel.
+    pub fn predicates_fused(&self) -> usize {
+        self.replaced.iter().filter(|r| r.predicate_fused()).count()
     }
 
     /// The one-line summary: `replaced: N (F fused)`.
@@ -135,11 +137,9 @@ impl fmt::Display for Report {
                 Condition::Tensor { why: Some(w) } => {
                     writeln!(f, "; condition: bool tensor ({w})")?
                 }
-                Condition::Fusable { node, predicate } => writeln!(
-                    f,
-                    "; condition: {node} = {predicate}, fusable, not fused yet \
-                     (no fused predicates in selectjit yet)"
-                )?,
+                Condition::Fused { node, predicate } => {
+                    writeln!(f, "; condition: {node} = {predicate}, fused")?
+                }
             }
         }
         for l in &self.left_alone {

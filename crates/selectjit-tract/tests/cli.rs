@@ -95,10 +95,10 @@ fn runs_writes_outputs_and_reports() {
     let fast = s.run(&[], "fast");
     assert!(fast.status.success(), "{}", stderr(&fast));
     let text = stdout(&fast);
-    assert!(text.lines().any(|l| l == "replaced: 1 (0 fused)"), "{text}");
+    assert!(text.lines().any(|l| l == "replaced: 1 (1 fused)"), "{text}");
     assert!(text.contains("replaced where (F32)"), "{text}");
     assert!(
-        text.contains("condition: eq = a == b (I64), fusable, not fused yet"),
+        text.contains("condition: eq = a == b (I64), fused"),
         "{text}"
     );
     let plain = s.run(&["--no-selectjit"], "plain");
@@ -135,7 +135,7 @@ fn bench_prints_the_median_and_node_times() {
     assert!(median > 0.0);
     let node = text
         .lines()
-        .find(|l| l.starts_with("node_median_us: ") && l.ends_with(" where SelectjitIff"))
+        .find(|l| l.starts_with("node_median_us: ") && l.ends_with(" where SelectjitPredIff"))
         .unwrap_or_else(|| panic!("{text}"));
     assert!(node.split(' ').nth(1).unwrap().parse::<f64>().unwrap() > 0.0);
     let o = s.run(&["--bench", "2", "--no-selectjit"], "b2");

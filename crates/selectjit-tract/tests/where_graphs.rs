@@ -8,6 +8,7 @@ use common::*;
 use selectjit_tract::{Condition, Predicate};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
+use tract_onnx::tract_core::axes::AxesMapping;
 use tract_onnx::tract_core::ops::logic::Iff;
 
 /// `Where(c, t, e)` over graph inputs of these shapes; `extra_outputs` adds graph outputs
@@ -188,7 +189,7 @@ fn compare_then_where(op: &str, dt: DatumType) -> PredicateGraph {
 }
 
 #[test]
-fn comparisons_feeding_where_are_reported_fusable() {
+fn comparisons_feeding_where_are_fused() {
     let engine = engine();
     let mut rng = Rng(3);
     let types = [
@@ -234,10 +235,10 @@ fn comparisons_feeding_where_are_reported_fusable() {
             drop(loaded);
             let (report, _) = run_both(&what, &proto, &inputs, &engine, 1);
             let r = &report.replaced[0];
-            assert!(!r.fused(), "{what}");
+            assert!(r.fused() && r.folded_not.is_empty(), "{what}");
             assert_eq!(
                 r.condition,
-                Condition::Fusable {
+                Condition::Fused {
                     node: "cmp".into(),
                     predicate: Predicate::Compare {
                         op: sym,
@@ -246,7 +247,7 @@ fn comparisons_feeding_where_are_reported_fusable() {
                 },
                 "{what}: {report}"
             );
-            assert_eq!(report.summary(), "replaced: 1 (0 fused)");
+            assert_eq!(report.summary(), "replaced: 1 (1 fused)");
         }
     }
 }
@@ -278,13 +279,13 @@ fn isnan_and_isinf_feeding_where() {
             }
             let (report, _) = run_both(&what, &proto, &[random(dt, &[5, 7], &mut rng)], &engine, 1);
             let expected = match (op, attrs.is_empty()) {
-                ("IsNaN", _) => Condition::Fusable {
+                ("IsNaN", _) => Condition::Fused {
                     node: "pred".into(),
                     predicate: Predicate::IsNan {
                         dtype: format!("{dt:?}"),
                     },
                 },
-                ("IsInf", true) => Condition::Fusable {
+                ("IsInf", true) => Condition::Fused {
                     node: "pred".into(),
                     predicate: Predicate::IsInf {
                         dtype: format!("{dt:?}"),
@@ -368,13 +369,13 @@ fn not_feeding_where_is_folded() {
     // tract's declutter may already cancel the double negation; what is left is folded.
     assert_eq!(report.replaced[0].folded_not.len(), nots_left, "{report}");
     assert!(
-        matches!(&report.replaced[0].condition, Condition::Fusable { node, .. } if node == "lt"),
+        matches!(&report.replaced[0].condition, Condition::Fused { node, .. } if node == "lt"),
         "{report}"
     );
 }
 
 #[test]
-fn shared_or_exported_predicates_are_not_fusable() {
+fn shared_or_exported_predicates_are_not_fused() {
     let engine = engine();
     let mut rng = Rng(6);
     // One comparison feeding two selects.
@@ -426,7 +427,7 @@ fn shared_or_exported_predicates_are_not_fusable() {
         },
         "{report}"
     );
-    assert_eq!(report.fusable(), 0);
+    assert_eq!(report.predicates_fused(), 0);
 }
 
 /// The BERT masked fill with symbolic batch and sequence: `Where(mask == 0, -inf, scores)`.
@@ -468,14 +469,25 @@ fn the_replacement_keeps_the_facts_and_axes_of_iff() {
     );
     let mut fast = plain.clone();
     let report = selectjit_tract::accelerate(&mut fast).unwrap();
-    assert_eq!(report.summary(), "replaced: 1 (0 fused)");
+    // The comparison is folded in: the select reads the mask and the zero itself.
+    assert_eq!(report.summary(), "replaced: 1 (1 fused)");
     let node = fast.node_by_name("where").unwrap();
-    assert!(node.op_is::<selectjit_tract::SelectjitIff>());
-    assert_eq!(fast.outlet_fact(node.id.into()).unwrap(), &iff_fact);
-    assert_eq!(
-        format!("{}", fast.node_axes_mapping(node.id).unwrap()),
-        iff_axes
+    assert!(node.op_is::<selectjit_tract::SelectjitPredIff>());
+    assert!(
+        fast.node_by_name("eq").is_err(),
+        "the comparison node is gone"
     );
+    assert_eq!(fast.outlet_fact(node.id.into()).unwrap(), &iff_fact);
+    // The natural mapping over its four inputs, as Iff's over its three.
+    {
+        let (ins, outs) = fast.node_facts(node.id).unwrap();
+        let natural = AxesMapping::natural(&ins, &outs).unwrap();
+        let mapping = fast.node_axes_mapping(node.id).unwrap();
+        assert_eq!(format!("{mapping}"), format!("{natural}"));
+        let (ins, outs) = plain.node_facts(iff.id).unwrap();
+        let natural = AxesMapping::natural(&ins, &outs).unwrap();
+        assert_eq!(iff_axes, format!("{natural}"));
+    }
     fast.axes_mapping().unwrap();
     // Decluttering and optimising again keeps the op (and the model consistent).
     let opt = fast.into_optimized().unwrap();

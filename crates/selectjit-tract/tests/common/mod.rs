@@ -186,7 +186,10 @@ pub fn count_selectjit(model: &TypedModel) -> usize {
     model
         .nodes()
         .iter()
-        .filter(|n| n.op_is::<selectjit_tract::SelectjitIff>())
+        .filter(|n| {
+            n.op_is::<selectjit_tract::SelectjitIff>()
+                || n.op_is::<selectjit_tract::SelectjitPredIff>()
+        })
         .count()
 }
 
