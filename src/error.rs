@@ -21,15 +21,13 @@ impl fmt::Display for ShapeFmt<'_> {
 /// Everything that can go wrong. Each variant says what failed and where; the variants that
 /// wrap another error (code generation, I/O) keep it as their [`std::error::Error::source`].
 /// More variants may be added in later releases.
-#[derive(Debug, Clone, thiserror::Error)]
+#[derive(Debug, Clone)]
 #[non_exhaustive]
 pub enum Error {
     /// The shapes cannot be broadcast under the chosen mode. The message names the mode, the three
     /// shapes and the first offending input and dimension.
-    #[error("{0}")]
     Broadcast(String),
     /// A shape has more dimensions than the supported maximum.
-    #[error("{what} has rank {rank}, more than the supported maximum of {max}")]
     RankTooLarge {
         /// The operand (`cond`, `then`, `else`, `output`, `lhs`, `rhs`).
         what: &'static str,
@@ -39,7 +37,6 @@ pub enum Error {
         max: usize,
     },
     /// A shape's element count (or a byte extent derived from it) does not fit in `usize`.
-    #[error("{what} {shape}: element count or byte extent overflows usize")]
     Overflow {
         /// The operand.
         what: &'static str,
@@ -48,7 +45,6 @@ pub enum Error {
     },
     /// A buffer, its shape, strides and offset do not fit together (an addressed element outside
     /// the buffer, overlapping output elements, a stride count that is not the rank).
-    #[error("{what}: {msg}")]
     Layout {
         /// The operand (`cond`, `then`, `else`, `output`, `lhs`, `rhs`).
         what: &'static str,
@@ -56,10 +52,8 @@ pub enum Error {
         msg: String,
     },
     /// The element types of the operands disagree, or a dtype is not allowed where it was given.
-    #[error("dtype mismatch: {0}")]
     DType(String),
     /// The output is not the shape the broadcast rule produces.
-    #[error("output has shape {got} but the inputs broadcast to {expected}")]
     OutputShape {
         /// The output's shape.
         got: String,
@@ -68,32 +62,66 @@ pub enum Error {
     },
     /// An argument or setting outside the allowed range (a pdpd axis below -1, a tier this
     /// host cannot run, a malformed environment variable).
-    #[error("invalid argument: {0}")]
     Invalid(String),
     /// Code generation failed. The engine records this ([`crate::Engine::last_codegen_error`])
     /// and serves the call with the static kernels; the code generator's own error, when it
     /// gave one, is the source.
-    #[error("code generation failed: {what}")]
     Codegen {
         /// What was being generated, and what went wrong.
         what: String,
         /// The code generator's error (Cranelift's, the assembler's, the system's).
-        #[source]
         source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
     },
     /// An ahead-of-time kernel table was rejected: for another machine, a format this library
     /// does not read, or corrupted.
-    #[error("kernel table rejected: {0}")]
     Aot(String),
     /// Reading or writing a file (the command line's `.npy` and kernel files).
-    #[error("{path}: {source}")]
     Io {
         /// The file (or what was being read or written).
         path: String,
         /// The system's error.
-        #[source]
         source: std::sync::Arc<std::io::Error>,
     },
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Broadcast(m) => f.write_str(m),
+            Error::RankTooLarge { what, rank, max } => write!(
+                f,
+                "{what} has rank {rank}, more than the supported maximum of {max}"
+            ),
+            Error::Overflow { what, shape } => write!(
+                f,
+                "{what} {shape}: element count or byte extent overflows usize"
+            ),
+            Error::Layout { what, msg } => write!(f, "{what}: {msg}"),
+            Error::DType(m) => write!(f, "dtype mismatch: {m}"),
+            Error::OutputShape { got, expected } => write!(
+                f,
+                "output has shape {got} but the inputs broadcast to {expected}"
+            ),
+            Error::Invalid(m) => write!(f, "invalid argument: {m}"),
+            Error::Codegen { what, .. } => write!(f, "code generation failed: {what}"),
+            Error::Aot(m) => write!(f, "kernel table rejected: {m}"),
+            Error::Io { path, source } => write!(f, "{path}: {source}"),
+        }
+    }
+}
+
+/// The source of a code-generation or I/O error is the wrapped error itself (not the `Arc`
+/// holding it), so `downcast_ref::<std::io::Error>()` on it works.
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Codegen {
+                source: Some(e), ..
+            } => Some(&**e),
+            Error::Io { source, .. } => Some(&**source),
+            _ => None,
+        }
+    }
 }
 
 impl Error {
