@@ -4,7 +4,7 @@
 
 #[path = "common/rng.rs"]
 mod rng;
-use rng::Rng;
+use rng::{Rng, Tape};
 
 #[path = "common/aot_host.rs"]
 mod aot_host;
@@ -132,7 +132,7 @@ struct Laid {
 /// (every other element), 3 reversed (`x[::-1, ::-1, ...]`), 4 sliced with a negative step
 /// (`x[::-2, ...]` on some dims), 5 mixed signs in a random axis order (some dims reversed,
 /// some forward, some stepping 2).
-fn layout(rng: &mut Rng, shape: &[usize], kind: usize) -> (Vec<isize>, usize, usize) {
+fn layout(rng: &mut Tape, shape: &[usize], kind: usize) -> (Vec<isize>, usize, usize) {
     let r = shape.len();
     let mut order: Vec<usize> = if kind == 1 {
         (0..r).collect()
@@ -191,7 +191,7 @@ fn index_of(i: usize, shape: &[usize], strides: &[isize], offset: usize) -> usiz
 
 /// Lays out `n` logical row-major elements (given by `elem(i)`) of `shape` in one of the
 /// layouts of [`layout`], chosen at random.
-fn lay_out(rng: &mut Rng, shape: &[usize], w: usize, elem: &dyn Fn(usize) -> Vec<u8>) -> Laid {
+fn lay_out(rng: &mut Tape, shape: &[usize], w: usize, elem: &dyn Fn(usize) -> Vec<u8>) -> Laid {
     let n: usize = shape.iter().product();
     let kind = rng.below(6);
     let (strides, offset, len) = layout(rng, shape, kind);
@@ -255,7 +255,7 @@ fn expected(
     res
 }
 
-fn random_shapes(rng: &mut Rng) -> (Broadcast, [Vec<usize>; 3]) {
+fn random_shapes(rng: &mut Tape) -> (Broadcast, [Vec<usize>; 3]) {
     let dims = [1usize, 2, 3, 5, 7, 15, 16, 17, 33, 65, 100];
     let r = rng.below(7);
     let mut out: Vec<usize> = (0..r)
@@ -280,7 +280,7 @@ fn random_shapes(rng: &mut Rng) -> (Broadcast, [Vec<usize>; 3]) {
             axis: rng.below(r + 2) as i64 - 1,
         },
     };
-    let derive = |rng: &mut Rng| -> Vec<usize> {
+    let derive = |rng: &mut Tape| -> Vec<usize> {
         if rng.below(10) == 0 {
             // Sometimes an arbitrary shape (often incompatible).
             let rr = rng.below(4);
@@ -384,9 +384,9 @@ fn engines() -> Vec<(String, Engine)> {
     v
 }
 
-/// One random call, checked on every engine.
-fn check_call(seed: u64, engines: &[(String, Engine)]) -> Result<(), TestCaseError> {
-    let mut rng = Rng(seed);
+/// One random call drawn from `choices`, checked on every engine.
+fn check_call(choices: Vec<u64>, engines: &[(String, Engine)]) -> Result<(), TestCaseError> {
+    let mut rng = Tape::new(choices);
     let (mode, s) = random_shapes(&mut rng);
     let dt = rng.pick(&[
         DType::U8,
@@ -523,11 +523,11 @@ proptest! {
     ))]
 
     #[test]
-    fn every_backend_matches_the_reference(seed in any::<u64>()) {
+    fn every_backend_matches_the_reference(choices in prop::collection::vec(any::<u64>(), 0..512)) {
         thread_local! {
             static ENGINES: Vec<(String, Engine)> = engines();
         }
-        ENGINES.with(|e| check_call(seed, e))?;
+        ENGINES.with(|e| check_call(choices, e))?;
     }
 
     /// In place (output = then or else) gives the out-of-place bytes, on every backend.
@@ -563,14 +563,16 @@ fn limits_are_errors_not_panics() {
     assert!(selectjit::output_shape(Broadcast::Numpy, &[usize::MAX, 2], &[], &[]).is_err());
     assert!(selectjit::output_shape(Broadcast::Numpy, &[1 << 40, 1 << 40], &[1], &[1]).is_err());
     // Buffers too short: an error, and the output untouched.
+    let mut four = [9u8; 4];
     let r = e.select(
         TensorRef::new(&[1u8; 4], &[4]),
         TensorRef::new(&[1u8; 3], &[4]),
         TensorRef::new(&[1u8; 4], &[4]),
-        TensorMut::new(&mut [9u8; 4], &[4]),
+        TensorMut::new(&mut four, &[4]),
         Broadcast::Numpy,
     );
     assert!(r.is_err());
+    assert_eq!(four, [9; 4]);
     let r = e.select(
         TensorRef::new(&[1u8], &[]),
         TensorRef::new(&[1u8], &[]),

@@ -47,3 +47,38 @@ impl Rng {
             .collect()
     }
 }
+
+/// A generator that draws from a tape of choices proptest made, then (past its end) from a
+/// fixed [`Rng`]. proptest shrinks the tape — fewer choices, each toward 0 — so a failing case
+/// shrinks with it: `below(n)` of a shrunk choice is 0 (rank 0, the first dimension size, the
+/// first dtype, the plainest layout).
+pub struct Tape {
+    choices: Vec<u64>,
+    at: usize,
+    rest: Rng,
+}
+
+impl Tape {
+    pub fn new(choices: Vec<u64>) -> Tape {
+        Tape {
+            choices,
+            at: 0,
+            rest: Rng(0x5e1ec7),
+        }
+    }
+    pub fn next(&mut self) -> u64 {
+        match self.choices.get(self.at) {
+            Some(&c) => {
+                self.at += 1;
+                c
+            }
+            None => self.rest.next(),
+        }
+    }
+    pub fn below(&mut self, n: usize) -> usize {
+        (self.next() % n as u64) as usize
+    }
+    pub fn pick<T: Copy>(&mut self, v: &[T]) -> T {
+        v[self.below(v.len())]
+    }
+}
