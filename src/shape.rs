@@ -246,6 +246,7 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// Infers the output shape and each input's placement under `mode`.
+#[doc(hidden)]
 pub fn broadcast_shapes(
     mode: Broadcast,
     cond: &[usize],

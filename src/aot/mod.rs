@@ -32,8 +32,10 @@
 //! Nothing here needs Cranelift: the no-JIT build (`default-features = false`) registers and
 //! serves tables too.
 
+#[doc(hidden)]
 pub mod format;
 mod host;
+#[doc(hidden)]
 pub mod key;
 mod table;
 
