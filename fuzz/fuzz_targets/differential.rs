@@ -2,7 +2,8 @@
 //! emulator), static kernels, kernels exported ahead of time (an engine with only a table, and a
 //! JIT engine with one; build.rs links the table in) and the interpreter must agree byte for
 //! byte, and on whether a call is an error, for arbitrary widths, modes, shapes, strides and
-//! data. Some inputs instead corrupt a copy of the table, which the checked constructor must
+//! data, with a mask or a predicate (a comparison or a test of operands of any dtype, negated or
+//! not) as the condition. Some inputs instead corrupt a copy of the table, which the checked constructor must
 //! reject (or, when the edits touch nothing the table's meaning depends on, accept unchanged).
 #![no_main]
 
@@ -12,7 +13,10 @@ use arbitrary::{Result, Unstructured};
 use libfuzzer_sys::fuzz_target;
 use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
 use selectjit::Tier;
-use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
+use selectjit::{
+    Backend, Broadcast, CmpOp, Cond, DType, Engine, EngineConfig, InPlace, Operand, TensorMut,
+    TensorRef, TestOp,
+};
 
 unsafe extern "C" {
     /// Linked in by build.rs: kernels exported ahead of time for this machine.
@@ -193,6 +197,65 @@ fn input(u: &mut Unstructured, w: usize) -> Result<Input> {
     Ok(Input { data, shape, strides, offset })
 }
 
+/// A predicate condition: `op(lhs, rhs)` (a comparison) or `op(lhs)` (a test) over elements
+/// of `dt`, maybe negated.
+struct Pred {
+    op: std::result::Result<CmpOp, TestOp>,
+    dt: DType,
+    lhs: Input,
+    rhs: Input,
+    not: bool,
+}
+
+impl Pred {
+    fn arbitrary(u: &mut Unstructured) -> Result<Pred> {
+        let dt = *u.choose(&[
+            DType::Bool,
+            DType::U8,
+            DType::I8,
+            DType::I16,
+            DType::U32,
+            DType::I64,
+            DType::U64,
+            DType::F16,
+            DType::BF16,
+            DType::F32,
+            DType::F64,
+        ])?;
+        let op = match u.int_in_range(0..=8)? {
+            0 => Ok(CmpOp::Eq),
+            1 => Ok(CmpOp::Ne),
+            2 => Ok(CmpOp::Lt),
+            3 => Ok(CmpOp::Le),
+            4 => Ok(CmpOp::Gt),
+            5 => Ok(CmpOp::Ge),
+            6 => Err(TestOp::IsNan),
+            7 => Err(TestOp::IsInf),
+            _ => Err(TestOp::IsFinite),
+        };
+        let lhs = input(u, dt.width())?;
+        let rhs = input(u, dt.width())?;
+        Ok(Pred { op, dt, lhs, rhs, not: u.arbitrary()? })
+    }
+
+    /// The predicate's own shape (its operands' numpy broadcast), if they broadcast.
+    fn shape(&self) -> Option<Vec<usize>> {
+        let rhs: &[usize] = if self.op.is_ok() { &self.rhs.shape } else { &[] };
+        selectjit::output_shape(Broadcast::Numpy, &self.lhs.shape, rhs, &[])
+            .ok()
+            .map(|s| s.to_vec())
+    }
+
+    fn cond(&self) -> Cond<'_> {
+        let l = Operand::from_bytes(self.dt, self.lhs.view());
+        let c = match self.op {
+            Ok(op) => Cond::cmp(op, l, Operand::from_bytes(self.dt, self.rhs.view())),
+            Err(op) => Cond::test(op, l),
+        };
+        if self.not { c.not() } else { c }
+    }
+}
+
 fn run(data: &[u8]) -> Result<()> {
     let mut u = Unstructured::new(data);
     if u.ratio(1, 16)? {
@@ -206,15 +269,27 @@ fn run(data: &[u8]) -> Result<()> {
         2 => Broadcast::None,
         _ => Broadcast::Pdpd { axis: u.int_in_range(-2..=4)? },
     };
+    let pred = if u.ratio(1, 3)? { Some(Pred::arbitrary(&mut u)?) } else { None };
     let c = input(&mut u, 1)?;
+    let cond = || match &pred {
+        Some(p) => p.cond(),
+        None => Cond::mask(c.view()),
+    };
     let t = input(&mut u, w)?;
     let e = input(&mut u, w)?;
-    let Ok(out_shape) = selectjit::output_shape(mode, &c.shape, &t.shape, &e.shape) else {
+    let cond_shape = match &pred {
+        Some(p) => p.shape(),
+        None => Some(c.shape.clone()),
+    };
+    let out_shape = cond_shape
+        .and_then(|cs| selectjit::output_shape(mode, &cs, &t.shape, &e.shape).ok());
+    let Some(out_shape) = out_shape else {
         // Every engine reports the error.
         for eng in engines() {
-            let mut out = vec![0u8; 16];
-            let r = eng.select_dyn(dt, c.view(), t.view(), e.view(), TensorMut::new(&mut out, &[]), mode);
+            let mut out = vec![0x5au8; 16];
+            let r = eng.select_dyn(dt, cond(), t.view(), e.view(), TensorMut::new(&mut out, &[]), mode);
             assert!(r.is_err());
+            assert!(out.iter().all(|&b| b == 0x5a), "written on error");
         }
         return Ok(());
     };
@@ -231,7 +306,7 @@ fn run(data: &[u8]) -> Result<()> {
         let mut out = vec![0x5au8; olen * w];
         let r = eng.select_dyn(
             dt,
-            c.view(),
+            cond(),
             t.view(),
             e.view(),
             TensorMut::with_layout(&mut out, &out_shape, &ost, ooff),
@@ -257,7 +332,7 @@ fn run(data: &[u8]) -> Result<()> {
             let mut io = t.data.clone();
             eng.select_in_place_dyn(
                 dt,
-                c.view(),
+                cond(),
                 TensorMut::new(&mut io, &out_shape),
                 InPlace::Then,
                 e.view(),
@@ -274,7 +349,7 @@ fn run(data: &[u8]) -> Result<()> {
         let run_in_place = |eng: &Engine, io: &mut Vec<u8>| {
             eng.select_in_place_dyn(
                 dt,
-                c.view(),
+                cond(),
                 TensorMut::with_layout(io, &t.shape, &t.strides, t.offset),
                 InPlace::Then,
                 e.view(),
