@@ -1,12 +1,26 @@
 //! Exports, for the crate's target, the kernels of every valid conformance case (exact and
-//! shape-generic, five element widths) and links them into the crate: the steps of the README's
-//! `build.rs` for a program that may not generate code at run time.
+//! shape-generic, five element widths) and a few predicate kernels (table format 3), and links
+//! them into the crate: the steps of the README's `build.rs` for a program that may not generate
+//! code at run time.
 
 use std::path::PathBuf;
 use std::process::Command;
 
-use selectjit::DType;
+use selectjit::unstable::{Canon, CondKind, Pattern, Signature};
+use selectjit::{DType, TestOp};
 use selectjit_aot::{ExportOptions, export, parse_shapes};
+
+/// The predicate kernels of `tests/nojit.rs` (a comparison or a test computed in the kernel,
+/// table format 3): for each condition and selected width, the shape-generic kernels of every
+/// one-dimensional call whose operands are views or scalars (each stride 1 or 0).
+const PREDICATES: [(CondKind, usize); 6] = [
+    (CondKind::Cmp(Canon::Lt, DType::F32), 4),
+    (CondKind::Cmp(Canon::Le, DType::F32), 4),
+    (CondKind::Cmp(Canon::Eq, DType::I64), 4),
+    (CondKind::Cmp(Canon::Le, DType::U64), 1),
+    (CondKind::Cmp(Canon::Lt, DType::BF16), 2),
+    (CondKind::Test(TestOp::IsNan, DType::F64), 8),
+];
 
 fn main() {
     let shapes = concat!(env!("CARGO_MANIFEST_DIR"), "/../../tests/data/shapes.json");
@@ -22,9 +36,21 @@ fn main() {
         DType::F64,
         DType::Complex128,
     ];
-    let set = parse_shapes(&text, &widths)
+    let mut set = parse_shapes(&text, &widths)
         .expect("the conformance cases")
         .set;
+    for (kind, w) in PREDICATES {
+        for bits in 0..16isize {
+            let s = |b: isize| (bits >> b) & 1;
+            if !kind.binary() && s(3) == 1 {
+                continue;
+            }
+            let sig =
+                Signature::with_cond(w, kind, &[2], [&[s(0)], &[s(1)], &[s(2)], &[1], &[s(3)]])
+                    .expect("a one-dimensional predicate signature");
+            set.add_pattern(Pattern::of(&sig));
+        }
+    }
     // Build scripts run unoptimised: the verifier would double the export time.
     let opts = ExportOptions {
         verify: false,

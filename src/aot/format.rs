@@ -11,9 +11,13 @@ use crate::plan::{Pattern, Signature};
 
 /// The first bytes of every table.
 pub const AOT_MAGIC: [u8; 8] = *b"SJITAOT\0";
-/// The table format this library writes and reads. It changes whenever the layout, the key
-/// format or the kernels' calling contract changes.
-pub const AOT_VERSION: u32 = 2;
+/// The table format this library writes. It changes whenever the layout, the key format or the
+/// kernels' calling contract changes. Version 3 added the keys of predicate kernels (see
+/// [`super::key`]); mask keys are those of version 2, so version 2 tables are read too
+/// ([`AOT_MIN_VERSION`]).
+pub const AOT_VERSION: u32 = 3;
+/// The oldest table format this library reads.
+pub const AOT_MIN_VERSION: u32 = 2;
 /// [`SelectjitAotEntry::kind`] of an exact kernel.
 pub const AOT_EXACT: u32 = 0;
 /// [`SelectjitAotEntry::kind`] of a shape-generic kernel.
@@ -26,7 +30,7 @@ pub const AOT_MAX_KEY_BYTES: u32 = 1 << 28;
 /// A kernel's entry point (the one kernel function type of the library, [`KernelFn`]): runs
 /// outer indices `begin..end` of its signature; `dims` and `byte_strides` are read by
 /// shape-generic kernels only, exact kernels get NULL; `rhs` is a comparison's second operand
-/// (NULL for the mask kernels tables hold). Version 2 of the format added `rhs`.
+/// (kernels of masks and tests ignore it). Version 2 of the format added `rhs`.
 pub type SelectjitKernelFn = KernelFn;
 
 /// One kernel of a table: its key (`key_len` bytes at `keys + key_offset`), its kind
@@ -81,12 +85,13 @@ pub const C_TYPES: &str = r#"#ifndef SELECTJIT_AOT_TYPES
 #define SELECTJIT_AOT_TYPES
 /* Ahead-of-time kernel tables (selectjit aot). A kernel runs outer indices [begin, end) of its
  * signature; dims and byte_strides are read by shape-generic kernels only
- * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out); exact kernels get NULL.
- * rhs: a comparison's second operand (NULL for the mask kernels of a table). */
+ * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out, rhs); exact kernels get
+ * NULL. cond is the mask, or a predicate's first operand; rhs a comparison's second operand
+ * (ignored by the kernels of masks and tests). */
 typedef void (*SelectjitKernelFn)(const uint8_t *cond, const uint8_t *then_, const uint8_t *else_,
                                   uint8_t *out, size_t begin, size_t end, const uint64_t *dims,
                                   const int64_t *byte_strides, const uint8_t *rhs);
-#define SELECTJIT_AOT_VERSION 2
+#define SELECTJIT_AOT_VERSION 3
 #define SELECTJIT_AOT_EXACT 0
 #define SELECTJIT_AOT_GENERIC 1
 typedef struct SelectjitAotEntry {
@@ -199,9 +204,10 @@ pub fn check_format(t: &SelectjitAotTable) -> Result<Header<'_>> {
             t.magic
         )));
     }
-    if t.version != AOT_VERSION {
+    if !(AOT_MIN_VERSION..=AOT_VERSION).contains(&t.version) {
         return Err(Error::Aot(format!(
-            "table version {} (this library reads version {AOT_VERSION}; export it again)",
+            "table version {} (this library reads versions {AOT_MIN_VERSION} to {AOT_VERSION}; \
+             export it again)",
             t.version
         )));
     }

@@ -6,31 +6,95 @@
 //! * **exact kernel** ([`Signature`]), `2 + 40 * rank` bytes: `width` (u8: 1, 2, 4, 8 or 16),
 //!   `rank` (u8: 1 to 64), then `rank` dims (u64 each, outermost first), then the strides in
 //!   elements of cond, then, else and out (`rank` i64 each, in that operand order);
-//!
-//! Keys name mask kernels: predicate kernels are compiled at run time (or served by the
-//! blocked path), never exported.
-//!
 //! * **shape-generic kernel** ([`Pattern`]), 38 bytes: `width` (u8), `rank` (u8), the inner-stride
 //!   class of cond, then, else and out (u8 each: 0 for stride 0, 1 for stride 1, 2 for any other),
 //!   then per operand in the same order the mask of outer dims whose stride is 0 (u64 each, bit
 //!   `k` for dim `k`; only bits below `rank - 1`).
+//!
+//! Those are the keys of mask kernels (unchanged since version 2 of the table format). The
+//! kernel of a **predicate** (a condition computed from `lhs`, in cond's place, and `rhs`) has
+//! the key of its mask form followed by a suffix (format version 3), so that its length tells
+//! the two apart (`2 + 40 * rank` and `4 + 48 * rank` are never equal):
+//!
+//! * exact, `4 + 48 * rank` bytes: the mask key (cond's strides being lhs's, in elements of the
+//!   compared dtype), then the condition (two u8: its [code](cond_code) and the compared
+//!   dtype's [code](dtype_code)), then rhs's strides (`rank` i64, all 0 for a test);
+//! * generic, [`PRED_PATTERN_KEY_LEN`] bytes: the mask key, then the condition (two u8), rhs's
+//!   inner-stride class (u8) and its mask of zero outer strides (u64).
 
+use crate::dtype::DType;
 use crate::error::{Error, Result};
 use crate::plan::{OPS, Pattern, RHS, Signature};
-use crate::pred::Kind;
+use crate::pred::{Canon, Kind, TestOp};
 use crate::shape::{MAX_RANK, Strides};
 
 /// Length of a pattern key.
 pub const PATTERN_KEY_LEN: usize = 38;
+/// Length of a predicate kernel's pattern key.
+pub const PRED_PATTERN_KEY_LEN: usize = PATTERN_KEY_LEN + 2 + 1 + 8;
+
+/// Stable codes of the dtypes in keys (their order in [`DType::ALL`], fixed here).
+const DTYPE_CODES: [DType; 15] = [
+    DType::Bool,
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+    DType::Complex64,
+    DType::Complex128,
+];
+
+/// The code of a compared dtype in keys: 0 bool, 1 to 4 i8 to i64, 5 to 8 u8 to u64, 9 f16,
+/// 10 bf16, 11 f32, 12 f64, 13 complex64, 14 complex128.
+pub fn dtype_code(d: DType) -> u8 {
+    DTYPE_CODES.iter().position(|&x| x == d).unwrap_or(0) as u8
+}
+
+/// The code of a predicate in keys: 1 `==`, 2 `<`, 3 `<=`, 4 `isnan`, 5 `isinf`, 6 `isfinite`
+/// (0 is a mask, which has no suffix).
+pub fn cond_code(k: Kind) -> u8 {
+    match k {
+        Kind::Mask => 0,
+        Kind::Cmp(Canon::Eq, _) => 1,
+        Kind::Cmp(Canon::Lt, _) => 2,
+        Kind::Cmp(Canon::Le, _) => 3,
+        Kind::Test(TestOp::IsNan, _) => 4,
+        Kind::Test(TestOp::IsInf, _) => 5,
+        Kind::Test(TestOp::IsFinite, _) => 6,
+    }
+}
+
+/// The condition of a key's two condition bytes.
+fn parse_cond(code: u8, dtype: u8) -> Result<Kind> {
+    let d = *DTYPE_CODES
+        .get(dtype as usize)
+        .ok_or_else(|| bad(format!("dtype code {dtype}")))?;
+    Ok(match code {
+        1 => Kind::Cmp(Canon::Eq, d),
+        2 => Kind::Cmp(Canon::Lt, d),
+        3 => Kind::Cmp(Canon::Le, d),
+        4 => Kind::Test(TestOp::IsNan, d),
+        5 => Kind::Test(TestOp::IsInf, d),
+        6 => Kind::Test(TestOp::IsFinite, d),
+        c => return Err(bad(format!("condition code {c}"))),
+    })
+}
 
 /// Element widths a kernel may have.
 const WIDTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
-/// The key of `sig`'s exact kernel (a mask kernel's: see the module docs).
+/// The key of `sig`'s exact kernel (see the module docs).
 pub fn signature_key(sig: &Signature) -> Vec<u8> {
-    debug_assert!(sig.is_mask(), "keys name mask kernels");
     let r = sig.rank();
-    let mut k = Vec::with_capacity(2 + 40 * r);
+    let mut k = Vec::with_capacity(4 + 48 * r);
     k.push(sig.width as u8);
     k.push(r as u8);
     for &d in &sig.dims {
@@ -41,17 +105,27 @@ pub fn signature_key(sig: &Signature) -> Vec<u8> {
             k.extend_from_slice(&(s as i64).to_le_bytes());
         }
     }
+    if let Some(d) = sig.cond.dtype() {
+        k.extend_from_slice(&[cond_code(sig.cond), dtype_code(d)]);
+        for &s in &sig.strides[RHS] {
+            k.extend_from_slice(&(s as i64).to_le_bytes());
+        }
+    }
     k
 }
 
 /// The key of the shape-generic kernel of `p`.
 pub fn pattern_key(p: &Pattern) -> Vec<u8> {
-    let mut k = Vec::with_capacity(PATTERN_KEY_LEN);
+    let mut k = Vec::with_capacity(PRED_PATTERN_KEY_LEN);
     k.push(p.width as u8);
     k.push(p.rank as u8);
     k.extend_from_slice(&p.inner[..RHS]);
     for &m in &p.outer_zero[..RHS] {
         k.extend_from_slice(&m.to_le_bytes());
+    }
+    if let Some(d) = p.cond.dtype() {
+        k.extend_from_slice(&[cond_code(p.cond), dtype_code(d), p.inner[RHS]]);
+        k.extend_from_slice(&p.outer_zero[RHS].to_le_bytes());
     }
     k
 }
@@ -85,13 +159,18 @@ fn u64_at(key: &[u8], at: usize) -> u64 {
 /// strides whose byte extent overflows.
 pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
     let (w, r) = head(key)?;
-    if key.len() != 2 + 40 * r {
+    let cond = if key.len() == 2 + 40 * r {
+        Kind::Mask
+    } else if key.len() == 4 + 48 * r {
+        parse_cond(key[2 + 40 * r], key[3 + 40 * r])?
+    } else {
         return Err(bad(format!(
-            "exact key of rank {r} has {} bytes, expected {}",
+            "exact key of rank {r} has {} bytes, expected {} (mask) or {} (predicate)",
             key.len(),
-            2 + 40 * r
+            2 + 40 * r,
+            4 + 48 * r
         )));
-    }
+    };
     let mut dims = crate::shape::Dims::new();
     let mut numel: usize = 1;
     for k in 0..r {
@@ -106,11 +185,25 @@ pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
         dims.push(d);
     }
     let mut strides: [Strides; OPS] = Default::default();
-    strides[RHS] = std::iter::repeat_n(0, r).collect();
-    for (op, st) in strides.iter_mut().enumerate().take(RHS) {
-        let elem = if op == crate::plan::COND { 1 } else { w as i64 };
+    for (op, st) in strides.iter_mut().enumerate() {
+        let elem = if op == crate::plan::COND || op == RHS {
+            cond.operand_width() as i64
+        } else {
+            w as i64
+        };
+        // rhs's strides follow the condition bytes; a mask has none (all 0).
+        let at = |k: usize| {
+            if op < RHS {
+                Some(2 + 8 * r + 8 * (op * r + k))
+            } else {
+                (cond != Kind::Mask).then_some(4 + 40 * r + 8 * k)
+            }
+        };
         for k in 0..r {
-            let s = u64_at(key, 2 + 8 * r + 8 * (op * r + k)) as i64;
+            let s = at(k).map_or(0, |a| u64_at(key, a) as i64);
+            if op == RHS && s != 0 && !cond.binary() {
+                return Err(bad(format!("stride {s} of rhs for a {cond} test")));
+            }
             // The byte span of this dim must fit: |s| * (d - 1) * width.
             s.checked_abs()
                 .and_then(|a| a.checked_mul(dims[k] as i64 - 1))
@@ -122,7 +215,7 @@ pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
     }
     Ok(Signature {
         width: w,
-        cond: Kind::Mask,
+        cond,
         dims,
         strides,
     })
@@ -132,20 +225,32 @@ pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
 /// masks with bits at or above `rank - 1`.
 pub fn parse_pattern_key(key: &[u8]) -> Result<Pattern> {
     let (w, r) = head(key)?;
-    if key.len() != PATTERN_KEY_LEN {
-        return Err(bad(format!(
-            "generic key has {} bytes, expected {PATTERN_KEY_LEN}",
-            key.len()
-        )));
-    }
-    let inner: [u8; OPS] = [key[2], key[3], key[4], key[5], 0];
+    let (cond, rhs_inner, rhs_zero) = match key.len() {
+        // The absent rhs has stride 0 everywhere, as `Pattern::of` records it.
+        PATTERN_KEY_LEN => (Kind::Mask, 0, (1u64 << (r - 1)) - 1),
+        PRED_PATTERN_KEY_LEN => {
+            let at = PATTERN_KEY_LEN;
+            let cond = parse_cond(key[at], key[at + 1])?;
+            let (inner, zero) = (key[at + 2], u64_at(key, at + 3));
+            if !cond.binary() && (inner != 0 || zero != (1u64 << (r - 1)) - 1) {
+                return Err(bad(format!("rhs strides for a {cond} test")));
+            }
+            (cond, inner, zero)
+        }
+        n => {
+            return Err(bad(format!(
+                "generic key has {n} bytes, expected {PATTERN_KEY_LEN} (mask) or \
+                 {PRED_PATTERN_KEY_LEN} (predicate)"
+            )));
+        }
+    };
+    let inner: [u8; OPS] = [key[2], key[3], key[4], key[5], rhs_inner];
     if let Some(c) = inner.iter().find(|&&c| c > 2) {
         return Err(bad(format!("inner-stride class {c}")));
     }
     let outer_zero: [u64; OPS] = std::array::from_fn(|op| {
-        // The absent rhs has stride 0 everywhere, as `Pattern::of` records it.
         if op == RHS {
-            (1u64 << (r - 1)) - 1
+            rhs_zero
         } else {
             u64_at(key, 6 + 8 * op)
         }
@@ -157,7 +262,7 @@ pub fn parse_pattern_key(key: &[u8]) -> Result<Pattern> {
     }
     Ok(Pattern {
         width: w,
-        cond: Kind::Mask,
+        cond,
         rank: r,
         inner,
         outer_zero,
@@ -192,6 +297,83 @@ mod tests {
         // Rank 64 with every outer stride 0.
         let p = Pattern::of_mask(16, 64, [0, 1, 2, 1], [(1 << 63) - 1, 0, 5, 0]);
         assert_eq!(parse_pattern_key(&pattern_key(&p)).unwrap(), p);
+    }
+
+    /// Predicate kernels' keys: the mask key and a suffix; every condition and dtype round
+    /// trips, mask keys stay as they were, and bad suffixes are errors.
+    #[test]
+    fn predicate_keys() {
+        let mut seen = std::collections::HashSet::new();
+        for d in DTYPE_CODES {
+            let kinds = [
+                Kind::Cmp(Canon::Eq, d),
+                Kind::Cmp(Canon::Lt, d),
+                Kind::Cmp(Canon::Le, d),
+                Kind::Test(TestOp::IsNan, d),
+                Kind::Test(TestOp::IsInf, d),
+                Kind::Test(TestOp::IsFinite, d),
+            ];
+            for kind in kinds {
+                let rhs: &[isize] = if kind.binary() { &[-16384, 1] } else { &[0, 0] };
+                let s = Signature::with_cond(
+                    8,
+                    kind,
+                    &[96, 16384],
+                    [&[0, 1], &[16384, 1], &[0, 0], &[16384, 1], rhs],
+                )
+                .unwrap();
+                let k = signature_key(&s);
+                assert_eq!(k.len(), 4 + 48 * 2);
+                assert_eq!(&k[..2 + 80], signature_key(&sig_w(8)).as_slice());
+                assert_eq!(parse_signature_key(&k).unwrap(), s, "{kind}");
+                let p = Pattern::of(&s);
+                let pk = pattern_key(&p);
+                assert_eq!(pk.len(), PRED_PATTERN_KEY_LEN);
+                assert_eq!(parse_pattern_key(&pk).unwrap(), p, "{kind}");
+                assert!(seen.insert(pk));
+            }
+        }
+        assert_eq!(seen.len(), 15 * 6);
+        let s = Signature::with_cond(
+            4,
+            Kind::Cmp(Canon::Lt, DType::U64),
+            &[7],
+            [&[1], &[1], &[1], &[1], &[0]],
+        )
+        .unwrap();
+        let k = signature_key(&s);
+        let pk = pattern_key(&Pattern::of(&s));
+        for (at, v) in [(42, 0u8), (42, 7), (43, 15)] {
+            let mut b = k.clone();
+            b[at] = v;
+            assert!(parse_signature_key(&b).is_err(), "byte {at} = {v}");
+            let mut b = pk.clone();
+            b[at - 42 + PATTERN_KEY_LEN] = v;
+            assert!(parse_pattern_key(&b).is_err(), "pattern byte {at} = {v}");
+        }
+        // A test with rhs strides, a truncated suffix.
+        let mut b = k.clone();
+        b[42] = 4;
+        b[44] = 1;
+        assert!(parse_signature_key(&b).is_err());
+        assert!(parse_signature_key(&k[..k.len() - 8]).is_err());
+        let mut b = pk.clone();
+        b[PATTERN_KEY_LEN] = 5;
+        b[PATTERN_KEY_LEN + 2] = 1;
+        assert!(parse_pattern_key(&b).is_err());
+        let mut b = pk.clone();
+        b[PATTERN_KEY_LEN + 2] = 3;
+        assert!(parse_pattern_key(&b).is_err());
+        assert!(parse_pattern_key(&pk[..PRED_PATTERN_KEY_LEN - 1]).is_err());
+    }
+
+    fn sig_w(w: usize) -> Signature {
+        Signature::new(
+            w,
+            &[96, 16384],
+            [&[0, 1], &[16384, 1], &[0, 0], &[16384, 1]],
+        )
+        .unwrap()
     }
 
     #[test]

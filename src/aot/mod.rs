@@ -40,8 +40,8 @@ pub mod key;
 mod table;
 
 pub use format::{
-    AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_VERSION, C_TYPES,
-    SelectjitAotEntry, SelectjitAotTable, SelectjitKernelFn,
+    AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_MIN_VERSION,
+    AOT_VERSION, C_TYPES, SelectjitAotEntry, SelectjitAotTable, SelectjitKernelFn,
 };
 pub use table::AotTable;
 

@@ -8,7 +8,10 @@
 //! header. Linked into a program that depends on `selectjit` (its no-JIT build is enough), the
 //! table is registered with `selectjit::aot::AotTable::from_raw` and given to an engine.
 //! [`check_object`] reads an exported object back; [`parse_shapes`] reads the shapes file of
-//! `selectjit aot`.
+//! `selectjit aot`. Predicate kernels (a comparison or a test computed in the kernel in the
+//! mask's place, for the no-JIT build) are exported like mask kernels, by signature or pattern
+//! (`KernelSet::add_signature` / `add_pattern`, or the shapes file's `predicate` signatures),
+//! under the keys of table format 3 (`selectjit::aot::key`).
 //!
 //! This crate carries every Cranelift back end and an object writer and reader; a runtime that
 //! links `selectjit` does not build any of it.

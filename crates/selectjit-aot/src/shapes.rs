@@ -8,7 +8,11 @@
 //!     {"mode": "pdpd", "axis": 1, "cond": [3], "then": [2, 3, 4], "else": [3, 4], "dtype": "i64"},
 //!     {"mode": "numpy", "cond": [7], "then": [7], "else": [7], "kernels": "generic"},
 //!     {"signature": {"width": 4, "dims": [3, 5],
-//!                    "strides": {"cond": [1, 3], "then": [5, 1], "else": [0, 0], "out": [5, 1]}}}
+//!                    "strides": {"cond": [1, 3], "then": [5, 1], "else": [0, 0], "out": [5, 1]}}},
+//!     {"signature": {"width": 2, "dims": [4096], "predicate": {"op": "<", "dtype": "i64"},
+//!                    "strides": {"cond": [1], "then": [1], "else": [0], "out": [1], "rhs": [0]}}},
+//!     {"signature": {"width": 4, "dims": [1000], "predicate": {"test": "isnan", "dtype": "f32"},
+//!                    "strides": {"cond": [1], "then": [0], "else": [1], "out": [1]}}}
 //!   ]
 //! }
 //! ```
@@ -16,7 +20,11 @@
 //! A case is a call on contiguous inputs (the conformance file's format: `mode`, `axis` for
 //! pdpd, default -1, and the three shapes) with `dtype` or `dtypes` (default: the file's
 //! `dtypes`, else the caller's default), or a planned `signature` (element width, collapsed dims,
-//! element strides per operand) for strided layouts. `kernels` says what a case adds: `both`
+//! element strides per operand) for strided layouts. A signature whose condition is a predicate
+//! names it in canonical form (`predicate`: `op` one of `==`, `<`, `<=` of `cond` (its lhs) and
+//! `rhs`, whose strides it then gives, or `test` one of `isnan`, `isinf`, `isfinite` of `cond`;
+//! `dtype` the compared dtype; cond's and rhs's strides are in elements of that dtype).
+//! `kernels` says what a case adds: `both`
 //! (default: its exact kernel and the shape-generic kernel of its pattern), `exact` or
 //! `generic`. Cases whose `expect` is `"error"` are skipped; any other case the mode refuses is
 //! an error. Other keys (`expect`, `source`, ...) are ignored.
@@ -24,8 +32,9 @@
 use serde_json::Value;
 
 use crate::export::{KernelSet, Kinds};
-use selectjit::unstable::{Pattern, Signature};
-use selectjit::{Broadcast, DType, Error, MAX_RANK, Result};
+use selectjit::aot::key::{cond_code, dtype_code};
+use selectjit::unstable::{Canon, CondKind, Pattern, Signature};
+use selectjit::{Broadcast, DType, Error, MAX_RANK, Result, TestOp};
 
 /// What a shapes file gave.
 #[derive(Debug, Clone, Default)]
@@ -139,6 +148,10 @@ fn signature(case: usize, v: &Value) -> Result<Signature> {
     for &d in &dims {
         key.extend_from_slice(&(d as u64).to_le_bytes());
     }
+    let pred = match v.get("predicate") {
+        None => None,
+        Some(p) => Some(predicate(case, p)?),
+    };
     for name in ["cond", "then", "else", "out"] {
         let a = st
             .get(name)
@@ -157,7 +170,66 @@ fn signature(case: usize, v: &Value) -> Result<Signature> {
             key.extend_from_slice(&s.to_le_bytes());
         }
     }
+    if let Some((code, dtype, binary)) = pred {
+        key.extend_from_slice(&[code, dtype]);
+        let rhs = st.get("rhs");
+        if binary != rhs.is_some() {
+            return Err(bad(
+                case,
+                if binary {
+                    "a comparison needs the strides of rhs"
+                } else {
+                    "a test has no rhs"
+                },
+            ));
+        }
+        match rhs {
+            Some(r) => {
+                let a = r
+                    .as_array()
+                    .filter(|a| a.len() == dims.len())
+                    .ok_or_else(|| bad(case, "rhs needs one stride per dim"))?;
+                for s in a {
+                    let s = s
+                        .as_i64()
+                        .ok_or_else(|| bad(case, format!("stride {s} of rhs is not an integer")))?;
+                    key.extend_from_slice(&s.to_le_bytes());
+                }
+            }
+            None => key.resize(key.len() + 8 * dims.len(), 0),
+        }
+    }
     selectjit::unstable::parse_signature_key(&key).map_err(|e| bad(case, e))
+}
+
+/// A signature's predicate: its key code, its dtype's key code, and whether it compares.
+fn predicate(case: usize, p: &Value) -> Result<(u8, u8, bool)> {
+    let dtype: DType = p
+        .get("dtype")
+        .and_then(Value::as_str)
+        .ok_or_else(|| bad(case, "a predicate needs a dtype"))?
+        .parse()
+        .map_err(|e| bad(case, e))?;
+    let kind = match (
+        p.get("op").and_then(Value::as_str),
+        p.get("test").and_then(Value::as_str),
+    ) {
+        (Some("=="), None) => CondKind::Cmp(Canon::Eq, dtype),
+        (Some("<"), None) => CondKind::Cmp(Canon::Lt, dtype),
+        (Some("<="), None) => CondKind::Cmp(Canon::Le, dtype),
+        (Some(op), None) => {
+            return Err(bad(
+                case,
+                format!(
+                    "predicate op '{op}': a signature's comparison is ==, < or <= \
+                     (> and >= swap lhs and rhs, != swaps then and else)"
+                ),
+            ));
+        }
+        (None, Some(t)) => CondKind::Test(t.parse::<TestOp>().map_err(|e| bad(case, e))?, dtype),
+        _ => return Err(bad(case, "a predicate has either an op or a test")),
+    };
+    Ok((cond_code(kind), dtype_code(dtype), kind.binary()))
 }
 
 /// Reads a shapes file. `default_dtypes` apply to cases that name none when the file has no
@@ -220,6 +292,7 @@ pub fn parse_shapes(text: &str, default_dtypes: &[DType]) -> Result<ShapesFile> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use selectjit::unstable::RHS;
 
     #[test]
     fn the_documented_example_parses() {
@@ -232,16 +305,26 @@ mod tests {
             {"mode": "two-step", "cond": [3, 5], "then": [2, 3, 4, 5], "else": [], "expect": "error"},
             {"cond": [0], "then": [0], "else": [0]},
             {"signature": {"width": 4, "dims": [3, 5],
-                           "strides": {"cond": [1, 3], "then": [5, 1], "else": [0, 0], "out": [5, 1]}}}
+                           "strides": {"cond": [1, 3], "then": [5, 1], "else": [0, 0], "out": [5, 1]}}},
+            {"signature": {"width": 2, "dims": [4096], "predicate": {"op": "<", "dtype": "i64"},
+                           "strides": {"cond": [1], "then": [1], "else": [0], "out": [1], "rhs": [0]}}},
+            {"signature": {"width": 4, "dims": [1000], "predicate": {"test": "isnan", "dtype": "f32"},
+                           "strides": {"cond": [1], "then": [0], "else": [1], "out": [1]}}}
           ]
         }"#;
         let f = parse_shapes(text, &[DType::F32]).unwrap();
-        assert_eq!((f.cases, f.skipped, f.empty), (5, 1, 1));
+        assert_eq!((f.cases, f.skipped, f.empty), (7, 1, 1));
         // Case 0: two widths, exact + generic each; case 1: i64; case 2: generic only (two
-        // widths); case 5: one signature and its pattern.
-        assert_eq!(f.set.signatures().len(), 2 + 1 + 1);
+        // widths); cases 5 to 7: one signature and its pattern each.
+        assert_eq!(f.set.signatures().len(), 2 + 1 + 3);
         assert_eq!(f.set.signatures()[0].dims(), &[96, 16384]);
-        assert_eq!(f.set.patterns().len(), 2 + 1 + 2 + 1);
+        assert_eq!(f.set.patterns().len(), 2 + 1 + 2 + 3);
+        let preds: Vec<String> = f.set.signatures()[4..]
+            .iter()
+            .map(|s| s.cond().to_string())
+            .collect();
+        assert_eq!(preds, ["i64 <", "isnan(f32)"]);
+        assert_eq!(f.set.signatures()[4].strides(RHS), &[0]);
     }
 
     #[test]
@@ -274,6 +357,22 @@ mod tests {
             (
                 r#"{"cases": [{"signature": {"width": 4, "dims": [2], "strides": {"cond": [1], "then": [1], "else": [1]}}}]}"#,
                 "out",
+            ),
+            (
+                r#"{"cases": [{"signature": {"width": 4, "dims": [2], "predicate": {"op": ">", "dtype": "f32"}, "strides": {"cond": [1], "then": [1], "else": [1], "out": [1], "rhs": [1]}}}]}"#,
+                "swap lhs and rhs",
+            ),
+            (
+                r#"{"cases": [{"signature": {"width": 4, "dims": [2], "predicate": {"op": "<", "dtype": "f32"}, "strides": {"cond": [1], "then": [1], "else": [1], "out": [1]}}}]}"#,
+                "strides of rhs",
+            ),
+            (
+                r#"{"cases": [{"signature": {"width": 4, "dims": [2], "predicate": {"test": "isodd", "dtype": "f32"}, "strides": {"cond": [1], "then": [1], "else": [1], "out": [1]}}}]}"#,
+                "isodd",
+            ),
+            (
+                r#"{"cases": [{"signature": {"width": 4, "dims": [2], "predicate": {"test": "isnan", "dtype": "f32"}, "strides": {"cond": [1], "then": [1], "else": [1], "out": [1], "rhs": [0]}}}]}"#,
+                "has no rhs",
             ),
         ] {
             let e = parse_shapes(text, &d).unwrap_err().to_string();

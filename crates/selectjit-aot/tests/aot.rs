@@ -304,6 +304,11 @@ fn bad_tables_are_rejected_with_a_clear_error() {
     assert_eq!(c.entries.len(), 4);
     let t = c.check().expect("the intact copy is accepted");
     assert_eq!((t.exact_len(), t.generic_len()), (2, 2));
+    // Version 2 tables (mask keys, which version 3 kept) are read as they are.
+    c.header.version = 2;
+    let t = c.check().expect("a version 2 table is accepted");
+    assert_eq!((t.exact_len(), t.generic_len()), (2, 2));
+    c.header.version = selectjit::aot::AOT_VERSION;
     // SAFETY: NULL is allowed and rejected.
     assert!(unsafe { AotTable::from_raw(std::ptr::null()) }.is_err());
 
@@ -314,7 +319,8 @@ fn bad_tables_are_rejected_with_a_clear_error() {
     };
     let cases: Vec<(&str, Corruption)> = vec![
         ("bad magic", Box::new(|c| c.header.magic[0] = b'X')),
-        ("version 3", Box::new(|c| c.header.version = 3)),
+        ("version 4", Box::new(|c| c.header.version = 4)),
+        ("version 1", Box::new(|c| c.header.version = 1)),
         (
             "cannot run on this",
             Box::new(move |c| set_text(&mut c.header.triple, other_arch)),
@@ -466,4 +472,82 @@ fn truncated_or_corrupted_objects_are_clear_errors() {
         }
         assert!(rejected > 0, "{target}");
     }
+}
+
+/// Predicate kernels (a comparison or a test computed in the kernel) are exported, registered
+/// by their keys and run from the table, exact and shape-generic, against numpy's semantics
+/// element by element.
+#[test]
+fn predicate_kernels_are_exported_registered_and_run() {
+    use selectjit::unstable::{Canon, CondKind, Pattern, Ptrs, Signature, eval_cond};
+    let n = 77usize;
+    let kinds = [
+        (CondKind::Cmp(Canon::Lt, DType::F32), 4usize),
+        (CondKind::Cmp(Canon::Eq, DType::I64), 2),
+        (CondKind::Cmp(Canon::Le, DType::U64), 8),
+        (CondKind::Test(selectjit::TestOp::IsNan, DType::BF16), 1),
+    ];
+    let sig = |kind: CondKind, w: usize, rhs: isize| {
+        let r: isize = if kind.binary() { rhs } else { 0 };
+        Signature::with_cond(w, kind, &[n], [&[1], &[1], &[0], &[1], &[r]]).unwrap()
+    };
+    let mut set = KernelSet::new();
+    for &(kind, w) in &kinds {
+        set.add_signature(sig(kind, w, 1));
+        set.add_pattern(Pattern::of(&sig(kind, w, 0)));
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lib = aot_host::build_library(&set, dir.path(), "selectjit_pred");
+    // SAFETY: the table of a library loaded for good, exported by this crate.
+    let t = unsafe { AotTable::from_raw(aot_host::load_table(&lib, "selectjit_aot_table")) }
+        .expect("the table is accepted");
+    assert_eq!((t.exact_len(), t.generic_len()), (4, 4));
+    let mut bits = 0x1234_5678_9abc_def0u64;
+    let mut byte = move || {
+        bits ^= bits << 13;
+        bits ^= bits >> 7;
+        bits ^= bits << 17;
+        // Mostly small values, so that equal ones and NaN bit patterns (bf16 0x7fxx) meet.
+        [0u8, 1, 0x7f, 0x80, 0xc0, 0xff][(bits % 6) as usize]
+    };
+    let mut checked = 0;
+    for &(kind, w) in &kinds {
+        let cw = kind.dtype().unwrap().width();
+        for (generic, rhs_stride) in [(false, 1isize), (true, 0)] {
+            let s = sig(kind, w, rhs_stride);
+            let k = if generic {
+                t.generic(&Pattern::of(&s))
+            } else {
+                t.exact(&s)
+            }
+            .unwrap_or_else(|| panic!("no kernel for {s}"));
+            let lhs: Vec<u8> = (0..n * cw).map(|_| byte()).collect();
+            let rhs: Vec<u8> = (0..n * cw).map(|_| byte()).collect();
+            let then: Vec<u8> = (0..n * w).map(|i| i as u8).collect();
+            let else_: Vec<u8> = (0..w).map(|i| 0xe0 | i as u8).collect();
+            let mut out = vec![0u8; n * w];
+            let want: Vec<u8> = (0..n)
+                .flat_map(|i| {
+                    let r = &rhs[i * cw * rhs_stride as usize..][..cw];
+                    if eval_cond(kind, &lhs[i * cw..][..cw], r) {
+                        then[i * w..][..w].to_vec()
+                    } else {
+                        else_.clone()
+                    }
+                })
+                .collect();
+            let p = Ptrs {
+                cond: lhs.as_ptr(),
+                then: then.as_ptr(),
+                else_: else_.as_ptr(),
+                out: out.as_mut_ptr(),
+                rhs: rhs.as_ptr(),
+            };
+            // SAFETY: every operand holds the n elements (or the one) its strides address.
+            unsafe { k.run(&s, p, 0, n) };
+            assert_eq!(out, want, "{s} generic {generic}");
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 8);
 }

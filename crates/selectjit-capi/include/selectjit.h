@@ -10,12 +10,13 @@
 #define SELECTJIT_AOT_TYPES
 /* Ahead-of-time kernel tables (selectjit aot). A kernel runs outer indices [begin, end) of its
  * signature; dims and byte_strides are read by shape-generic kernels only
- * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out); exact kernels get NULL.
- * rhs: a comparison's second operand (NULL for the mask kernels of a table). */
+ * (dims[k], byte_strides[op * rank + k] for op = cond, then, else, out, rhs); exact kernels get
+ * NULL. cond is the mask, or a predicate's first operand; rhs a comparison's second operand
+ * (ignored by the kernels of masks and tests). */
 typedef void (*SelectjitKernelFn)(const uint8_t *cond, const uint8_t *then_, const uint8_t *else_,
                                   uint8_t *out, size_t begin, size_t end, const uint64_t *dims,
                                   const int64_t *byte_strides, const uint8_t *rhs);
-#define SELECTJIT_AOT_VERSION 2
+#define SELECTJIT_AOT_VERSION 3
 #define SELECTJIT_AOT_EXACT 0
 #define SELECTJIT_AOT_GENERIC 1
 typedef struct SelectjitAotEntry {

@@ -172,3 +172,160 @@ fn no_code_generator_in_the_dependency_tree() {
         );
     }
 }
+
+/// Predicates (a comparison or a test computed in the kernel) from the linked table, format 3:
+/// with no code generator, every call runs one of the table's predicate kernels in one pass —
+/// nothing runs in blocks on the static kernels — with the interpreter's bytes, over edge
+/// values (NaNs with payloads, ±0, ±inf, subnormals, integer extremes, u64 above i64::MAX).
+#[test]
+fn predicate_calls_run_the_tables_predicate_kernels() {
+    use selectjit::{Cond, InPlace, Operand};
+    let aot = selectjit_nojit::engine(selectjit_nojit::table().unwrap()).unwrap();
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
+    let n = 1000usize;
+    let f32_edges = [
+        0.0f32,
+        -0.0,
+        1.5,
+        -2.0,
+        f32::INFINITY,
+        f32::NEG_INFINITY,
+        f32::from_bits(0x7fc0_1234),
+        f32::from_bits(0xff80_0001),
+        f32::from_bits(1),
+        f32::from_bits(0x8000_0001),
+        f32::MAX,
+        f32::MIN,
+    ];
+    let x: Vec<f32> = (0..n).map(|i| f32_edges[(i * 7) % 12]).collect();
+    let y: Vec<f32> = (0..n).map(|i| f32_edges[(i * 5 + 3) % 12]).collect();
+    let m: Vec<i64> = (0..n)
+        .map(|i| [0, 1, -1, i64::MIN, i64::MAX][i % 5])
+        .collect();
+    let u: Vec<u64> = (0..n)
+        .map(|i| [0, 1, i64::MAX as u64, 1 << 63, u64::MAX][i % 5])
+        .collect();
+    let v: Vec<u64> = (0..n)
+        .map(|i| [1 << 63, 0, u64::MAX, 1, i64::MAX as u64][(i / 5) % 5])
+        .collect();
+    // bf16 as little-endian bytes: ±0, ±1, ±inf, a NaN, ± the smallest subnormal.
+    let bf: Vec<u8> = (0..n)
+        .flat_map(|i| {
+            let b: u16 = [
+                0, 0x8000, 0x3f80, 0xbf80, 0x7f80, 0xff80, 0x7fc1, 0x0001, 0x8001,
+            ][i % 9];
+            b.to_le_bytes()
+        })
+        .collect();
+    let d: Vec<f64> = (0..n)
+        .map(|i| {
+            [
+                0.0,
+                -0.0,
+                f64::from_bits(0x7ff0_0000_0000_0001),
+                f64::from_bits(0xfff8_0000_dead_beef),
+                f64::INFINITY,
+                f64::from_bits(1),
+                -3.25,
+            ][i % 7]
+        })
+        .collect();
+    let bytes: Vec<u8> = (0..n).map(|i| (i * 31 + 7) as u8).collect();
+    let s = [n];
+    let (xv, yv) = (TensorRef::new(&x, &s), TensorRef::new(&y, &s));
+    let zero = TensorRef::scalar(&[0.0f32]);
+
+    fn run<T: selectjit::Element + Default>(
+        e: &Engine,
+        cond: Cond<'_>,
+        t: TensorRef<'_, T>,
+        f: TensorRef<'_, T>,
+        n: usize,
+    ) -> Vec<T> {
+        let mut out = vec![T::default(); n];
+        e.select(cond, t, f, TensorMut::new(&mut out, &[n]), Broadcast::Numpy)
+            .unwrap();
+        out
+    }
+    let mut table_runs = 0u64;
+    macro_rules! check {
+        ($what:expr, $cond:expr, $t:expr, $f:expr) => {{
+            let got = run(&aot, $cond, $t, $f, n);
+            let want = run(&interp, $cond, $t, $f, n);
+            assert_eq!(bytes_of(&got), bytes_of(&want), "{}", $what);
+            let st = aot.stats();
+            let ran = st.aot_exact_runs + st.aot_generic_runs;
+            assert!(ran > table_runs, "{}: no table kernel ran: {st:?}", $what);
+            assert_eq!(
+                (st.static_runs, st.blocked_runs),
+                (0, 0),
+                "{}: {st:?}",
+                $what
+            );
+            table_runs = ran;
+        }};
+    }
+    check!("relu x > 0", Cond::gt(xv, 0.0f32), xv, zero);
+    check!("x < y", Cond::lt(xv, yv), xv, yv);
+    check!("x <= y negated", Cond::le(xv, yv).not(), yv, xv);
+    check!(
+        "mask == 0 selects -inf",
+        Cond::eq(TensorRef::new(&m, &s), 0i64),
+        TensorRef::scalar(&[f32::NEG_INFINITY]),
+        yv
+    );
+    check!(
+        "u64 <= u64, selecting bytes",
+        Cond::le(TensorRef::new(&u, &s), TensorRef::new(&v, &s)),
+        TensorRef::new(&bytes, &s),
+        TensorRef::scalar(&[0xeeu8])
+    );
+    check!(
+        "bf16 x > 0 selecting i16",
+        Cond::gt(
+            Operand::from_bytes(DType::BF16, TensorRef::new(&bf, &s)),
+            Operand::from_bytes(DType::BF16, TensorRef::scalar(&[0u8, 0])),
+        ),
+        TensorRef::new(&vec![7i16; n], &s),
+        TensorRef::scalar(&[-7i16])
+    );
+    check!(
+        "nan to zero",
+        Cond::isnan(TensorRef::new(&d, &s)),
+        TensorRef::scalar(&[0.0f64]),
+        TensorRef::new(&d, &s)
+    );
+    // In place: x = where(x > 0, x, 0).
+    let mut a = x.clone();
+    let mut b = x.clone();
+    for (eng, buf) in [(&aot, &mut a), (&interp, &mut b)] {
+        eng.select_in_place(
+            Cond::gt(Operand::in_place(), 0.0f32),
+            TensorMut::new(buf, &s),
+            InPlace::Then,
+            zero,
+            Broadcast::Numpy,
+        )
+        .unwrap();
+    }
+    assert_eq!(bytes_of(&a), bytes_of(&b), "in place");
+    assert!(a.iter().any(|v| v.to_bits() == 0) && a.iter().any(|&v| v > 0.0));
+    let st = aot.stats();
+    assert!(
+        st.aot_exact_runs + st.aot_generic_runs > table_runs,
+        "in place: {st:?}"
+    );
+    assert_eq!(
+        (st.static_runs, st.blocked_runs),
+        (0, 0),
+        "in place: {st:?}"
+    );
+}
+
+/// The bytes of a slice of elements (compared bytewise: NaN payloads and -0.0 count).
+fn bytes_of<T: selectjit::Element>(v: &[T]) -> Vec<u8> {
+    // SAFETY: `Element` types are plain old data (`bytemuck::Pod`: no padding, every byte
+    // initialised); the bytes read are exactly the slice's.
+    unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) }
+        .to_vec()
+}

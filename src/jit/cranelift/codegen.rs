@@ -1,8 +1,8 @@
 //! Cranelift IR emission for one [`Signature`].
 //!
-//! The kernel has the signature `fn(cond, then, else, out: *u8, begin, end: usize)` and runs the
-//! outer indices `begin..end` of `sig.dims[0]`. Outer loops have their trip counts baked in; the
-//! innermost dimension is emitted as one of three row shapes:
+//! The kernel has the signature `fn(cond, then, else, out: *u8, begin, end: usize, dims,
+//! byte_strides, rhs)` and runs the outer indices `begin..end` of `sig.dims[0]`. Outer loops have
+//! their trip counts baked in; the innermost dimension is emitted as one of three row shapes:
 //!
 //! * **vector select** — cond, out unit stride; then/else unit stride or broadcast (splatted once
 //!   per row): 16 cond bytes are loaded, compared with zero and widened (`swiden_low/high`) to lane
@@ -11,14 +11,22 @@
 //! * **row copy** — cond constant along the row (stride 0): one branch per row, then a straight
 //!   vector copy (or fill, for a broadcast source) of the chosen input.
 //! * **scalar** — anything else (strided, transposed): one element at a time, branch-free.
+//!
+//! A predicate (`sig.cond`: a comparison of `cond` as lhs with the fifth operand `rhs`, or a test
+//! of `cond`) is computed in registers wherever a mask byte would be read ([`pred`]): its lhs and
+//! rhs play cond's part in the row shapes (unit stride or splatted in vector rows, both constant
+//! in copy rows), and the loops carry the rhs pointer too. Mask kernels are emitted exactly as
+//! before (the loops carry four pointers for them).
 
 use cranelift_codegen::ir::condcodes::IntCC;
 use cranelift_codegen::ir::types::{I8, I8X16, I16, I32, I64};
 use cranelift_codegen::ir::{AbiParam, Function, InstBuilder, MemFlagsData, Type, Value};
 use cranelift_frontend::{FunctionBuilder, Variable};
 
-use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
+use crate::plan::{COND, ELSE, OPS, OUT, RHS, RowShape, Signature, THEN};
+use crate::pred::Kind;
 
+mod pred;
 mod vector;
 
 /// How many elements a row or loop runs: known when the kernel is built, or only at run time
@@ -44,6 +52,21 @@ struct Runtime {
     strides: Value,
 }
 
+/// Vector constants of a predicate kernel (see `pred.rs`), made once before its loops.
+#[derive(Default)]
+struct VecConsts {
+    /// Zero bytes (bool operands are compared with it).
+    zero: Option<Value>,
+    /// `0x7fff` in 16-bit lanes: the magnitude bits of f16 / bf16.
+    magnitude: Option<Value>,
+    /// The bits of +infinity of f16 / bf16 in 16-bit lanes.
+    exponent: Option<Value>,
+    /// +infinity in float lanes.
+    inf: Option<Value>,
+    /// The mask of a test that is constant for the dtype (isnan / isinf / isfinite of integers).
+    fixed: Option<Value>,
+}
+
 /// Emits one kernel function; one small method per IR construct.
 pub(crate) struct KernelEmitter<'a, 'b> {
     b: &'a mut FunctionBuilder<'b>,
@@ -56,6 +79,10 @@ pub(crate) struct KernelEmitter<'a, 'b> {
     flags: MemFlagsData,
     /// Use x86 `blendv` (one `pblendvb`) instead of the three-instruction `bitselect`.
     blendv: bool,
+    /// Operands the loops carry: cond, then, else, out, and a comparison's rhs.
+    nops: usize,
+    /// A predicate's vector constants (made before the loops).
+    vk: VecConsts,
 }
 
 /// Adds the kernel's parameters to `func`'s signature (nine pointer-sized integers: the four
@@ -83,6 +110,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             // Inputs are only guaranteed to be byte-aligned, and every access was validated.
             flags: MemFlagsData::new().with_notrap(),
             blendv,
+            nops: if sig.cond.binary() { OPS } else { RHS },
+            vk: VecConsts::default(),
         }
     }
 
@@ -105,9 +134,12 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         if self.generic {
             self.load_runtime(p[6], p[7]);
         }
+        if !self.sig.is_mask() && matches!(self.sig.row_shape(), RowShape::Select { .. }) {
+            self.make_vec_consts();
+        }
         let count = self.b.ins().isub(end, begin);
-        let mut ptrs = [p[0], p[1], p[2], p[3]];
-        for (op, ptr) in ptrs.iter_mut().enumerate() {
+        let mut ptrs = [p[0], p[1], p[2], p[3], p[8]];
+        for (op, ptr) in ptrs.iter_mut().enumerate().take(self.nops) {
             if let Some(off) = self.scaled_step(self.step(0, op), Some(begin)) {
                 *ptr = self.b.ins().iadd(*ptr, off);
             }
@@ -185,26 +217,37 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
     }
 
     /// Loop nest: `level` runs `count` iterations; the innermost level is a row.
-    fn emit_level(&mut self, level: usize, ptrs: [Value; 4], count: Count) {
+    fn emit_level(&mut self, level: usize, ptrs: [Value; OPS], count: Count) {
         let last = self.sig.rank() - 1;
         if level == last {
             self.emit_row(ptrs, count);
             return;
         }
-        let steps: [Step; 4] = std::array::from_fn(|op| self.step(level, op));
+        let steps = self.steps(level);
         self.counted_loop(count, ptrs, steps, |em, p| {
             let inner = em.dim(level + 1);
             em.emit_level(level + 1, p, inner)
         });
     }
 
-    /// `for _ in 0..count { body(ptrs); ptrs += steps }`.
+    /// Steps of the operands the loops carry along `level` (0 for the others).
+    fn steps(&self, level: usize) -> [Step; OPS] {
+        std::array::from_fn(|op| {
+            if op < self.nops {
+                self.step(level, op)
+            } else {
+                Step::C(0)
+            }
+        })
+    }
+
+    /// `for _ in 0..count { body(ptrs); ptrs += steps }` (for the operands the loops carry).
     fn counted_loop(
         &mut self,
         count: Count,
-        ptrs: [Value; 4],
-        steps: [Step; 4],
-        mut body: impl FnMut(&mut Self, [Value; 4]),
+        ptrs: [Value; OPS],
+        steps: [Step; OPS],
+        mut body: impl FnMut(&mut Self, [Value; OPS]),
     ) {
         if let Count::Const(0) = count {
             return;
@@ -213,7 +256,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
             body(self, ptrs);
             return;
         }
-        let vars: [Variable; 4] = std::array::from_fn(|_| self.b.declare_var(I64));
+        let n = self.nops;
+        let vars: Vec<Variable> = (0..n).map(|_| self.b.declare_var(I64)).collect();
         for (v, p) in vars.iter().zip(ptrs) {
             self.b.def_var(*v, p);
         }
@@ -237,9 +281,15 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         self.b.ins().brif(more, body_blk, &[], exit, &[]);
 
         self.b.switch_to_block(body_blk);
-        let cur: [Value; 4] = std::array::from_fn(|k| self.b.use_var(vars[k]));
+        let cur: [Value; OPS] = std::array::from_fn(|k| {
+            if k < n {
+                self.b.use_var(vars[k])
+            } else {
+                ptrs[k]
+            }
+        });
         body(self, cur);
-        for k in 0..4 {
+        for k in 0..n {
             let Some(inc) = self.scaled_step(steps[k], None) else {
                 continue;
             };
@@ -256,7 +306,7 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
     }
 
     /// The innermost dimension.
-    fn emit_row(&mut self, ptrs: [Value; 4], n: Count) {
+    fn emit_row(&mut self, ptrs: [Value; OPS], n: Count) {
         match self.sig.row_shape() {
             RowShape::Select { .. } => self.emit_vector_row(ptrs, n),
             RowShape::Copy { .. } => self.emit_copy_row(ptrs, n),
@@ -376,26 +426,32 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
     }
 
     /// Row pointers advanced by `i` elements (unit or broadcast strides along the row).
-    fn row_at(&mut self, ptrs: [Value; 4], i: Value) -> [Value; 4] {
+    fn row_at(&mut self, ptrs: [Value; OPS], i: Value) -> [Value; OPS] {
         let steps = self.row_steps();
         let wide = (self.w > 1).then(|| self.b.ins().ishl_imm_u(i, self.w.trailing_zeros() as i64));
+        // A predicate's operands step by the compared dtype's width, which may be another.
+        let cw = self.sig.cond.operand_width() as i64;
+        let cond_wide = (self.sig.cond.dtype().is_some() && cw > 1 && cw != self.w as i64)
+            .then(|| self.b.ins().ishl_imm_u(i, cw.trailing_zeros() as i64));
         std::array::from_fn(|op| match steps[op] {
+            _ if op >= self.nops => ptrs[op],
             0 => ptrs[op],
             1 => self.b.ins().iadd(ptrs[op], i),
-            _ => self.b.ins().iadd(ptrs[op], wide.unwrap_or(i)),
+            s if s == self.w as i64 => self.b.ins().iadd(ptrs[op], wide.unwrap_or(i)),
+            _ => self.b.ins().iadd(ptrs[op], cond_wide.unwrap_or(i)),
         })
     }
 
     /// Byte steps of one element along the row, per operand.
-    fn row_steps(&self) -> [i64; 4] {
+    fn row_steps(&self) -> [i64; OPS] {
         let l = self.sig.rank() - 1;
         std::array::from_fn(|op| self.stride_bytes(l, op))
     }
 
     // ---- row copy (cond constant along the row) ------------------------------------------
 
-    fn emit_copy_row(&mut self, ptrs: [Value; 4], n: Count) {
-        let c = self.b.ins().uload8(I64, self.flags, ptrs[COND], 0);
+    fn emit_copy_row(&mut self, ptrs: [Value; OPS], n: Count) {
+        let c = self.elem_cond(ptrs);
         let take_then = self.b.create_block();
         let take_else = self.b.create_block();
         let join = self.b.create_block();
@@ -443,8 +499,8 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         }
         if known.is_none_or(|b| b < 16) {
             self.short_row(bytes, known, 16, |em, _| {
-                let steps = [if fill { 0 } else { w }, 0, 0, w].map(Step::C);
-                em.counted_loop(n, [src, src, src, dst], steps, |em, p| {
+                let steps = [if fill { 0 } else { w }, 0, 0, w, 0].map(Step::C);
+                em.counted_loop(n, [src, src, src, dst, src], steps, |em, p| {
                     em.emit_elem_copy(p[0], p[3], 0, 0)
                 });
             });
@@ -472,15 +528,25 @@ impl<'a, 'b> KernelEmitter<'a, 'b> {
         }
     }
 
-    fn emit_scalar_loop(&mut self, ptrs: [Value; 4], n: Count) {
+    fn emit_scalar_loop(&mut self, ptrs: [Value; OPS], n: Count) {
         let l = self.sig.rank() - 1;
-        let steps: [Step; 4] = std::array::from_fn(|op| self.step(l, op));
+        let steps = self.steps(l);
         self.counted_loop(n, ptrs, steps, |em, p| em.emit_scalar_elem(p));
     }
 
-    /// One element, branch-free: `out = cond != 0 ? then : else`.
-    fn emit_scalar_elem(&mut self, p: [Value; 4]) {
-        let c = self.b.ins().uload8(I64, self.flags, p[COND], 0);
+    /// The condition of the element at `p`: the mask byte (zero-extended), or the predicate
+    /// computed from lhs (and rhs) as 0 or 1.
+    fn elem_cond(&mut self, p: [Value; OPS]) -> Value {
+        match self.sig.cond {
+            Kind::Mask => self.b.ins().uload8(I64, self.flags, p[COND], 0),
+            kind => self.scalar_pred(kind, p[COND], p[RHS]),
+        }
+    }
+
+    /// One element, branch-free: `out = cond ? then : else`. The condition is computed before
+    /// anything is stored (in place, the output may be the compared operand).
+    fn emit_scalar_elem(&mut self, p: [Value; OPS]) {
+        let c = self.elem_cond(p);
         for (ty, k) in self.elem_parts() {
             let k = k as i32;
             let t = self.b.ins().load(ty, self.flags, p[THEN], k);

@@ -5,13 +5,15 @@
  * Usage: driver CASES_FILE
  *
  * Case file (all integers little-endian, whatever the machine running this):
- *   "SJXCASE1", u32 case count, then per case:
+ *   "SJXCASE2", u32 case count, then per case:
  *   u32 kind (0 exact, 1 generic), u32 key_len, key bytes,
- *   u32 rank, u64 dims[rank], i64 byte_strides[4 * rank]   (passed to generic kernels only),
- *   u32 in_place (0 no, 1 out is then, 2 out is else),
+ *   u32 rank, u64 dims[rank], i64 byte_strides[5 * rank]   (cond, then, else, out, rhs; passed
+ *   to generic kernels only),
+ *   u32 in_place (bits: 1 then is the output, 2 else is, 4 cond (a predicate's lhs) is, 8 rhs is),
  *   u32 split count n, u64 split[n]   (calls cover [0,split[0]), [split[0],split[1]), ..., [split[n-1],dims[0])),
- *   u64 len[4] (bytes of cond, then, else, out), then the bytes of cond, then, else, the initial
- *   output, and the expected output.
+ *   u64 len[5] (bytes of cond, then, else, out, rhs; rhs is empty for masks and tests: NULL is
+ *   passed), u64 base[5] (byte offset of each operand's base element in its buffer), then the
+ *   bytes of cond, then, else, the initial output, rhs, and the expected output.
  * Every output buffer has guard bytes on both sides that must stay untouched.
  *
  * Prints one line per failing case and ends with "N passed, M failed". Exits 0 only when every
@@ -102,7 +104,7 @@ int main(int argc, char **argv) {
     cur = file;
     end_of_file = file + size;
     const uint8_t *magic = take(8);
-    if (!magic || memcmp(magic, "SJXCASE1", 8) != 0) {
+    if (!magic || memcmp(magic, "SJXCASE2", 8) != 0) {
         fprintf(stderr, "not a case file\n");
         return 2;
     }
@@ -114,13 +116,13 @@ int main(int argc, char **argv) {
         const uint8_t *key = take(key_len);
         uint32_t rank = (uint32_t)le(4);
         uint64_t dims[64];
-        int64_t strides[4 * 64];
+        int64_t strides[5 * 64];
         if (rank < 1 || rank > 64) {
             fprintf(stderr, "case %u: rank %u\n", c, rank);
             return 2;
         }
         for (uint32_t k = 0; k < rank; k++) dims[k] = le(8);
-        for (uint32_t k = 0; k < 4 * rank; k++) strides[k] = (int64_t)le(8);
+        for (uint32_t k = 0; k < 5 * rank; k++) strides[k] = (int64_t)le(8);
         uint32_t in_place = (uint32_t)le(4);
         uint32_t nsplit = (uint32_t)le(4);
         uint64_t split[8];
@@ -129,11 +131,19 @@ int main(int argc, char **argv) {
             return 2;
         }
         for (uint32_t k = 0; k < nsplit; k++) split[k] = le(8);
-        uint64_t len[4];
-        for (int k = 0; k < 4; k++) len[k] = le(8);
+        uint64_t len[5], base[5];
+        for (int k = 0; k < 5; k++) len[k] = le(8);
+        for (int k = 0; k < 5; k++) base[k] = le(8);
         const uint8_t *cond = take(len[0]), *then_ = take(len[1]), *else_ = take(len[2]);
-        const uint8_t *init = take(len[3]), *want = take(len[3]);
+        const uint8_t *init = take(len[3]), *rhs = take(len[4]), *want = take(len[3]);
         if (truncated) break;
+        for (int k = 0; k < 5; k++) {
+            if (len[k] && base[k] >= len[k]) {
+                fprintf(stderr, "case %u: base %llu of operand %d outside its %llu bytes\n", c,
+                        (unsigned long long)base[k], k, (unsigned long long)len[k]);
+                return 2;
+            }
+        }
         const SelectjitAotEntry *e = find(t, kind, key, key_len);
         if (!e || !e->func) {
             printf("FAIL case %u: no %s kernel with this key in the table\n", c, kind ? "generic" : "exact");
@@ -142,20 +152,27 @@ int main(int argc, char **argv) {
         }
         /* Inputs in buffers of their own; the output between guard bytes. */
         uint8_t *bc = malloc(len[0] + 1), *bt = malloc(len[1] + 1), *be = malloc(len[2] + 1);
+        uint8_t *br = malloc(len[4] + 1);
         uint8_t *bo = malloc(len[3] + 2 * GUARD);
         memcpy(bc, cond, len[0]);
         memcpy(bt, then_, len[1]);
         memcpy(be, else_, len[2]);
+        memcpy(br, rhs, len[4]);
         memset(bo, GUARD_BYTE, len[3] + 2 * GUARD);
         uint8_t *out = bo + GUARD;
         memcpy(out, init, len[3]);
-        const uint8_t *pt = in_place == 1 ? out : bt, *pe = in_place == 2 ? out : be;
+        /* Base pointers; an input that is the output starts at the output's base. */
+        uint8_t *po = out + base[3];
+        const uint8_t *pc = (in_place & 4) ? po : bc + base[0];
+        const uint8_t *pt = (in_place & 1) ? po : bt + base[1];
+        const uint8_t *pe = (in_place & 2) ? po : be + base[2];
+        const uint8_t *pr = (in_place & 8) ? po : len[4] ? br + base[4] : NULL;
         const uint64_t *d = kind == SELECTJIT_AOT_GENERIC ? dims : NULL;
         const int64_t *s = kind == SELECTJIT_AOT_GENERIC ? strides : NULL;
         uint64_t begin = 0;
         for (uint32_t k = 0; k <= nsplit; k++) {
             uint64_t stop = k < nsplit ? split[k] : dims[0];
-            e->func(bc, pt, pe, out, (size_t)begin, (size_t)stop, d, s, NULL);
+            e->func(pc, pt, pe, po, (size_t)begin, (size_t)stop, d, s, pr);
             begin = stop;
         }
         int ok = memcmp(out, want, len[3]) == 0;
@@ -177,6 +194,7 @@ int main(int argc, char **argv) {
         free(bc);
         free(bt);
         free(be);
+        free(br);
         free(bo);
     }
     if (truncated) {

@@ -6,7 +6,7 @@ use cranelift_codegen::ir::types::{I8, I8X16, I16, I16X8, I32, I32X4, I64, I64X2
 use cranelift_codegen::ir::{Endianness, InstBuilder, MemFlagsData, Type, Value};
 
 use super::{Count, KernelEmitter};
-use crate::plan::{COND, ELSE, OUT, THEN};
+use crate::plan::{COND, ELSE, OPS, OUT, THEN};
 
 impl KernelEmitter<'_, '_> {
     /// Lane type of a 128-bit data vector for this element width.
@@ -20,7 +20,7 @@ impl KernelEmitter<'_, '_> {
     }
 
     /// Cond vectors (16 elements each) handled per main-loop iteration.
-    fn groups_per_iter(&self) -> u64 {
+    pub(super) fn groups_per_iter(&self) -> u64 {
         match self.w {
             1 => 4,
             2 => 2,
@@ -51,7 +51,7 @@ impl KernelEmitter<'_, '_> {
     }
 
     /// Lane-wise `mask ? a : b` for a mask whose lanes are all ones or all zeros.
-    fn select_lanes(&mut self, mask: Value, a: Value, b: Value) -> Value {
+    pub(super) fn select_lanes(&mut self, mask: Value, a: Value, b: Value) -> Value {
         if self.blendv {
             // pblendvb reads the top bit of every byte, which is set in every byte of a
             // sign-extended lane mask.
@@ -70,18 +70,26 @@ impl KernelEmitter<'_, '_> {
     }
 
     /// Data vector type: bytes when blending byte-wise, lanes of the element width otherwise.
-    fn data_type(&self) -> Type {
+    pub(super) fn data_type(&self) -> Type {
         if self.blendv { I8X16 } else { self.vec_type() }
     }
 
-    pub(super) fn emit_vector_row(&mut self, ptrs: [Value; 4], n: Count) {
+    /// then and else where they are broadcast along the row: splatted once per row.
+    pub(super) fn splat_sources(&mut self, ptrs: [Value; OPS]) -> [Option<Value>; 2] {
         let l = self.sig.rank() - 1;
-        let splat: [Option<Value>; 2] = [THEN, ELSE].map(|op| {
+        [THEN, ELSE].map(|op| {
             (self.sig.strides[op][l] == 0).then(|| {
                 let v = self.splat_operand(ptrs[op]);
                 if self.blendv { self.as_bytes(v) } else { v }
             })
-        });
+        })
+    }
+
+    pub(super) fn emit_vector_row(&mut self, ptrs: [Value; OPS], n: Count) {
+        if !self.sig.is_mask() {
+            return self.emit_pred_row(ptrs, n);
+        }
+        let splat = self.splat_sources(ptrs);
         let g = self.groups_per_iter();
         let (nv, known) = self.count_value(n);
         let mut start = self.iconst(0);
@@ -112,7 +120,7 @@ impl KernelEmitter<'_, '_> {
     }
 
     /// `groups` × 16 elements from `ptrs`.
-    fn emit_chunk(&mut self, ptrs: [Value; 4], groups: u64, splat: [Option<Value>; 2]) {
+    fn emit_chunk(&mut self, ptrs: [Value; OPS], groups: u64, splat: [Option<Value>; 2]) {
         let w = self.w as i64;
         for g in 0..groups as i64 {
             let first = 16 * g;
@@ -150,7 +158,7 @@ impl KernelEmitter<'_, '_> {
     }
 
     /// A 128-bit constant.
-    fn vector_const(&mut self, bytes: &[u8; 16]) -> Value {
+    pub(super) fn vector_const(&mut self, bytes: &[u8; 16]) -> Value {
         let c = self.b.func.dfg.constants.insert(bytes.to_vec().into());
         self.b.ins().vconst(I8X16, c)
     }
@@ -192,7 +200,7 @@ impl KernelEmitter<'_, '_> {
 
     /// 16 elements of 16 bytes: each element is one vector; its mask is the cond byte widened to
     /// all ones or all zeros.
-    fn emit_wide_group(&mut self, ptrs: [Value; 4], first: i64, splat: [Option<Value>; 2]) {
+    fn emit_wide_group(&mut self, ptrs: [Value; OPS], first: i64, splat: [Option<Value>; 2]) {
         for j in first..first + 16 {
             let c = self.b.ins().uload8(I64, self.flags, ptrs[COND], j as i32);
             let m = self.b.ins().bmask(I64, c);
