@@ -448,6 +448,56 @@ fn bench_runs_a_filtered_quick_case_and_writes_json() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The fused cases run beside the select cases: a filter matching only a fused case runs it
+/// alone, and its JSON carries the fused, unfused and roofline times and what ran it; a bad
+/// fused case file is one `error:` line.
+#[test]
+fn bench_runs_a_fused_case_and_writes_json() {
+    let d = Dir::new();
+    let json = d.path("f.json");
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "tiny_relu", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("tiny_relu_f32_16"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cases"].as_array().unwrap().len(), 0);
+    let c = &v["fused_cases"][0];
+    assert_eq!(c["case"], "tiny_relu_f32_16");
+    assert_eq!(c["elements"], 16);
+    for k in ["fused_ns", "unfused_ns", "roofline_ns", "static_ns"] {
+        assert!(c[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    let tier = c["fused_tier"].as_str().unwrap();
+    assert!(
+        tier == "blocked"
+            || ["cranelift", "avx2", "avx512"]
+                .iter()
+                .any(|t| tier.starts_with(t)),
+        "{tier}"
+    );
+    let bad = d.raw(
+        "bad.json",
+        br#"{"cases":[{"name":"b","expr":"where(x > , x, x)","vars":{"x":{"dtype":"f32","shape":[2],"fill":"normal"}}}]}"#,
+    );
+    let o = bin()
+        .args(["bench", "--quick", "--fused-cases"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: invalid argument: fused case b: expression 'where(x > , x, x)'")
+            && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
+
 /// A tier the host cannot run, or an unknown one, is one `error:` line and exit 2 (and no
 /// output); `--emulate` runs an x86 tier the host lacks in the emulator instead.
 #[test]
