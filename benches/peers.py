@@ -626,7 +626,7 @@ def fused_markdown(rows, summ):
                              "roofline µs", "numpy µs", "np/sj", "numexpr 1t µs", "ne1/sj",
                              "numexpr µs", "ne/sj", "ORT µs", "ORT/sj", "OpenVINO µs",
                              "OV/sj", "selectjit-py µs", "py/sj"]) + " |",
-          "|---|" + "---:|" * 3 + "---|" + "---:|" * 13]
+          "|---|" + "---:|" * 2 + "---|" + "---:|" * 14]
     md += ["| " + " | ".join(fused_cells(r)) + " |" for r in rows]
     md += ["", "- numpy = a ufunc per operator of the condition (`np.greater`, `np.isnan`, "
            "`np.logical_not`, ...), then `np.where` (both allocate, as numpy code does). "
