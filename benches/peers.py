@@ -11,7 +11,16 @@ For every case of cases.json: runs `selectjit bench` on that case alone, then ti
 reference. Then probes every dtype with cond bytes other than 0/1 and with values that do not
 survive a round trip through a narrower type, on the peers and on `selectjit run`.
 
-Needs: pip install numpy ml-dtypes onnx onnxruntime openvino; and `cargo build --release`.
+Then the fused cases (fused_cases.json: `where(x > zero, x, zero)`, `where(mask == zero, ...)`,
+`where(isnan(x), ...)`, ...): `selectjit bench` on each case alone (the fused call, what ran it,
+the unfused mask + select, the copy roofline) against numpy (a ufunc for the mask, then
+np.where), numexpr (the expression as written, one thread and its default threads), ONNX Runtime
+and OpenVINO graphs (Greater / Less / Equal / IsNaN / IsInf / Not + Where / Select) and, where
+the Python package has lazy predicates (`selectjit.greater`, ...), selectjit's Python `where`;
+every peer's output checked bytewise against numpy's ufuncs and a bytewise where.
+
+Needs: pip install numpy ml-dtypes onnx onnxruntime openvino (numexpr optional); and
+`cargo build --release`.
 """
 
 import argparse
@@ -26,6 +35,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import zlib
 from pathlib import Path
 
 PIP = "pip install numpy ml-dtypes onnx onnxruntime openvino"
@@ -193,6 +203,444 @@ PEER_FNS = {"numpy": numpy_peer, "ort": ort_peer, "openvino": openvino_peer}
 
 def dtype_name(a):
     return next(k for k, v in DTYPES.items() if np.dtype(v[0]) == a.dtype)
+
+
+# ---------------------------------------------------------------- fused cases
+
+def parse_expr(src):
+    """`where(COND, A, B)` of fused_cases.json as a tree: ("where", cond, a, b), conditions
+    ("cmp", op, l, r), ("test", fn, v), ("not", c); variables as ("var", name)."""
+    import re
+    toks = re.findall(r"\s*(>=|<=|==|!=|>|<|!|\(|\)|,|[A-Za-z_][A-Za-z0-9_]*)", src)
+    if "".join(toks).replace(" ", "") != src.replace(" ", ""):
+        raise ValueError(f"expression {src!r}: unexpected characters")
+    pos = [0]
+
+    def peek():
+        return toks[pos[0]] if pos[0] < len(toks) else None
+
+    def take(want=None):
+        t = peek()
+        if t is None or (want is not None and t != want):
+            raise ValueError(f"expression {src!r}: expected {want or 'more'}, found {t}")
+        pos[0] += 1
+        return t
+
+    def term():
+        t = take()
+        if not (t[0].isalpha() or t[0] == "_"):
+            raise ValueError(f"expression {src!r}: expected a variable, found {t}")
+        return ("var", t)
+
+    def cond():
+        t = peek()
+        if t == "!":
+            take()
+            return ("not", cond())
+        if t == "(":
+            take()
+            c = cond()
+            take(")")
+            return c
+        if t in ("isnan", "isinf", "isfinite", "logical_not"):
+            take()
+            take("(")
+            c = ("not", cond()) if t == "logical_not" else ("test", t, term())
+            take(")")
+            return c
+        lhs = term()
+        op = take()
+        if op not in CMP:
+            raise ValueError(f"expression {src!r}: expected a comparison, found {op}")
+        return ("cmp", op, lhs, term())
+
+    take("where")
+    take("(")
+    c = cond()
+    take(",")
+    a = term()
+    take(",")
+    b = term()
+    take(")")
+    if peek() is not None:
+        raise ValueError(f"expression {src!r}: unexpected {peek()}")
+    return ("where", c, a, b)
+
+
+CMP = {">": "greater", ">=": "greater_equal", "<": "less", "<=": "less_equal",
+       "==": "equal", "!=": "not_equal"}
+
+
+def make_fused_inputs(case):
+    """The case's variables as fused_cases.json describes them: one generator seeded by the
+    CRC-32 of the case's name, drawn by the variables in file order. (selectjit bench draws the
+    same distributions from its own generator: equal in kind, not bit for bit.)"""
+    rng = np.random.default_rng(zlib.crc32(case["name"].encode()))
+    out = {}
+    for name, v in case["vars"].items():
+        dt = np.dtype(DTYPES[v["dtype"]][0])
+        shape = tuple(v["shape"])
+        n = math.prod(shape)
+        if "value" in v:
+            out[name] = np.array(float(v["value"]), np.float64).astype(dt).reshape(shape)
+            continue
+        fill = v["fill"]
+        if fill == "normal":
+            a = rng.standard_normal(shape)
+        elif fill == "uniform":
+            a = rng.random(shape)
+        elif fill == "nan10":
+            a = rng.standard_normal(shape)
+            u = rng.random(shape)
+            a[u < 0.13] = -0.0
+            a[u < 0.12] = -np.inf
+            a[u < 0.11] = np.inf
+            a[u < 0.10] = np.nan
+        elif fill == "mask01":
+            cols = shape[-1]
+            zeros = (rng.random(n // cols) * 0.3 * cols).astype(np.int64)
+            a = (np.arange(cols)[None, :] < (cols - zeros)[:, None]).reshape(shape)
+        elif fill == "iota":
+            a = np.arange(n).reshape(shape)
+        elif fill == "bytes":
+            raw = rng.integers(0, 256, n * dt.itemsize, np.uint8)
+            if dt == np.bool_:
+                raw &= 1
+            out[name] = raw.view(dt).reshape(shape)
+            continue
+        else:
+            raise ValueError(f"case {case['name']}: unknown fill {fill!r}")
+        out[name] = np.asarray(a).astype(dt)
+    return out
+
+
+def np_cond(c, vs):
+    """The condition with numpy's ufuncs (the semantics every peer must match)."""
+    if c[0] == "not":
+        return np.logical_not(np_cond(c[1], vs))
+    if c[0] == "test":
+        return getattr(np, c[1])(vs[c[2][1]])
+    return getattr(np, CMP[c[1]])(vs[c[2][1]], vs[c[3][1]])
+
+
+def fused_numpy_peer(tree, vs):
+    _, c, a, b = tree
+    box = [None]
+
+    def call():  # the mask (one ufunc per operator), then where: as numpy code reads
+        box[0] = np.where(np_cond(c, vs), vs[a[1]], vs[b[1]])
+    return call, lambda: box[0]
+
+
+def ne_text(c):
+    """The condition in numexpr's syntax (no isnan / isinf / isfinite there: as comparisons)."""
+    if c[0] == "not":
+        return f"~({ne_text(c[1])})"
+    if c[0] == "test":
+        v = c[2][1]
+        return {"isnan": f"({v} != {v})", "isinf": f"(abs({v}) == inf)",
+                "isfinite": f"(abs({v}) < inf)"}[c[1]]
+    return f"({c[2][1]} {c[1]} {c[3][1]})"
+
+
+NE_THREADS = [None]  # numexpr's thread count as last set
+
+
+def numexpr_peer(threads):
+    def peer(tree, vs):
+        try:
+            import numexpr as ne
+        except ImportError as e:
+            raise NotAvailable("numexpr is not installed") from e
+        _, c, a, b = tree
+        text = f"where({ne_text(c)}, {a[1]}, {b[1]})"
+        local = dict(vs, inf=np.float64(np.inf))
+        default = ne.detect_number_of_cores()
+        box = [None]
+
+        want = 1 if threads == "1" else default
+
+        def call():
+            if NE_THREADS[0] != want:  # only on a change: the pool restarts when set
+                ne.set_num_threads(want)
+                NE_THREADS[0] = want
+            box[0] = ne.evaluate(text, local_dict=local)
+        try:
+            call()
+        except Exception as e:  # a dtype numexpr does not run: its own words
+            raise NotAvailable(str(e).splitlines()[0][:100]) from e
+        return call, lambda: box[0]
+    return peer
+
+
+def onnx_nodes(c, vs, nodes, counter):
+    """ONNX nodes computing condition `c` into a tensor name; returns the name."""
+    counter[0] += 1
+    name = f"c{counter[0]}"
+    if c[0] == "not":
+        nodes.append(helper.make_node("Not", [onnx_nodes(c[1], vs, nodes, counter)], [name]))
+    elif c[0] == "test":
+        v = c[2][1]
+        if c[1] == "isnan":
+            nodes.append(helper.make_node("IsNaN", [v], [name]))
+        elif c[1] == "isinf":
+            nodes.append(helper.make_node("IsInf", [v], [name]))
+        else:
+            nodes += [helper.make_node("IsNaN", [v], [name + "n"]),
+                      helper.make_node("IsInf", [v], [name + "i"]),
+                      helper.make_node("Or", [name + "n", name + "i"], [name + "o"]),
+                      helper.make_node("Not", [name + "o"], [name])]
+    else:
+        op, l, r = c[1], c[2][1], c[3][1]
+        onnx_op = {">": "Greater", ">=": "GreaterOrEqual", "<": "Less", "<=": "LessOrEqual",
+                   "==": "Equal", "!=": "Equal"}[op]
+        if op == "!=":
+            nodes += [helper.make_node("Equal", [l, r], [name + "e"]),
+                      helper.make_node("Not", [name + "e"], [name])]
+        else:
+            nodes.append(helper.make_node(onnx_op, [l, r], [name]))
+    return name
+
+
+def fused_ort_peer(tree, vs):
+    _, c, a, b = tree
+    nodes = []
+    cname = onnx_nodes(c, vs, nodes, [0])
+    nodes.append(helper.make_node("Where", [cname, a[1], b[1]], ["y"]))
+    out = np.empty(np.broadcast_shapes(np_cond(c, vs).shape, vs[a[1]].shape, vs[b[1]].shape),
+                   vs[a[1]].dtype)
+    info = helper.make_tensor_value_info
+    elem = {k: DTYPES[dtype_name(v)][1] for k, v in vs.items()}
+    graph = helper.make_graph(nodes, "fused",
+                              [info(k, elem[k], v.shape) for k, v in vs.items()],
+                              [info("y", elem[a[1]], out.shape)])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 16)])
+    so = ort.SessionOptions()
+    if THREADS == "1":
+        so.intra_op_num_threads = so.inter_op_num_threads = 1
+        so.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    so.log_severity_level = 3
+    try:
+        sess = ort.InferenceSession(model.SerializeToString(), so,
+                                    providers=["CPUExecutionProvider"])
+    except Exception as e:
+        raise NotAvailable(str(e).split(" : ")[-1].strip().splitlines()[0][:120]) from e
+    io = sess.io_binding()
+
+    def value(arr, t):  # 0-d arrays stay 0-d (np.ascontiguousarray would make them 1-d)
+        arr = arr if arr.flags.c_contiguous else arr.copy()
+        return ort.OrtValue.ortvalue_from_numpy_with_onnx_type(arr.view(UINT[arr.itemsize]), t)
+    values = [value(v, elem[k]) for k, v in vs.items()]
+    for k, v in zip(vs, values):
+        io.bind_ortvalue_input(k, v)
+    io.bind_ortvalue_output("y", value(out, elem[a[1]]))
+
+    def call():
+        sess.run_with_iobinding(io)
+    try:
+        call()
+    except Exception as e:
+        raise NotAvailable(str(e).split(" : ")[-1].strip().splitlines()[0][:120]) from e
+    call.keep = values
+    return call, lambda: out
+
+
+def ov_cond(c, params):
+    if c[0] == "not":
+        return ov_ops.logical_not(ov_cond(c[1], params))
+    if c[0] == "test":
+        return getattr(ov_ops, {"isnan": "is_nan", "isinf": "is_inf",
+                                "isfinite": "is_finite"}[c[1]])(params[c[2][1]])
+    return getattr(ov_ops, CMP[c[1]])(params[c[2][1]], params[c[3][1]])
+
+
+def fused_openvino_peer(tree, vs):
+    global OV_CORE
+    _, c, a, b = tree
+    types = {k: DTYPES[dtype_name(v)][2] for k, v in vs.items()}
+    if None in types.values():
+        raise NotAvailable("openvino.Type has no complex element type")
+    OV_CORE = OV_CORE or ov.Core()
+    out = np.empty(np.broadcast_shapes(np_cond(c, vs).shape, vs[a[1]].shape, vs[b[1]].shape),
+                   vs[a[1]].dtype)
+    params = {k: ov_ops.parameter(list(v.shape), types[k]) for k, v in vs.items()}
+    try:
+        sel = ov_ops.select(ov_cond(c, params), params[a[1]], params[b[1]],
+                            auto_broadcast="numpy")
+        model = ov.Model([sel], list(params.values()))
+        config = {"INFERENCE_NUM_THREADS": 1, "NUM_STREAMS": 1} if THREADS == "1" else {}
+        req = OV_CORE.compile_model(model, "CPU", config).create_infer_request()
+    except Exception as e:
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+
+    def tensor(arr, t):
+        return ov.Tensor(np.ascontiguousarray(arr).reshape(-1).view(UINT[arr.itemsize]),
+                         list(arr.shape), t)
+    tensors = [tensor(v, types[k]) for k, v in vs.items()]
+    for k, t in enumerate(tensors):
+        req.set_input_tensor(k, t)
+    req.set_output_tensor(tensor(out, types[a[1]]))
+
+    def call():
+        req.infer()
+    call.keep = tensors
+    return call, lambda: out
+
+
+def selectjit_py_peer(tree, vs):
+    """selectjit's Python package with lazy predicates (`selectjit.greater(x, y)`, ...), where
+    it has them."""
+    try:
+        import selectjit as sjp
+    except ImportError as e:
+        raise NotAvailable("the selectjit Python package is not installed") from e
+    names = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"} | CMP
+    if not all(hasattr(sjp, n) for n in list(names.values()) + ["logical_not"]):
+        raise NotAvailable("this selectjit Python package has no lazy predicates")
+
+    def cond(c):
+        if c[0] == "not":
+            return sjp.logical_not(cond(c[1]))
+        if c[0] == "test":
+            return getattr(sjp, c[1])(vs[c[2][1]])
+        return getattr(sjp, CMP[c[1]])(vs[c[2][1]], vs[c[3][1]])
+    _, c, a, b = tree
+    eng = sjp.Engine(threads=1) if THREADS == "1" and hasattr(sjp, "Engine") else None
+    box = [None]
+
+    def call():
+        box[0] = (eng.where if eng is not None else sjp.where)(cond(c), vs[a[1]], vs[b[1]])
+    try:
+        call()
+    except Exception as e:
+        raise NotAvailable(str(e).splitlines()[0][:120]) from e
+    return call, lambda: box[0]
+
+
+FUSED_PEERS = ["numpy", "numexpr1", "numexpr", "ort", "openvino", "selectjit-py"]
+FUSED_PEER_FNS = {"numpy": fused_numpy_peer, "numexpr1": numexpr_peer("1"),
+                  "numexpr": numexpr_peer("default"), "ort": fused_ort_peer,
+                  "openvino": fused_openvino_peer, "selectjit-py": selectjit_py_peer}
+FUSED_TITLES = {"numpy": "numpy", "numexpr1": "numexpr 1t", "numexpr": "numexpr",
+                "ort": "ONNX Runtime", "openvino": "OpenVINO", "selectjit-py": "selectjit (Python)"}
+
+
+def selectjit_fused_bench(exe, case, quick):
+    """`selectjit bench` on this one fused case; its JSON measurement."""
+    with tempfile.TemporaryDirectory() as d:
+        cases, out = Path(d, "fused.json"), Path(d, "out.json")
+        cases.write_text(json.dumps({"cases": [case]}))
+        empty = Path(d, "none.json")
+        empty.write_text(json.dumps({"cases": []}))
+        cmd = [exe, "bench", "--cases", empty, "--fused-cases", cases, "--json", out] + (
+            ["--quick"] if quick else [])
+        r = subprocess.run([str(c) for c in cmd], capture_output=True, text=True)
+        if r.returncode != 0:
+            sys.exit(f"selectjit bench failed on {case['name']}:\n{r.stdout}{r.stderr}")
+        return json.loads(out.read_text())["fused_cases"][0]
+
+
+def run_fused_cases(cases, exe, opts):
+    rows = []
+    for case in cases:
+        sj = selectjit_fused_bench(exe, case, opts.quick)
+        tree = parse_expr(case["expr"])
+        vs = make_fused_inputs(case)
+        _, c, a, b = tree
+        want_dtype = vs[a[1]].dtype
+        want = reference(np_cond(c, vs).astype(np.uint8), vs[a[1]], vs[b[1]])
+        row = {"case": case["name"], "expr": case["expr"], "elements": sj["elements"],
+               "selectjit": sj, "peers": {}}
+        runners = {}
+        for p in FUSED_PEERS:
+            try:
+                call, output = FUSED_PEER_FNS[p](tree, vs)
+                call()
+            except NotAvailable as e:
+                row["peers"][p] = {"status": "n/a", "reason": str(e)}
+                continue
+            got = np.asarray(output())
+            if got.dtype != want_dtype:
+                nbad, what = 1, f"output dtype {got.dtype}, expected {want_dtype}"
+            else:
+                nbad, what = differences(got, want, vs[a[1]])
+            row["peers"][p] = {"status": "wrong" if nbad else "ok", "wrong": what}
+            runners[p] = call
+        times = timeit(list(runners.values()), opts.rounds, opts.min_batch_ns)
+        for p, t in zip(runners, times):
+            row["peers"][p].update(ns=t, ratio=t / sj["fused_ns"])
+        del runners
+        rows.append(row)
+        print(fused_table_line(fused_cells(row)), flush=True)
+    return rows
+
+
+FUSED_HEADER = ["case", "elements", "fused", "tier", "unfused", "roofline",
+                "numpy", "np/sj", "numexpr 1t", "ne1/sj", "numexpr", "ne/sj",
+                "ORT", "ORT/sj", "OpenVINO", "OV/sj", "sj-py", "py/sj"]
+FUSED_WIDTHS = [26, 9, 10, 8, 10, 9, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6]
+
+
+def fused_cells(row):
+    sj = row["selectjit"]
+    out = [row["case"], str(row["elements"]), f"{sj['fused_ns'] / 1e3:.2f}", sj["fused_tier"],
+           f"{sj['unfused_ns'] / 1e3:.2f}", f"{sj['roofline_ns'] / 1e3:.2f}"]
+    for p in FUSED_PEERS:
+        out += cell(row, p)
+    return out
+
+
+def fused_table_line(cells):
+    return " ".join(c.ljust(w) if k == 0 else c.rjust(w)
+                    for k, (c, w) in enumerate(zip(cells, FUSED_WIDTHS)))
+
+
+def fused_summaries(rows):
+    out = {}
+    for p in FUSED_PEERS:
+        ran = [r for r in rows if r["peers"][p]["status"] != "n/a"]
+        ratios = [r["peers"][p]["ratio"] for r in ran]
+        gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        wrong = [f"{r['case']}: {r['peers'][p]['wrong']}" for r in ran
+                 if r["peers"][p]["status"] == "wrong"]
+        na = sorted({f"{r['case']} ({r['peers'][p]['reason']})" for r in rows
+                     if r["peers"][p]["status"] == "n/a"})
+        out[p] = {"ran": len(ran), "geomean_ratio": gm, "wrong_on_cases": wrong, "n/a": na,
+                  "line": (f"{FUSED_TITLES[p]}: selectjit's fused call faster on "
+                           f"{sum(x > 1 for x in ratios)} of {len(ran)} cases it runs; "
+                           f"geometric mean {p}/selectjit time {gm:.2f}; wrong output on "
+                           f"{len(wrong)} case(s); n/a on {len(rows) - len(ran)}")}
+    return out
+
+
+def fused_markdown(rows, summ):
+    md = ["## Fused predicates", "",
+          "Each case of `benches/fused_cases.json`: a select whose condition is computed from "
+          "other tensors. selectjit = `selectjit bench` on the case: fused = the call with its "
+          "predicate (`Cond`) on the `auto` engine, tier = what ran it (a kernel variant that "
+          "fuses the predicate, or `blocked`: the static kernels, a mask block then its select, "
+          "where no tier fuses it yet), unfused = the fastest Rust mask then the select on it, "
+          "roofline = the fastest copy of the fused traffic (variables + output). Ratios are "
+          "peer time / selectjit fused time.", "",
+          "| " + " | ".join(["case", "elements", "fused µs", "tier", "unfused µs",
+                             "roofline µs", "numpy µs", "np/sj", "numexpr 1t µs", "ne1/sj",
+                             "numexpr µs", "ne/sj", "ORT µs", "ORT/sj", "OpenVINO µs",
+                             "OV/sj", "selectjit-py µs", "py/sj"]) + " |",
+          "|---|" + "---:|" * 2 + "---|" + "---:|" * 14]
+    md += ["| " + " | ".join(fused_cells(r)) + " |" for r in rows]
+    md += ["", "- numpy = a ufunc per operator of the condition (`np.greater`, `np.isnan`, "
+           "`np.logical_not`, ...), then `np.where` (both allocate, as numpy code does). "
+           "numexpr = `numexpr.evaluate` of the expression (isnan / isinf / isfinite as "
+           "comparisons, which numexpr lacks), with one thread and with its default threads. "
+           "ORT / OpenVINO = a graph of the comparison or test nodes and Where / Select, "
+           "inputs and output bound to preallocated buffers. selectjit-py = the Python "
+           "package's lazy predicates where it has them. The peers' inputs are drawn like the "
+           "Rust harness's (same distributions, numpy's generator).", "", "### Summary", ""]
+    for p, s in summ.items():
+        md.append(f"- {s['line']}.")
+        md += [f"  - n/a: {x}" for x in s["n/a"]]
+        md += [f"  - wrong: {x}" for x in s["wrong_on_cases"]]
+    return "\n".join(md) + "\n"
 
 
 # ---------------------------------------------------------------- selectjit
@@ -521,6 +969,10 @@ def main():
     ap.add_argument("--quick", action="store_true", help="5 rounds of 1 ms batches")
     ap.add_argument("--filter", default="", help="only cases whose name contains this")
     ap.add_argument("--cases", default=ROOT / "benches" / "cases.json", type=Path)
+    ap.add_argument("--fused-cases", default=ROOT / "benches" / "fused_cases.json", type=Path)
+    ap.add_argument("--fused-only", action="store_true",
+                    help="only the fused cases (no select cases, no probe)")
+    ap.add_argument("--no-fused", action="store_true", help="skip the fused cases")
     ap.add_argument("--selectjit", default=ROOT / "target" / "release" / "selectjit",
                     type=Path, help="the selectjit binary (cargo build --release)")
     ap.add_argument("--json", type=Path, help="write the combined results here")
@@ -535,31 +987,57 @@ def main():
     if not opts.selectjit.is_file():
         sys.exit(f"no selectjit binary at {opts.selectjit}: run `cargo build --release` first "
                  "(or pass --selectjit)")
-    cases = [c for c in json.loads(opts.cases.read_text())["cases"]
-             if opts.filter in c["name"]]
-    if not cases:
+    cases = [] if opts.fused_only else [c for c in json.loads(opts.cases.read_text())["cases"]
+                                        if opts.filter in c["name"]]
+    fused = [] if opts.no_fused else [c for c in
+                                      json.loads(opts.fused_cases.read_text())["cases"]
+                                      if opts.filter in c["name"]]
+    if not cases and not fused:
         sys.exit(f"no case matches '{opts.filter}'")
 
     env = environment(opts.selectjit, opts)
-    print(table_line(HEADER))
-    rows = run_cases(cases, opts.selectjit, opts)
-    print("\n".join(notes()))
-    summ = summaries(rows)
-    for s in summ.values():
-        print(s["line"])
-        for x in s["n/a"]:
-            print(f"  n/a: {x}")
-        for x in s["wrong_on_cases"]:
-            print(f"  wrong: {x}")
-    probes = run_probes(opts.selectjit, list(DTYPES))
-    print("correctness probe (cond bytes other than 0/1; values that change through narrower "
-          "types):")
-    print("\n".join(probe_lines(probes)))
+    rows, summ, probes = [], {}, {}
+    if cases:
+        print(table_line(HEADER))
+        rows = run_cases(cases, opts.selectjit, opts)
+        print("\n".join(notes()))
+        summ = summaries(rows)
+        for s in summ.values():
+            print(s["line"])
+            for x in s["n/a"]:
+                print(f"  n/a: {x}")
+            for x in s["wrong_on_cases"]:
+                print(f"  wrong: {x}")
+        probes = run_probes(opts.selectjit, list(DTYPES))
+        print("correctness probe (cond bytes other than 0/1; values that change through "
+              "narrower types):")
+        print("\n".join(probe_lines(probes)))
+    fused_rows, fused_summ = [], {}
+    if fused:
+        print(fused_table_line(FUSED_HEADER))
+        fused_rows = run_fused_cases(fused, opts.selectjit, opts)
+        fused_summ = fused_summaries(fused_rows)
+        for s in fused_summ.values():
+            print(s["line"])
+            for x in s["n/a"]:
+                print(f"  n/a: {x}")
+            for x in s["wrong_on_cases"]:
+                print(f"  wrong: {x}")
     if opts.json:
         opts.json.write_text(json.dumps({"environment": env, "cases": rows, "summary": summ,
-                                         "probe": probes}, indent=1, default=str))
+                                         "probe": probes, "fused_cases": fused_rows,
+                                         "fused_summary": fused_summ}, indent=1, default=str))
     if opts.markdown:
-        opts.markdown.write_text(markdown(env, rows, summ, probes, opts.note))
+        md = markdown(env, rows, summ, probes, opts.note) if cases else "\n".join(
+            ["# selectjit and its peers: fused predicates", "",
+             f"Measured {env['date']} on {env['cpu']}, {env['vcpus']} vCPU, {env['threads']}, "
+             f"{env['mode']} run. {env['selectjit']}; numpy {env['numpy']}, onnxruntime "
+             f"{env['onnxruntime']}, openvino {env['openvino']}, Python {env['python']}.", "",
+             "Generated by `python3 benches/peers.py " + " ".join(sys.argv[1:]) + "`.", ""]
+            + ([opts.note, ""] if opts.note else []))
+        if fused_rows:
+            md += "\n" + fused_markdown(fused_rows, fused_summ)
+        opts.markdown.write_text(md)
 
 
 if __name__ == "__main__":

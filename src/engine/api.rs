@@ -2,14 +2,14 @@
 
 use super::Engine;
 use super::config::{Backend, InPlace};
-use super::exec::CondArg;
+use super::exec::{CondArg, plan_checked, plan_pred};
 use super::prepared::Prepared;
 use super::validate::{Desc, Operand, Pred, PredSrc, contiguous_elements};
 use crate::cond::{Cond, Repr, Src};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
-use crate::plan::plan;
+use crate::plan::{Signature, plan};
 use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -103,6 +103,49 @@ fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> 
 }
 
 impl Engine {
+    /// How [`Engine::select_dyn`] would run a call with contiguous then, else and output of
+    /// these views and shape, without running it: the call validated and planned, its signature
+    /// (`None`: an empty output), and whether one kernel runs it in a single pass (always for a
+    /// mask; for a predicate, when a tier or the AOT table fuses it — else the static kernels
+    /// run it in blocks, a mask block then its select). Not a stable API: for `selectjit
+    /// explain` and the benchmarks.
+    #[doc(hidden)]
+    pub fn plan_select_dyn<'c>(
+        &self,
+        dtype: DType,
+        cond: impl Into<Cond<'c>>,
+        then: TensorRef<'_, u8>,
+        else_: TensorRef<'_, u8>,
+        out_shape: &[usize],
+        mode: Broadcast,
+    ) -> Result<Option<(Signature, bool)>> {
+        let w = dtype.width();
+        let cond = cond.into();
+        let (c, swap) = resolve(&cond, dtype)?;
+        fn elems<'a>(t: &TensorRef<'a, u8>, w: usize) -> Desc<'a> {
+            Desc {
+                len: t.data().len() / w,
+                ..Desc::from(t)
+            }
+        }
+        let (t, e) = (elems(&then, w), elems(&else_, w));
+        let (t, e) = if swap { (e, t) } else { (t, e) };
+        let od = Desc {
+            len: numel(out_shape),
+            shape: out_shape,
+            strides: None,
+            offset: 0,
+        };
+        let sig = match c {
+            CondArg::Mask(m) => plan_checked(w, mode, &[(&m).into(), t, e, od])?.0,
+            CondArg::Pred(p) => plan_pred(w, mode, &p, [t, e, od], false)?.0,
+        };
+        Ok(sig.map(|s| {
+            let one_pass = s.is_mask() || self.fuses(&s);
+            (s, one_pass)
+        }))
+    }
+
     /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
     /// returned [`Prepared`] runs it with only buffer-length checks (no shape inference, no
     /// hashing, no locking).

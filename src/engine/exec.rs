@@ -49,7 +49,11 @@ fn base5(b: [usize; 4]) -> [usize; OPS] {
 
 /// Validates a call and plans it: its signature (`None`: an empty output) and each operand's
 /// kernel base element.
-fn plan_checked(width: usize, mode: Broadcast, d: &[Desc<'_>; 4]) -> Result<layouts::Planned> {
+pub(super) fn plan_checked(
+    width: usize,
+    mode: Broadcast,
+    d: &[Desc<'_>; 4],
+) -> Result<layouts::Planned> {
     let c = check(mode, d[0], d[1], d[2], d[3])?;
     let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
         return Ok((None, [0; 4])); // empty output
@@ -62,7 +66,7 @@ fn plan_checked(width: usize, mode: Broadcast, d: &[Desc<'_>; 4]) -> Result<layo
 
 /// [`plan_checked`] for a predicate: the signature (`None`: an empty output) and each of the
 /// five operands' kernel base element.
-fn plan_pred(
+pub(super) fn plan_pred(
     width: usize,
     mode: Broadcast,
     pred: &Pred<'_>,

@@ -10,9 +10,15 @@ use std::time::Instant;
 
 use serde::{Deserialize, Serialize};
 
+pub mod expr;
+pub mod fused;
 mod ndarray_peer;
 pub mod roofline;
 
+pub use fused::{
+    BUILTIN_FUSED_CASES, FUSED_NOTES, FusedCase, FusedMeasurement, fused_header, fused_row,
+    measure_fused, parse_fused_cases, run_fused_suite,
+};
 pub use ndarray_peer::{ZipLoop, ndarray_zip};
 
 use selectjit::output_shape;

@@ -10,6 +10,8 @@ use selectjit::unstable::{contiguous_strides, strides_over};
 use selectjit::{Broadcast, DType, Engine, EngineConfig, KernelClass, Result, Tier};
 use selectjit::{TensorMut, TensorRef};
 
+use crate::pred::{CondSpec, Named};
+
 /// Describes a call on contiguous inputs of the given shapes: inferred shape, each input's
 /// strides over it, the collapsed plan and its signature, the pattern of its shape-generic
 /// kernel, the variant that runs it under `config` — under `auto`, measured on calls with
@@ -111,6 +113,146 @@ pub fn explain(
         );
     }
     let _ = writeln!(s, ";; {tier} machine code of the exact kernel\n{asm}");
+    Ok(s)
+}
+
+/// Describes a call whose condition is a predicate over named arrays (see [`crate::pred`]):
+/// the predicate and its operands, the broadcast, the signature, and whether a kernel fuses the
+/// predicate — which variant, measured under `auto` when `measure` (the output at most
+/// 1 GiB), with its machine code — or that the static kernels run it in blocks, and why.
+#[allow(clippy::too_many_arguments)]
+pub fn explain_cond(
+    config: &EngineConfig,
+    dtype: DType,
+    cond: &str,
+    inputs: &[Named],
+    then: &[usize],
+    else_: &[usize],
+    mode: Broadcast,
+    measure: bool,
+) -> Result<String> {
+    let engine = Engine::with_config(config.clone().threads(1).exact_after(1))?;
+    let t = Named::zeros("then", dtype, then)?;
+    let e = Named::zeros("else", dtype, else_)?;
+    let mut arrays: Vec<&Named> = inputs.iter().collect();
+    arrays.extend([&t, &e]);
+    let must: Vec<&str> = inputs.iter().map(|n| n.name.as_str()).collect();
+    let spec = CondSpec::new(cond, arrays, &must)?;
+    let b = broadcast_shapes(mode, &spec.shape, then, else_)?;
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "dtype      {dtype} ({} bytes per element)",
+        dtype.width()
+    );
+    let (inner, neg) = spec.expr.strip_not();
+    let _ = writeln!(
+        s,
+        "predicate  {}{}",
+        spec.expr,
+        if neg {
+            format!(" (then and else trade places under {inner})")
+        } else {
+            String::new()
+        }
+    );
+    for o in spec.operands() {
+        let _ = writeln!(s, "  operand  {o}");
+    }
+    let _ = writeln!(
+        s,
+        "broadcast  {} : cond (the predicate's operands broadcast) {} then {} else {} -> output {}",
+        mode.name(),
+        ShapeFmt(&spec.shape),
+        ShapeFmt(then),
+        ShapeFmt(else_),
+        ShapeFmt(&b.out)
+    );
+    let planned = engine.plan_select_dyn(dtype, spec.cond()?, t.view(), e.view(), &b.out, mode)?;
+    let Some((sig, one_pass)) = planned else {
+        let _ = writeln!(s, "plan       empty output: no kernel runs");
+        return Ok(s);
+    };
+    let _ = writeln!(
+        s,
+        "plan       collapsed dims {:?} ({} elements)",
+        sig.dims(),
+        sig.numel()
+    );
+    let _ = writeln!(s, "signature  {sig}");
+    let codegen = engine.codegen();
+    match codegen {
+        Some(c) => {
+            let _ = writeln!(s, "codegen    {}", c.describe());
+        }
+        None => {
+            let why = engine
+                .last_codegen_error()
+                .map_or("none".to_string(), |e| e.to_string());
+            let _ = writeln!(s, "codegen    none: {why}");
+        }
+    }
+    let (Some(codegen), true) = (codegen, one_pass) else {
+        let _ = writeln!(
+            s,
+            "fused      no: runs blocked — the static kernels compute the predicate into a mask \
+             block (2048 elements), then select that block; {}",
+            if codegen.is_some() {
+                "no tier of this engine compiles this predicate, and no AOT table has it"
+            } else {
+                "this engine has no code generator"
+            }
+        );
+        return Ok(s);
+    };
+    // Fused: under auto, the call measured on these shapes (zeros for --var operands).
+    let out_bytes = sig.numel().saturating_mul(dtype.width());
+    let mut variant = codegen.variants(&sig)[0];
+    if codegen.is_auto() && measure && out_bytes <= 1 << 30 {
+        let mut out = vec![0u8; out_bytes];
+        let class = KernelClass::of(&sig);
+        for _ in 0..64 {
+            engine.select_dyn(
+                dtype,
+                spec.cond()?,
+                t.view(),
+                e.view(),
+                TensorMut::new(&mut out, &b.out),
+                mode,
+            )?;
+            if let Some(c) = engine.tier_choices().into_iter().find(|c| c.class == class) {
+                let _ = writeln!(s, "measured   {c}");
+                break;
+            }
+        }
+        if engine.stats().blocked_runs > 0 {
+            let _ = writeln!(
+                s,
+                "fused      no: the engine ran the call blocked (the static kernels) although a \
+                 tier covers its signature{}",
+                engine
+                    .last_codegen_error()
+                    .map_or(String::new(), |e| format!(": {e}"))
+            );
+            return Ok(s);
+        }
+        if let Some(k) = engine.kernel(&sig) {
+            variant = k.variant();
+        }
+    }
+    let _ = writeln!(s, "fused      yes, by {variant}");
+    match codegen.machine_code(variant, &sig) {
+        Ok((tier, code)) => {
+            let asm = match code {
+                MachineCode::X86(bytes) => selectjit_emu::disassemble(&bytes),
+                MachineCode::Listing(text) => text,
+            };
+            let _ = writeln!(s, ";; {tier} machine code of the exact kernel\n{asm}");
+        }
+        Err(e) => {
+            let _ = writeln!(s, "machine code unavailable: {e}");
+        }
+    }
     Ok(s)
 }
 

@@ -5,5 +5,6 @@
 mod cli;
 pub mod explain;
 pub mod npy;
+pub mod pred;
 
 pub use cli::main;

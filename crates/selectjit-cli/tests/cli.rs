@@ -448,6 +448,56 @@ fn bench_runs_a_filtered_quick_case_and_writes_json() {
     assert_eq!(o.status.code(), Some(2));
 }
 
+/// The fused cases run beside the select cases: a filter matching only a fused case runs it
+/// alone, and its JSON carries the fused, unfused and roofline times and what ran it; a bad
+/// fused case file is one `error:` line.
+#[test]
+fn bench_runs_a_fused_case_and_writes_json() {
+    let d = Dir::new();
+    let json = d.path("f.json");
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "tiny_relu", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(stdout.contains("tiny_relu_f32_16"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cases"].as_array().unwrap().len(), 0);
+    let c = &v["fused_cases"][0];
+    assert_eq!(c["case"], "tiny_relu_f32_16");
+    assert_eq!(c["elements"], 16);
+    for k in ["fused_ns", "unfused_ns", "roofline_ns", "static_ns"] {
+        assert!(c[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    let tier = c["fused_tier"].as_str().unwrap();
+    assert!(
+        tier == "blocked"
+            || ["cranelift", "avx2", "avx512"]
+                .iter()
+                .any(|t| tier.starts_with(t)),
+        "{tier}"
+    );
+    let bad = d.raw(
+        "bad.json",
+        br#"{"cases":[{"name":"b","expr":"where(x > , x, x)","vars":{"x":{"dtype":"f32","shape":[2],"fill":"normal"}}}]}"#,
+    );
+    let o = bin()
+        .args(["bench", "--quick", "--fused-cases"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: invalid argument: fused case b: expression 'where(x > , x, x)'")
+            && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
+
 /// A tier the host cannot run, or an unknown one, is one `error:` line and exit 2 (and no
 /// output); `--emulate` runs an x86 tier the host lacks in the emulator instead.
 #[test]
@@ -706,4 +756,411 @@ fn max_isa_caps_what_the_library_uses() {
         "{err}"
     );
     assert!(!out.exists());
+}
+
+/// Runs `selectjit` with `args` and returns (status, stdout, stderr).
+fn cmd(args: &[&std::ffi::OsStr]) -> (i32, String, String) {
+    let o = bin().args(args).output().unwrap();
+    (
+        o.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&o.stdout).into_owned(),
+        String::from_utf8_lossy(&o.stderr).into_owned(),
+    )
+}
+
+fn f32s(v: &[f32]) -> Vec<u8> {
+    v.iter().flat_map(|x| x.to_le_bytes()).collect()
+}
+
+/// `run --cond-expr`: a comparison with a literal, a mask compared with 0 and broadcast, a NaN
+/// test of `then`, a negated comparison of two inputs and a u8 threshold, on every backend; each
+/// output compared bytewise with the result computed here with Rust's operators (NaN payloads
+/// and -0.0 kept).
+#[test]
+// `!(a < b)` as written: true where either is NaN.
+#[allow(clippy::neg_cmp_op_on_partial_ord)]
+fn run_with_predicate_conditions() {
+    let d = Dir::new();
+    let nan = f32::from_bits(0x7fc0_1234);
+    let xv = [-1.5f32, 2.0, nan, -0.0, 3.0, f32::INFINITY];
+    let x = d.write("x.npy", DType::F32, &[6], &f32s(&xv));
+    let zero = d.write("zero.npy", DType::F32, &[], &f32s(&[0.0]));
+    let mask = d.write(
+        "mask.npy",
+        DType::I64,
+        &[2, 1, 3],
+        &i64s(&[1, 1, 0, 1, 0, 0]),
+    );
+    let sv: Vec<f32> = (0..12).map(|i| i as f32 - 5.5).collect();
+    let scores = d.write("scores.npy", DType::F32, &[2, 2, 3], &f32s(&sv));
+    let ninf = d.write("ninf.npy", DType::F32, &[], &f32s(&[f32::NEG_INFINITY]));
+    let bv = [nan, -0.0, 1.0, 5.0, -2.0, 0.5];
+    let b = d.write("b.npy", DType::F32, &[6], &f32s(&bv));
+    let img = d.write("img.npy", DType::U8, &[2, 3], &[0, 127, 128, 200, 255, 1]);
+    let white = d.write("white.npy", DType::U8, &[], &[255]);
+    let black = d.write("black.npy", DType::U8, &[], &[0]);
+    let out = d.path("out.npy");
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let p = |p: &PathBuf| p.clone().into_os_string();
+    let input = |n: &str, f: &PathBuf| {
+        let mut s = os(n);
+        s.push("=");
+        s.push(f);
+        s
+    };
+    let sel = |c: bool, a: f32, b: f32| if c { a } else { b };
+    let cases: Vec<(Vec<std::ffi::OsString>, Vec<u8>, Vec<usize>)> = vec![
+        (
+            vec![
+                os("--input"),
+                input("x", &x),
+                os("--cond-expr"),
+                os("x > 0"),
+                os("--then"),
+                os("x"),
+                os("--else"),
+                p(&zero),
+            ],
+            f32s(&xv.map(|v| sel(v > 0.0, v, 0.0))),
+            vec![6],
+        ),
+        (
+            vec![
+                os("--input"),
+                input("mask", &mask),
+                os("--cond-expr"),
+                os("mask == 0"),
+                os("--then"),
+                p(&ninf),
+                os("--else"),
+                p(&scores),
+            ],
+            f32s(
+                &(0..12)
+                    .map(|i| {
+                        let m = [1, 1, 0, 1, 0, 0][(i / 6) * 3 + i % 3];
+                        sel(m == 0, f32::NEG_INFINITY, sv[i])
+                    })
+                    .collect::<Vec<_>>(),
+            ),
+            vec![2, 2, 3],
+        ),
+        (
+            vec![
+                os("--cond-expr"),
+                os("isnan(then)"),
+                os("--then"),
+                p(&x),
+                os("--else"),
+                p(&zero),
+            ],
+            f32s(&xv.map(|v| sel(v.is_nan(), v, 0.0))),
+            vec![6],
+        ),
+        (
+            vec![
+                os("--input"),
+                input("a", &x),
+                os("--input"),
+                input("b", &b),
+                os("--cond-expr"),
+                os("!(a < b)"),
+                os("--then"),
+                os("a"),
+                os("--else"),
+                os("b"),
+            ],
+            f32s(
+                &(0..6)
+                    .map(|i| sel(!(xv[i] < bv[i]), xv[i], bv[i]))
+                    .collect::<Vec<_>>(),
+            ),
+            vec![6],
+        ),
+    ];
+    for backend in ["jit", "static", "interp"] {
+        for (args, want, shape) in &cases {
+            let mut a: Vec<std::ffi::OsString> = vec![os("run")];
+            a.extend(args.iter().cloned());
+            a.extend([os("-o"), p(&out), os("--backend"), os(backend)]);
+            let refs: Vec<&std::ffi::OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+            let (code, _, err) = cmd(&refs);
+            assert_eq!(code, 0, "{args:?}: {err}");
+            let r = read_npy(&out).unwrap();
+            assert_eq!((r.dtype, &r.shape), (DType::F32, shape), "{args:?}");
+            assert_eq!(&r.data, want, "{backend} {args:?}");
+        }
+        let mut a = vec![
+            os("run"),
+            os("--input"),
+            input("img", &img),
+            os("--cond-expr"),
+            os("img >= 128"),
+        ];
+        a.extend([
+            os("--then"),
+            p(&white),
+            os("--else"),
+            p(&black),
+            os("-o"),
+            p(&out),
+            os("--backend"),
+            os(backend),
+        ]);
+        let refs: Vec<&std::ffi::OsStr> = a.iter().map(|s| s.as_os_str()).collect();
+        let (code, _, err) = cmd(&refs);
+        assert_eq!(code, 0, "{err}");
+        let r = read_npy(&out).unwrap();
+        assert_eq!((r.dtype, r.shape.clone()), (DType::U8, vec![2, 3]));
+        assert_eq!(r.data, [0, 0, 255, 255, 255, 0]);
+    }
+}
+
+/// Bad predicate conditions: one `error:` line, exit 2, no output file.
+#[test]
+fn run_predicate_errors_leave_no_output() {
+    let d = Dir::new();
+    let x = d.write("x.npy", DType::F32, &[3], &f32s(&[1.0, -1.0, 2.0]));
+    let y = d.write("y.npy", DType::F32, &[4], &f32s(&[1.0, -1.0, 2.0, 3.0]));
+    let m = d.write("m.npy", DType::I64, &[3], &i64s(&[0, 1, 0]));
+    let img = d.write("img.npy", DType::U8, &[3], &[1, 2, 3]);
+    let c = d.write("c.npy", DType::Bool, &[3], &[1, 0, 1]);
+    let out = d.path("out.npy");
+    let xs = x.to_str().unwrap();
+    let i = |n: &str, f: &PathBuf| format!("{n}={}", f.to_str().unwrap());
+    let cases: Vec<(Vec<String>, &str)> = vec![
+        (
+            vec!["--cond-expr".into(), "then >".into()],
+            "expected a variable or a number, found the end",
+        ),
+        (
+            vec!["--cond-expr".into(), "then >> 0".into()],
+            "at character 7",
+        ),
+        (
+            vec!["--cond-expr".into(), "y > 0".into()],
+            "'y' names no array (known: then, else)",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("m", &m),
+                "--cond-expr".into(),
+                "m > then".into(),
+            ],
+            "compares m (i64) with then (f32)",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("m", &m),
+                "--cond-expr".into(),
+                "m == 0.5".into(),
+            ],
+            "'0.5' is not a i64 value",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("img", &img),
+                "--cond-expr".into(),
+                "img >= 300".into(),
+            ],
+            "'300' is not a u8 value",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("m", &m),
+                "--cond-expr".into(),
+                "then > 0".into(),
+            ],
+            "--input m is not used",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("y", &y),
+                "--cond-expr".into(),
+                "y > 0".into(),
+            ],
+            "broadcast",
+        ),
+        (
+            vec![
+                "--input".into(),
+                "m".into(),
+                "--cond-expr".into(),
+                "then > 0".into(),
+            ],
+            "expected NAME=VALUE",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("then", &m),
+                "--cond-expr".into(),
+                "then > 0".into(),
+            ],
+            "names the --then array",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("m", &m),
+                "--input".into(),
+                i("m", &m),
+                "--cond-expr".into(),
+                "m > 0".into(),
+            ],
+            "given twice",
+        ),
+        (
+            vec![
+                "--input".into(),
+                i("m", &d.path("nope.npy")),
+                "--cond-expr".into(),
+                "m > 0".into(),
+            ],
+            "nope.npy",
+        ),
+        (
+            vec![
+                "--cond".into(),
+                c.to_str().unwrap().into(),
+                "--cond-expr".into(),
+                "then > 0".into(),
+            ],
+            "cannot be used with",
+        ),
+        (vec!["--input".into(), i("m", &m)], "--cond-expr"),
+        (
+            vec!["--cond-expr".into(), "sqrt(then) > 0".into()],
+            "unknown function 'sqrt'",
+        ),
+    ];
+    for (extra, want) in cases {
+        let mut a: Vec<String> = vec!["run".into()];
+        a.extend(extra.iter().cloned());
+        a.extend([
+            "--then".into(),
+            xs.into(),
+            "--else".into(),
+            xs.into(),
+            "-o".into(),
+        ]);
+        a.push(out.to_str().unwrap().into());
+        let refs: Vec<&std::ffi::OsStr> = a.iter().map(std::ffi::OsStr::new).collect();
+        let (code, _, err) = cmd(&refs);
+        assert_eq!(code, 2, "{extra:?}: {err}");
+        assert!(
+            err.starts_with("error:") && err.trim_end().lines().count() == 1,
+            "{err}"
+        );
+        assert!(err.contains(want), "{extra:?}: {err}");
+        assert!(!out.exists(), "{extra:?}");
+    }
+}
+
+/// `explain --cond-expr`: the predicate, its operands, the signature with the predicate, and
+/// whether a kernel fuses it (by which variant, with its machine code) or it runs blocked.
+#[test]
+fn explain_shows_a_predicate_and_how_it_runs() {
+    let d = Dir::new();
+    let m = d.write("m.npy", DType::I64, &[2, 1, 3], &i64s(&[1, 1, 0, 1, 0, 0]));
+    let mi = format!("mask={}", m.to_str().unwrap());
+    for args in [
+        vec![
+            "--then",
+            "64,64",
+            "--else",
+            "",
+            "--cond-expr",
+            "x > 0",
+            "--var",
+            "x=f32:64,64",
+        ],
+        vec![
+            "--then",
+            "2,4,3",
+            "--else",
+            "",
+            "--cond-expr",
+            "!(mask == 0)",
+            "--input",
+            mi.as_str(),
+        ],
+        vec![
+            "--then",
+            "16",
+            "--else",
+            "16",
+            "--cond-expr",
+            "isnan(then)",
+            "--no-measure",
+        ],
+    ] {
+        let o = bin()
+            .args(["explain", "--dtype", "f32"])
+            .args(&args)
+            .output()
+            .unwrap();
+        let t = String::from_utf8_lossy(&o.stdout);
+        assert!(
+            o.status.success(),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+        assert!(t.contains(&format!("predicate  {}", args[5])), "{t}");
+        assert!(t.contains("signature  w4 "), "{t}");
+        let fused = t.lines().find(|l| l.starts_with("fused ")).expect(&t);
+        assert!(
+            fused.starts_with("fused      yes, by ") && t.contains("machine code")
+                || fused.starts_with("fused      no: runs blocked"),
+            "{t}"
+        );
+    }
+    let o = bin()
+        .args(["explain", "--dtype", "f32", "--then", "4", "--else", ""])
+        .args(["--cond-expr", "x > 0", "--var", "x=i32:4"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    // x > 0 runs as 0 < x: the literal as lhs (a scalar), x as rhs.
+    assert!(
+        t.contains("signature  w4 dims[4] cond[0] then[1] else[0] out[1] where i32 < rhs[1]"),
+        "{t}"
+    );
+    assert!(t.contains("operand  x: i32 [4]"), "{t}");
+    for (args, want) in [
+        (
+            vec!["--cond-expr", "x > 0.5", "--var", "x=i32:4"],
+            "'0.5' is not a i32 value",
+        ),
+        (
+            vec!["--cond-expr", "x > 0", "--var", "x=i32:5"],
+            "broadcast",
+        ),
+        (
+            vec!["--cond-expr", "x > 0", "--var", "x=f32"],
+            "expected NAME=DTYPE:SHAPE",
+        ),
+        (
+            vec!["--cond-expr", "x > 0", "--var", "x=q8:4"],
+            "unknown dtype 'q8'",
+        ),
+        (vec!["--cond-expr", "x > 0"], "'x' names no array"),
+    ] {
+        let o = bin()
+            .args(["explain", "--dtype", "f32", "--then", "4", "--else", ""])
+            .args(&args)
+            .output()
+            .unwrap();
+        assert_eq!(o.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains(want) && err.trim_end().lines().count() == 1,
+            "{args:?}: {err}"
+        );
+    }
 }
