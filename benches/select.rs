@@ -13,13 +13,14 @@ use selectjit_bench::roofline::{CopyBuffers, CopyKind};
 use selectjit_bench::{BUILTIN_CASES, Inputs, host_tiers, parse_cases};
 
 fn engine(backend: Backend, tier: Tier) -> Engine {
-    Engine::with_config(EngineConfig {
-        backend,
-        tier,
-        threads: 1,
-        exact_after: 1,
-        ..EngineConfig::default()
-    })
+    Engine::with_config(
+        EngineConfig::new()
+            .backend(backend)
+            .tier(tier)
+            .threads(1)
+            .exact_after(1),
+    )
+    .expect("engine")
 }
 
 fn cases(c: &mut Criterion) {

@@ -44,10 +44,7 @@ fn reference(mask: &[u8], x: &[f32], s: usize) -> Vec<f32> {
 
 fn main() -> Result<(), Error> {
     // One engine for the whole process: `Send + Sync`, its kernel cache shared by all threads.
-    let engine = Engine::with_config(EngineConfig {
-        cache_capacity: 256,
-        ..EngineConfig::default()
-    });
+    let engine = Engine::with_config(EngineConfig::new().cache_capacity(256)).expect("engine");
     println!("engine: tier {:?}", engine.tier());
 
     // 1. The model's fixed shapes, prepared once: the call that runs every step is planned and

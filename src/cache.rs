@@ -28,8 +28,10 @@ use crate::trial::TierTrial;
 /// Default number of kernels kept.
 pub(crate) const DEFAULT_CAPACITY: usize = 1024;
 
-/// Counters of a cache.
+/// An engine's counters ([`crate::Engine::stats`]). More may be added in later releases; the
+/// C and Python bindings list every one by [`CacheStats::fields`].
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+#[non_exhaustive]
 pub struct CacheStats {
     /// Signatures the cache keeps at most.
     pub capacity: usize,
@@ -61,13 +63,13 @@ pub struct CacheStats {
     pub aot_generic_runs: u64,
     /// Calls run by the static kernels (no kernel for them, or code generation failed).
     pub static_runs: u64,
+    /// Calls whose predicate no kernel fuses, run in blocks by the static kernels (a mask per
+    /// block, then its select); counted in `static_runs` too.
+    pub blocked_runs: u64,
     /// Exact kernels in the engine's AOT table (0 without one).
     pub aot_exact_kernels: usize,
     /// Shape-generic kernels in the engine's AOT table (0 without one).
     pub aot_generic_kernels: usize,
-    /// An AOT table was given to the engine and rejected ([`crate::Engine::aot_error`] says
-    /// why).
-    pub aot_rejected: bool,
     /// Kernel classes whose variant (tier, store kind) `Auto` chose by measuring
     /// ([`crate::Engine::tier_choices`]).
     pub tier_trials: u64,
@@ -81,6 +83,46 @@ pub struct CacheStats {
     pub trial_compiles: u64,
     /// See [`CacheStats::trial_compiles`].
     pub trial_compile_us: u64,
+}
+
+impl CacheStats {
+    /// Every counter by name, in a fixed order (new counters are appended): what the C and
+    /// Python bindings report, so that they cannot drift from this struct.
+    ///
+    /// ```
+    /// let stats = selectjit::Engine::new().stats();
+    /// let fields = stats.fields();
+    /// assert_eq!(fields[0], ("capacity", 1024));
+    /// assert!(fields.iter().any(|&(name, _)| name == "compiles"));
+    /// ```
+    pub fn fields(&self) -> Vec<(&'static str, u64)> {
+        let s = self;
+        vec![
+            ("capacity", s.capacity as u64),
+            ("len", s.len as u64),
+            ("hits", s.hits),
+            ("misses", s.misses),
+            ("generic_runs", s.generic_runs),
+            ("evictions", s.evictions),
+            ("compiles", s.compiles),
+            ("compile_us", s.compile_us),
+            ("generic_compiles", s.generic_compiles),
+            ("generic_compile_us", s.generic_compile_us),
+            ("compile_failures", s.compile_failures),
+            ("generic_len", s.generic_len as u64),
+            ("aot_exact_runs", s.aot_exact_runs),
+            ("aot_generic_runs", s.aot_generic_runs),
+            ("static_runs", s.static_runs),
+            ("aot_exact_kernels", s.aot_exact_kernels as u64),
+            ("aot_generic_kernels", s.aot_generic_kernels as u64),
+            ("tier_trials", s.tier_trials),
+            ("trial_calls", s.trial_calls),
+            ("trial_excess_ns", s.trial_excess_ns),
+            ("trial_compiles", s.trial_compiles),
+            ("trial_compile_us", s.trial_compile_us),
+            ("blocked_runs", s.blocked_runs),
+        ]
+    }
 }
 
 /// What the cache holds for a signature.

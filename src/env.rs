@@ -1,8 +1,7 @@
-//! The environment variables the library reads, all in one place. The settings ones are read
-//! whenever an [`crate::EngineConfig`] is built with default settings
-//! ([`crate::EngineConfig::default`]); `SELECTJIT_VERBOSE` once per process. A value that is
-//! not a number where one is expected is ignored (the default applies); an unknown tier name is
-//! an error that [`crate::Engine::try_with_config`] reports.
+//! The environment variables of the library, all in one place. The settings ones are read only
+//! by [`crate::EngineConfig::from_env`], when a program asks for them (a value that is not what
+//! the variable takes is an error naming it); `SELECTJIT_MAX_ISA` and `SELECTJIT_VERBOSE` are
+//! process-wide and read once per process.
 
 /// Kernels kept in an engine's cache ([`crate::EngineConfig::cache_capacity`]).
 pub const CACHE_CAPACITY: &str = "SELECTJIT_CACHE_CAPACITY";
@@ -23,11 +22,13 @@ pub const VERBOSE: &str = "SELECTJIT_VERBOSE";
 /// The widest x86 instruction set the library uses, whatever the CPU has (read once per
 /// process; as oneDNN's `ONEDNN_MAX_CPU_ISA`): `avx2` hides AVX-512 from the tiers and the
 /// static kernels (what an AVX2-only host runs), `baseline` hides AVX2 too; `all` or unset: no
-/// cap. Another value is an error that [`crate::Engine::try_with_config`] reports (the cap
-/// then does not apply).
+/// cap. Another value is an error that [`crate::Engine::with_config`] reports (the cap then
+/// does not apply).
 pub const MAX_ISA: &str = "SELECTJIT_MAX_ISA";
 
-/// A cap on the x86 instruction sets used ([`MAX_ISA`]), in increasing order.
+/// A cap on the x86 instruction sets used ([`MAX_ISA`]), in increasing order (not a stable
+/// API: for the command line's `info`).
+#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum IsaCap {
     /// The build's baseline (SSE2 on x86-64): no AVX2 or AVX-512 tier or static kernels.
@@ -52,7 +53,9 @@ impl IsaCap {
     }
 }
 
-/// The cap [`MAX_ISA`] sets (read once per process), or why its value is not one.
+/// The cap [`MAX_ISA`] sets (read once per process), or why its value is not one (not a
+/// stable API).
+#[doc(hidden)]
 pub fn max_isa() -> std::result::Result<IsaCap, String> {
     static CAP: std::sync::OnceLock<std::result::Result<IsaCap, String>> =
         std::sync::OnceLock::new();
@@ -75,11 +78,6 @@ pub(crate) fn hides_flag(name: &str) -> bool {
     let cap = isa_cap();
     (cap < IsaCap::All && name.starts_with("has_avx512"))
         || (cap < IsaCap::Avx2 && AVX_FLAGS.contains(&name))
-}
-
-/// The variable `name` as a non-negative integer, if it is set to one.
-pub(crate) fn usize_var(name: &str) -> Option<usize> {
-    std::env::var(name).ok()?.trim().parse().ok()
 }
 
 /// Whether [`VERBOSE`] asks for diagnostics (read once per process).

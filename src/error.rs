@@ -18,8 +18,11 @@ impl fmt::Display for ShapeFmt<'_> {
     }
 }
 
-/// Everything that can go wrong in a select call.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+/// Everything that can go wrong. Each variant says what failed and where; the variants that
+/// wrap another error (code generation, I/O) keep it as their [`std::error::Error::source`].
+/// More variants may be added in later releases.
+#[derive(Debug, Clone, thiserror::Error)]
+#[non_exhaustive]
 pub enum Error {
     /// The shapes cannot be broadcast under the chosen mode. The message names the mode, the three
     /// shapes and the first offending input and dimension.
@@ -28,7 +31,7 @@ pub enum Error {
     /// A shape has more dimensions than the supported maximum.
     #[error("{what} has rank {rank}, more than the supported maximum of {max}")]
     RankTooLarge {
-        /// The operand (`cond`, `then`, `else`, `output`).
+        /// The operand (`cond`, `then`, `else`, `output`, `lhs`, `rhs`).
         what: &'static str,
         /// Its rank.
         rank: usize,
@@ -47,7 +50,7 @@ pub enum Error {
     /// the buffer, overlapping output elements, a stride count that is not the rank).
     #[error("{what}: {msg}")]
     Layout {
-        /// The operand (`cond`, `then`, `else`, `output`).
+        /// The operand (`cond`, `then`, `else`, `output`, `lhs`, `rhs`).
         what: &'static str,
         /// What is wrong, naming the dimension where one is at fault.
         msg: String,
@@ -63,19 +66,78 @@ pub enum Error {
         /// The broadcast shape of the inputs.
         expected: String,
     },
-    /// An argument outside the allowed range (e.g. a pdpd axis below -1).
+    /// An argument or setting outside the allowed range (a pdpd axis below -1, a tier this
+    /// host cannot run, a malformed environment variable).
     #[error("invalid argument: {0}")]
     Invalid(String),
-    /// Code generation failed. The engine records this and serves the call with the static kernels.
-    #[error("code generation failed: {0}")]
-    Codegen(String),
+    /// Code generation failed. The engine records this ([`crate::Engine::last_codegen_error`])
+    /// and serves the call with the static kernels; the code generator's own error, when it
+    /// gave one, is the source.
+    #[error("code generation failed: {what}")]
+    Codegen {
+        /// What was being generated, and what went wrong.
+        what: String,
+        /// The code generator's error (Cranelift's, the assembler's, the system's).
+        #[source]
+        source: Option<std::sync::Arc<dyn std::error::Error + Send + Sync>>,
+    },
     /// An ahead-of-time kernel table was rejected: for another machine, a format this library
-    /// does not read, or corrupted. An engine given it serves every call without it.
+    /// does not read, or corrupted.
     #[error("kernel table rejected: {0}")]
     Aot(String),
-    /// Reading or writing a file (CLI only).
-    #[error("{0}")]
-    Io(String),
+    /// Reading or writing a file (the command line's `.npy` and kernel files).
+    #[error("{path}: {source}")]
+    Io {
+        /// The file (or what was being read or written).
+        path: String,
+        /// The system's error.
+        #[source]
+        source: std::sync::Arc<std::io::Error>,
+    },
+}
+
+impl Error {
+    /// A code-generation error with no underlying error.
+    #[doc(hidden)]
+    pub fn codegen(what: impl Into<String>) -> Error {
+        Error::Codegen {
+            what: what.into(),
+            source: None,
+        }
+    }
+
+    /// A code-generation error caused by `source`.
+    #[doc(hidden)]
+    pub fn codegen_from(
+        what: impl Into<String>,
+        source: impl std::error::Error + Send + Sync + 'static,
+    ) -> Error {
+        Error::Codegen {
+            what: what.into(),
+            source: Some(std::sync::Arc::new(source)),
+        }
+    }
+
+    /// This error with `ctx` (e.g. the signature being compiled) in front of a code-generation
+    /// error's description; other errors are returned as they are.
+    #[doc(hidden)]
+    pub fn in_context(self, ctx: impl std::fmt::Display) -> Error {
+        match self {
+            Error::Codegen { what, source } => Error::Codegen {
+                what: format!("{ctx}: {what}"),
+                source,
+            },
+            e => e,
+        }
+    }
+
+    /// An I/O error on `path`.
+    pub fn io(path: impl Into<String>, source: std::io::Error) -> Error {
+        Error::Io {
+            path: path.into(),
+            source: std::sync::Arc::new(source),
+        }
+    }
 }
 
 /// Result alias used across the crate.

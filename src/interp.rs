@@ -17,13 +17,27 @@ pub(crate) enum Src<'a, T> {
     Out,
 }
 
-/// `out[i] = cond[i] != 0 ? then[i] : else[i]` over `shape`.
+/// The index of the element at output coordinate `idx` of an operand with strides `st` over
+/// the output, whose element at coordinate `[0, 0, ...]` is `first`.
+pub(crate) fn index(idx: &[usize], st: &[isize], first: usize) -> usize {
+    let rel: isize = idx.iter().zip(st).map(|(&i, &s)| i as isize * s).sum();
+    (first as isize + rel) as usize
+}
+
+/// The condition of a mask: any non-zero byte is true.
+pub(crate) fn mask<'a, T>(cond: View<'a, u8>) -> impl Fn(&[usize], &[T]) -> bool + 'a {
+    move |idx, _| cond.0[index(idx, cond.1, cond.2)] != 0
+}
+
+/// `out[i] = cond(i) ? then[i] : else[i]` over `shape`, where `cond` decides an output
+/// coordinate from the operands and the output as it is before that element is written (a
+/// predicate whose operand is the in-place output reads it there).
 ///
 /// All offsets were validated against the buffers by the caller; an offset out of range would be
 /// a bug in that validation and panics on the slice index rather than touching memory.
 pub(crate) fn run<T: Clone>(
     shape: &[usize],
-    cond: View<'_, u8>,
+    cond: impl Fn(&[usize], &[T]) -> bool,
     then: Src<'_, T>,
     else_: Src<'_, T>,
     out: (&mut [T], &[isize], usize),
@@ -35,18 +49,10 @@ pub(crate) fn run<T: Clone>(
     let rank = shape.len();
     let mut idx = vec![0usize; rank];
     loop {
-        let off = |st: &[isize], first: usize| -> usize {
-            let rel: isize = idx.iter().zip(st).map(|(&i, &s)| i as isize * s).sum();
-            (first as isize + rel) as usize
-        };
-        let o = off(out_st, out_off);
-        let pick = if cond.0[off(cond.1, cond.2)] != 0 {
-            &then
-        } else {
-            &else_
-        };
+        let o = index(&idx, out_st, out_off);
+        let pick = if cond(&idx, out_buf) { &then } else { &else_ };
         let v = match pick {
-            Src::Buf((b, st, first)) => b[off(st, *first)].clone(),
+            Src::Buf((b, st, first)) => b[index(&idx, st, *first)].clone(),
             Src::Out => out_buf[o].clone(),
         };
         out_buf[o] = v;
@@ -79,7 +85,7 @@ mod tests {
         let st = [2isize, 1];
         run(
             &[2, 2],
-            (&cond, &st, 0),
+            mask((&cond, &st, 0)),
             Src::Buf((&x, &st, 0)),
             Src::Buf((&y, &st, 0)),
             (&mut out, &st, 0),
@@ -96,7 +102,7 @@ mod tests {
         let mut out = [0i64; 4];
         run(
             &[2, 2],
-            (&cond, &[2, 1], 0),
+            mask((&cond, &[2, 1], 0)),
             Src::Buf((&x, &[-2, -1], 3)),
             Src::Buf((&y, &[2, -1], 1)),
             (&mut out, &[-2, 1], 2),
@@ -111,7 +117,7 @@ mod tests {
         let mut out = [String::new()];
         run(
             &[],
-            (&cond, &[], 0),
+            mask((&cond, &[], 0)),
             Src::Buf((&["a".to_string()], &[], 0)),
             Src::Buf((&["b".to_string()], &[], 0)),
             (&mut out, &[], 0),

@@ -2,13 +2,15 @@
 //!
 //! Tensor **Select / Where** — `out[i] = cond[i] ? then[i] : else[i]` — with the broadcast modes of
 //! ONNX Where, OpenVINO Select-1 and oneDNN Graph Select, bit-exact for every element type, on
-//! kernels compiled per loop shape at run time.
+//! kernels compiled per loop shape at run time. The condition is a mask, or a predicate computed
+//! inside the kernel (`x > 0`, `mask == 0`, `isnan(x)`): one pass, no bool temporary.
 //!
 //! ```
-//! use selectjit::{Broadcast, Engine, TensorMut, TensorRef};
+//! use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+//!
+//! let engine = Engine::new(); // Send + Sync: share it
 //!
 //! // The ONNX Where example: cond [[1,0],[1,1]], x [[1,2],[3,4]], y [[9,8],[7,6]].
-//! let engine = Engine::new();
 //! let mut out = [0i64; 4];
 //! engine.select(
 //!     TensorRef::new(&[1, 0, 1, 1], &[2, 2]),
@@ -19,100 +21,47 @@
 //! )?;
 //! assert_eq!(out, [1, 8, 3, 4]);
 //!
-//! // Broadcasting: a scalar `else` and a row `cond`; any non-zero cond byte is true.
-//! let mut out = [0f32; 6];
-//! selectjit::select(
-//!     TensorRef::new(&[0, 0xff, 2], &[3]),
-//!     TensorRef::new(&[1.0f32, 2.0, 3.0, 4.0, 5.0, 6.0], &[2, 3]),
-//!     TensorRef::scalar(&[-0.0f32]),
-//!     TensorMut::new(&mut out, &[2, 3]),
-//!     Broadcast::Numpy,
-//! )?;
-//! assert_eq!(out.map(f32::to_bits), [-0.0f32, 2.0, 3.0, -0.0, 5.0, 6.0].map(f32::to_bits));
-//!
-//! // Strided views, negative strides included: `then` reversed (numpy's `x[::-1]`) is
-//! // stride -1 from its last element.
-//! let x = [1u8, 2, 3, 4];
-//! let mut out = [0u8; 4];
-//! selectjit::select(
-//!     TensorRef::new(&[1, 1, 0, 1], &[4]),
-//!     TensorRef::with_layout(&x, &[4], &[-1], 3),
-//!     TensorRef::scalar(&[0u8]),
-//!     TensorMut::new(&mut out, &[4]),
-//!     Broadcast::Numpy,
-//! )?;
-//! assert_eq!(out, [4, 3, 0, 1]);
+//! // A predicate: where(x > 0, x, 0) in one pass; a scalar broadcasts.
+//! let x = [-1.0f32, 2.0, -0.0, 4.0];
+//! let mut relu = [0f32; 4];
+//! let xv = TensorRef::new(&x, &[4]);
+//! engine.select(Cond::gt(xv, 0.0f32), xv, TensorRef::scalar(&[0.0f32]),
+//!               TensorMut::new(&mut relu, &[4]), Broadcast::Numpy)?;
+//! assert_eq!(relu, [0.0, 2.0, 0.0, 4.0]);
 //! # Ok::<(), selectjit::Error>(())
 //! ```
 //!
+//! ## The API
+//!
+//! * [`Engine`] — [`Engine::new`], [`Engine::with_config`] ([`EngineConfig`]: [`Backend`],
+//!   [`Tier`], cache, threads, [`aot`] tables); [`Engine::select`] and
+//!   [`Engine::select_in_place`] on typed views, [`Engine::select_dyn`] and
+//!   [`Engine::select_in_place_dyn`] on raw bytes of a run-time [`DType`];
+//!   [`Engine::prepare`] → [`Prepared`] for fixed shapes; [`Engine::stats`] ([`CacheStats`]),
+//!   [`Engine::tier_choices`] ([`TierChoice`], [`KernelClass`], [`Variant`]).
+//! * Views: [`TensorRef`], [`TensorMut`] (shape, element strides — 0 broadcasts, negative walk
+//!   backwards — and the offset of the first element); elements: [`Element`], [`DType`].
+//! * Conditions: a `u8` mask view (any non-zero byte is true), or a [`Cond`] predicate over
+//!   [`Operand`]s: [`CmpOp`] comparisons, [`TestOp`] tests, negation.
+//! * [`Broadcast`] modes (`Numpy`, `TwoStep`, `None`, `Pdpd { axis }`), [`output_shape`],
+//!   [`broadcast_shapes`], [`MAX_RANK`]; [`InPlace`] for in-place selects.
+//! * [`Error`] (typed, with sources), [`Result`]; [`CallTimer`] for deterministic measured
+//!   choices in tests.
+//! * [`select`] and [`select_generic`] (any `Clone` element, strings included) on the process's
+//!   [`default_engine`]; the `ndarray` module (feature `ndarray`); [`env`](mod@crate::env)
+//!   names the environment variables [`EngineConfig::from_env`] reads.
+//!
 //! ## How a call flows
 //!
-//! ```text
-//! views ─► shape (mode) ─► plan: canonical loop nest ─► Signature ─► cache ─► kernel(ptrs, outer range)
-//!                                                                     │ miss
-//!                                    seen fewer than `exact_after` times: shape-generic kernel of its pattern
-//!                                    then:                                compile the exact kernel (tier) → insert
-//! ```
-//!
-//! 1. **Views** ([`TensorRef`], [`TensorMut`]): a buffer, a shape, optional element strides (0
-//!    broadcasts, negative walks backwards) and the offset of the first element. Every buffer is
-//!    validated before anything is read; on error the output is untouched ([`Error`]).
-//! 2. **Shape** (the `shape` module): the output shape and where each input lands in it, by the
-//!    [`Broadcast`] mode: `Numpy` (ONNX Where, the default), `TwoStep` (OpenVINO Select-1 /
-//!    oneDNN as documented), `None`, `Pdpd { axis }`.
-//! 3. **Plan** (the `plan` module): size-1 dims dropped, dimensions along which the output runs backwards
-//!    flipped for every operand (kernel base pointers moved accordingly), the output's unit
-//!    stride innermost, dims contiguous for all four operands merged. The result, a
-//!    [`plan::Signature`] (element width, dims, strides), is what machine code depends on:
-//!    f32, i32 and u32 share kernels.
-//! 4. **Cache** (the `cache` module): an LRU of signatures → compiled kernels. A signature seen for the
-//!    first time runs on the shape-generic kernel of its *pattern* (compiled once per pattern;
-//!    dims and strides are arguments); once seen `exact_after` times its exact kernel is compiled
-//!    by the engine's **tier** and kept. Evicted kernels free their code when no caller holds
-//!    them.
-//! 5. **Kernel**: runs a `[begin, end)` range of the outer dimension, so large calls are split
-//!    over threads. If code generation fails, the static kernels (the `kernels` module) serve the call and
-//!    [`Engine::last_codegen_error`] says why. [`Backend::Interp`] runs the reference interpreter
-//!    instead (the oracle every path is tested against); [`select_generic`] serves any `Clone`
-//!    element (strings) through it.
-//!
-//! [`Engine::prepare`] plans a call once for contiguous buffers of fixed shapes and binds its
-//! kernel ([`Prepared::run`]: length checks and the call). [`Engine::select_dyn`] takes raw
-//! bytes with a run-time [`DType`] (the command line and the C ABI use it).
-//!
-//! ## Tiers, and how `Auto` chooses
-//!
-//! [`EngineConfig::tier`] picks the code generator ([`Tier`]): `Avx2` and `Avx512` (x86-64
-//! machine code emitted directly; they cover every signature the planner produces) and
-//! `Cranelift` (every architecture Cranelift targets; 128-bit vectors on x86-64). `Auto`, the
-//! default, measures: the first exact kernel of each kernel class ([`KernelClass`]: a loop
-//! pattern and an output size class) is compiled as every candidate [`Variant`] — each fast
-//! tier the host runs, with ordinary stores and, for large outputs, non-temporal ones; AVX-512
-//! also with 512-bit blocks for vector rows — and its
-//! calls time them in turn until the fastest is known ([`Engine::tier_choices`] lists the
-//! choices and the times that decided them; [`CacheStats`] counts their cost). The
-//! environment variable `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`) sets the tier of
-//! engines built with default settings.
-//!
-//! ## Knobs
-//!
-//! | [`EngineConfig`] field | default | environment variable |
-//! |---|---|---|
-//! | `backend` | [`Backend::Jit`] (`Static`, `Interp`) | |
-//! | `cache_capacity` | 1024 signatures | `SELECTJIT_CACHE_CAPACITY` |
-//! | `exact_after` | 2 sightings before the exact kernel is compiled (1: at once) | `SELECTJIT_EXACT_AFTER` |
-//! | `threads` | available parallelism (1: never split) | |
-//! | `parallel_min_bytes` | 1 MiB: from this much output a kernel times its first calls on one thread and on all, and keeps the faster way | `SELECTJIT_PARALLEL_MIN_BYTES` |
-//! | `tier` | `Auto` | `SELECTJIT_TIER` |
-//! | `nt_min_bytes` | 32 MiB: named x86 tiers store larger outputs non-temporally; `Auto` measures it against ordinary stores from a quarter of this | `SELECTJIT_NT_MIN_BYTES` |
-//! | `verify` | on in debug builds: Cranelift verifier on every kernel | |
-//! | `runner` | none: run x86-tier kernels the host cannot execute through this (the emulator of `selectjit-emu`) | |
-//! | `timer` | wall-clock time: what times the calls behind measured choices | |
-//! | `aot` | none: an ahead-of-time kernel table ([`aot`]) served before any code generation | |
-//!
-//! `SELECTJIT_VERBOSE=1` logs one stderr line per compile, eviction and measured choice
-//! ([`mod@env`] lists every variable). [`Engine::stats`] gives hits, misses, generic runs,
-//! evictions, compile times and the cost of measuring.
+//! Views are validated (every buffer against its shape, strides and offset: on error the output
+//! is untouched), the output shape inferred by the mode, and the loop nest canonicalised into a
+//! *signature* (size-1 dims dropped, reversed dims flipped, dims contiguous for every operand
+//! merged). An LRU cache maps signatures to compiled kernels: a new signature runs on the
+//! shape-generic kernel of its pattern, and from its second sighting on its own exact kernel.
+//! `Tier::Auto` times the code generators the host runs (AVX-512 / AVX2 machine code on
+//! x86-64, Cranelift everywhere) on each kernel class's first calls and keeps the fastest. If
+//! code generation fails the static kernels serve the call, and
+//! [`Engine::last_codegen_error`] says why.
 //!
 //! ## Features
 //!
@@ -123,19 +72,13 @@
 //!   (no Cranelift crates; on other architectures it generates no code).
 //! * `default-features = false` — the no-JIT build: the interpreter, the static kernels and
 //!   ahead-of-time tables ([`aot`]), for hosts that forbid executable memory.
-//! * `ndarray` — [the `ndarray` module](crate::ndarray): select on `ndarray` arrays and views of
-//!   any dimensionality and strides (cond `bool` or `u8`), into a new array or a mutable view.
-//!
-//! ## Examples
-//!
-//! `examples/embed_runtime.rs` (one engine shared by threads, prepared kernels, dynamic sequence
-//! lengths, statistics), `examples/ndarray.rs`, `examples/strings.rs` (the generic path) and
-//! `examples/c/select.c` (the C ABI, crate `selectjit-capi`).
+//! * `ndarray` — select on `ndarray` arrays and views of any dimensionality and strides.
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
 
 pub mod aot;
 mod cache;
+mod cond;
 mod dtype;
 mod engine;
 pub mod env;
@@ -157,6 +100,7 @@ mod tier;
 mod trial;
 
 pub use cache::CacheStats;
+pub use cond::{Cond, Operand};
 pub use dtype::{DType, Element};
 pub use engine::Engine;
 pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};

@@ -330,6 +330,37 @@ pub fn broadcast_shapes(
     Ok(r)
 }
 
+/// The numpy broadcast of two shapes (a predicate's operands, named `names` in messages).
+pub(crate) fn broadcast_pair(names: [&'static str; 2], a: &[usize], b: &[usize]) -> Result<Dims> {
+    check_shape(names[0], a)?;
+    check_shape(names[1], b)?;
+    let rank = a.len().max(b.len());
+    let mut out: Dims = SmallVec::from_elem(1, rank);
+    for k in 0..rank {
+        let dim = |s: &[usize]| (k + s.len()).checked_sub(rank).map(|j| (j, s[j]));
+        match (dim(a), dim(b)) {
+            (Some((_, x)), None) | (None, Some((_, x))) => out[k] = x,
+            (Some((_, x)), Some((_, y))) if x == y || y == 1 => out[k] = x,
+            (Some((_, 1)), Some((_, y))) => out[k] = y,
+            (Some((i, x)), Some((j, y))) => {
+                return Err(Error::Broadcast(format!(
+                    "predicate broadcast of {} {} and {} {}: {} dim {i} is {x} but {} dim {j} \
+                     is {y} (predicate dim {k})",
+                    names[0],
+                    ShapeFmt(a),
+                    names[1],
+                    ShapeFmt(b),
+                    names[0],
+                    names[1]
+                )));
+            }
+            (None, None) => unreachable!("k < rank"),
+        }
+    }
+    check_shape("predicate", &out)?;
+    Ok(out)
+}
+
 /// The output shape only.
 pub fn output_shape(
     mode: Broadcast,

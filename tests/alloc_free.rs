@@ -57,11 +57,12 @@ fn cache_hit_does_not_allocate() {
         (Backend::Jit, u32::MAX),
         (Backend::Static, 2),
     ] {
-        let e = Engine::with_config(EngineConfig {
-            backend,
-            exact_after,
-            ..EngineConfig::default()
-        });
+        let e = Engine::with_config(
+            EngineConfig::new()
+                .backend(backend)
+                .exact_after(exact_after),
+        )
+        .expect("engine");
         for (c, t, el) in &cases {
             let out_shape = selectjit::output_shape(Broadcast::Numpy, c, t, el)
                 .unwrap()

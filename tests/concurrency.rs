@@ -19,17 +19,16 @@ fn threads_share_one_engine_under_eviction() {
 
 fn workload(tier: Tier, emulate: bool, exact_after: u32) {
     let engine = Arc::new(common::engine(
-        &EngineConfig {
-            cache_capacity: 8,
-            exact_after,
-            threads: 2,
-            ..EngineConfig::default()
-        },
+        &EngineConfig::new()
+            .cache_capacity(8)
+            .exact_after(exact_after)
+            .threads(2),
         Backend::Jit,
         tier,
         emulate,
     ));
-    let interp = Arc::new(Engine::with_backend(Backend::Interp));
+    let interp =
+        Arc::new(Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap());
     let handles: Vec<_> = (0..8)
         .map(|t| {
             let (engine, interp) = (engine.clone(), interp.clone());

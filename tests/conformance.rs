@@ -60,11 +60,7 @@ fn every_backend_and_tier_on_every_case() {
         env!("CARGO_MANIFEST_DIR"),
         "/tests/data/shapes.json"
     ));
-    let engines = common::all_engines(&EngineConfig {
-        exact_after: 1,
-        verify: true,
-        ..EngineConfig::default()
-    });
+    let engines = common::all_engines(&EngineConfig::new().exact_after(1).verify(true));
     let mut checked = 0;
     for (k, c) in v["cases"].as_array().unwrap().iter().enumerate() {
         let (cs, ts, es) = (shape(&c["cond"]), shape(&c["then"]), shape(&c["else"]));

@@ -6,13 +6,14 @@ use selectjit::unstable::plan_contiguous;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 fn engine(capacity: usize) -> Engine {
-    Engine::with_config(EngineConfig {
-        backend: Backend::Jit,
-        cache_capacity: capacity,
-        verify: true,
-        exact_after: 1,
-        ..EngineConfig::default()
-    })
+    Engine::with_config(
+        EngineConfig::new()
+            .backend(Backend::Jit)
+            .cache_capacity(capacity)
+            .verify(true)
+            .exact_after(1),
+    )
+    .expect("engine")
 }
 
 fn run_f32(e: &Engine, n: usize) -> Vec<f32> {
@@ -157,7 +158,7 @@ fn prepared_checks_buffers_and_dtype() {
     );
     // Every backend prepares the same call to the same bytes.
     for b in Backend::ALL {
-        let eb = Engine::with_backend(*b);
+        let eb = Engine::with_config(EngineConfig::new().backend(*b)).unwrap();
         let pb = eb
             .prepare(DType::F32, &[1, 4], &[3, 4], &[], Broadcast::Numpy)
             .unwrap();
@@ -169,12 +170,13 @@ fn prepared_checks_buffers_and_dtype() {
 
 #[test]
 fn generic_kernels_serve_new_shapes_until_they_are_hot() {
-    let e = Engine::with_config(EngineConfig {
-        backend: Backend::Jit,
-        exact_after: 3,
-        verify: true,
-        ..EngineConfig::default()
-    });
+    let e = Engine::with_config(
+        EngineConfig::new()
+            .backend(Backend::Jit)
+            .exact_after(3)
+            .verify(true),
+    )
+    .expect("engine");
     // 40 different row lengths of one pattern: one generic kernel, no exact compile.
     for n in 100..140 {
         run_f32(&e, n);

@@ -10,22 +10,17 @@ fn engines() -> Vec<(&'static str, Engine)> {
     [("jit", Backend::Jit), ("static", Backend::Static)]
         .into_iter()
         .map(|(name, backend)| {
-            let cfg = EngineConfig {
-                backend,
-                exact_after: 1,
-                threads: 1,
-                ..EngineConfig::default()
-            };
-            (name, Engine::with_config(cfg))
+            let cfg = EngineConfig::new()
+                .backend(backend)
+                .exact_after(1)
+                .threads(1);
+            (name, Engine::with_config(cfg).unwrap())
         })
         .collect()
 }
 
 fn interp() -> Engine {
-    Engine::with_config(EngineConfig {
-        backend: Backend::Interp,
-        ..EngineConfig::default()
-    })
+    Engine::with_config(EngineConfig::new().backend(Backend::Interp)).expect("engine")
 }
 
 const COND: [u8; 16] = [1, 0, 0x80, 1, 0, 0, 1, 0, 0xff, 1, 1, 0, 0, 0, 1, 2];

@@ -52,13 +52,9 @@ fn reference<C: CondElement + Into<u8>, T: Element, D1: Dimension, D2: Dimension
 /// One dtype through fixed and dynamic dimensionalities and every view kind.
 fn every_view_kind<T: Element>() {
     let engines = [
-        Engine::with_config(EngineConfig {
-            exact_after: 1,
-            verify: true,
-            ..EngineConfig::default()
-        }),
-        Engine::with_backend(Backend::Static),
-        Engine::with_backend(Backend::Interp),
+        Engine::with_config(EngineConfig::new().exact_after(1).verify(true)).expect("engine"),
+        Engine::with_config(EngineConfig::new().backend(Backend::Static)).unwrap(),
+        Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap(),
     ];
     let base3 = Array3::from_shape_fn((4, 5, 6), |(i, j, k)| val::<T>(i * 30 + j * 6 + k, 0x3c));
     let else3 = Array3::from_shape_fn((4, 5, 6), |(i, j, k)| val::<T>(i * 30 + j * 6 + k, 0xa5));

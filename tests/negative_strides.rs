@@ -1,30 +1,38 @@
 //! Views with negative strides: reversed and mixed-sign inputs and outputs on every backend,
 //! reversed in-place views, and the errors of views that step outside their buffer.
 
-use selectjit::unstable::Jit;
 use selectjit::{Backend, Broadcast, Engine, EngineConfig, Error, InPlace, TensorMut, TensorRef};
 
 fn engines() -> Vec<(&'static str, Engine)> {
-    let cfg = |backend, exact_after| EngineConfig {
-        backend,
-        exact_after,
-        verify: true,
-        ..EngineConfig::default()
+    let cfg = |backend, exact_after| {
+        EngineConfig::new()
+            .backend(backend)
+            .exact_after(exact_after)
+            .verify(true)
     };
-    let mut portable = Jit::host(true).unwrap();
-    portable.set_blendv(false);
     vec![
-        ("jit", Engine::with_config(cfg(Backend::Jit, 1))),
+        ("jit", Engine::with_config(cfg(Backend::Jit, 1)).unwrap()),
         (
             "jit-generic",
-            Engine::with_config(cfg(Backend::Jit, u32::MAX)),
+            Engine::with_config(cfg(Backend::Jit, u32::MAX)).expect("engine"),
         ),
         (
             "jit-portable",
-            Engine::with_jit(cfg(Backend::Jit, 1), portable),
+            Engine::with_config(
+                cfg(Backend::Jit, 1)
+                    .tier(selectjit::Tier::Cranelift)
+                    .cranelift_blendv(false),
+            )
+            .unwrap(),
         ),
-        ("static", Engine::with_config(cfg(Backend::Static, 1))),
-        ("interp", Engine::with_config(cfg(Backend::Interp, 1))),
+        (
+            "static",
+            Engine::with_config(cfg(Backend::Static, 1)).unwrap(),
+        ),
+        (
+            "interp",
+            Engine::with_config(cfg(Backend::Interp, 1)).unwrap(),
+        ),
     ]
 }
 

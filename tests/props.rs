@@ -11,7 +11,6 @@ mod aot_host;
 
 use proptest::prelude::*;
 use selectjit::Tier;
-use selectjit::unstable::Jit;
 use selectjit::unstable::X86Level as Level;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
@@ -329,26 +328,34 @@ fn random_shapes(rng: &mut Rng) -> (Broadcast, [Vec<usize>; 3]) {
 }
 
 fn engines() -> Vec<(String, Engine)> {
-    let cfg = |backend, exact_after| EngineConfig {
-        backend,
-        exact_after,
-        verify: true,
-        cache_capacity: 8,
-        ..EngineConfig::default()
+    let cfg = |backend, exact_after| {
+        EngineConfig::new()
+            .backend(backend)
+            .exact_after(exact_after)
+            .verify(true)
+            .cache_capacity(8)
     };
     let mut v: Vec<(String, Engine)> = Backend::ALL
         .iter()
-        .map(|b| (b.name().to_string(), Engine::with_config(cfg(*b, 1))))
+        .map(|b| {
+            (
+                b.name().to_string(),
+                Engine::with_config(cfg(*b, 1)).unwrap(),
+            )
+        })
         .collect();
     v.push((
         "jit-generic".into(),
-        Engine::with_config(cfg(Backend::Jit, u32::MAX)),
+        Engine::with_config(cfg(Backend::Jit, u32::MAX)).expect("engine"),
     ));
-    let mut portable = Jit::host(true).unwrap();
-    portable.set_blendv(false);
     v.push((
         "jit-portable".into(),
-        Engine::with_jit(cfg(Backend::Jit, 1), portable),
+        Engine::with_config(
+            cfg(Backend::Jit, 1)
+                .tier(selectjit::Tier::Cranelift)
+                .cranelift_blendv(false),
+        )
+        .unwrap(),
     ));
     // No code generator: a table of every rank-1 and rank-2 shape-generic kernel exported ahead
     // of time for this host, the static kernels for higher ranks.
@@ -365,11 +372,11 @@ fn engines() -> Vec<(String, Engine)> {
             continue;
         }
         for (kind, exact_after) in [("", 1), ("-generic", u32::MAX)] {
-            let e = Engine::try_with_config(EngineConfig {
-                tier,
-                runner: emulate.then(selectjit_emu::Emulator::runner),
-                ..cfg(Backend::Jit, exact_after)
-            })
+            let e = Engine::with_config(
+                cfg(Backend::Jit, exact_after)
+                    .tier(tier)
+                    .runner(emulate.then(selectjit_emu::Emulator::runner)),
+            )
             .unwrap();
             v.push((format!("jit-{tier}{kind}"), e));
         }
@@ -533,7 +540,7 @@ proptest! {
         let e: Vec<f64> = (0..rows * n).map(|_| f64::from_bits(rng.next())).collect();
         let want: Vec<u64> = (0..rows * n).map(|i| if cond[i % n] != 0 { t[i] } else { e[i] }.to_bits()).collect();
         for b in Backend::ALL {
-            let eng = Engine::with_config(EngineConfig { backend: *b, exact_after: 1, ..EngineConfig::default() });
+            let eng = Engine::with_config(EngineConfig::new().backend(*b).exact_after(1)).expect("engine");
             let (mut io, other, role) = if role_then { (t.clone(), &e, InPlace::Then) } else { (e.clone(), &t, InPlace::Else) };
             eng.select_in_place(
                 TensorRef::new(&cond, &[n]),

@@ -63,17 +63,15 @@ fn churn_keeps_memory_bounded() {
 
 fn soak(tier: Tier, emulate: bool, n: usize) {
     let jit = common::engine(
-        &EngineConfig {
-            cache_capacity: CAPACITY,
-            exact_after: 1,
-            threads: 1,
-            ..EngineConfig::default()
-        },
+        &EngineConfig::new()
+            .cache_capacity(CAPACITY)
+            .exact_after(1)
+            .threads(1),
         Backend::Jit,
         tier,
         emulate,
     );
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let mut rss = Vec::new();
     let (mut max_live, mut max_code) = (0usize, 0usize);
     for i in 0..n {

@@ -4,11 +4,7 @@ use selectjit::{Backend, Broadcast, Engine, EngineConfig, InPlace, TensorMut, Te
 use selectjit_bench::{Case, Inputs};
 
 fn engine(backend: Backend, threads: usize) -> Engine {
-    Engine::with_config(EngineConfig {
-        backend,
-        threads,
-        ..EngineConfig::default()
-    })
+    Engine::with_config(EngineConfig::new().backend(backend).threads(threads)).expect("engine")
 }
 
 fn case(dtype: &str, c: &[usize], t: &[usize], e: &[usize]) -> Case {
@@ -31,7 +27,7 @@ fn split_calls_match_the_interpreter() {
         case("f16", &[1, 4099], &[257, 4099], &[257, 1]),
         case("complex128", &[70_001], &[1], &[70_001]),
     ];
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     for c in &cases {
         let inp = Inputs::new(c).unwrap();
         let bytes = inp.elements() * inp.dtype.width();

@@ -29,14 +29,14 @@ impl CallTimer for Rigged {
 /// An `Auto` engine whose choices `cost` times; non-temporal stores from 8 MiB of output (so
 /// that 2 MiB outputs have non-temporal candidates, and 8 MiB ones four-way walks too).
 fn auto(cost: Cost) -> Engine {
-    Engine::try_with_config(EngineConfig {
-        tier: Tier::Auto,
-        threads: 1,
-        exact_after: 1,
-        nt_min_bytes: 8 << 20,
-        timer: Some(Arc::new(Rigged(cost))),
-        ..EngineConfig::default()
-    })
+    Engine::with_config(
+        EngineConfig::new()
+            .tier(Tier::Auto)
+            .threads(1)
+            .exact_after(1)
+            .nt_min_bytes(8 << 20)
+            .timer(Arc::new(Rigged(cost))),
+    )
     .unwrap()
 }
 
@@ -49,7 +49,7 @@ fn candidates(e: &Engine, n: usize) -> Vec<Variant> {
 /// Runs `n`-element f32 selects on `e` (cond bytes varying per call) and checks each against
 /// the interpreter; returns how many calls ran.
 fn run_checked(e: &Engine, n: usize, calls: usize) {
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
     let f: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
     for c in 0..calls {
@@ -262,13 +262,13 @@ fn prepared_calls_measure_too() {
 #[test]
 fn named_tiers_never_measure() {
     for tier in Tier::host_tiers() {
-        let e = Engine::try_with_config(EngineConfig {
-            tier,
-            threads: 1,
-            exact_after: 1,
-            timer: Some(Arc::new(Rigged(|_| panic!("a named tier timed a call")))),
-            ..EngineConfig::default()
-        })
+        let e = Engine::with_config(
+            EngineConfig::new()
+                .tier(tier)
+                .threads(1)
+                .exact_after(1)
+                .timer(Arc::new(Rigged(|_| panic!("a named tier timed a call")))),
+        )
         .unwrap();
         run_checked(&e, 1 << 20, 3);
         let s = e.stats();

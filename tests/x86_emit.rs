@@ -8,7 +8,6 @@ use rng::Rng;
 
 use selectjit::Variant;
 use selectjit::unstable::Ptrs;
-use selectjit::unstable::Strides;
 use selectjit::unstable::{COND, ELSE, OUT, THEN};
 use selectjit::unstable::{CodeGen, CodeGenOptions};
 use selectjit::unstable::{Kernel, Pattern, RowShape, Signature};
@@ -93,9 +92,8 @@ fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, how: How) -> Kernel {
             let cg = CodeGen::new(
                 xg.tier(),
                 CodeGenOptions {
-                    verify: false,
                     nt_min_bytes: xg.nt_min_bytes(),
-                    runner: None,
+                    ..CodeGenOptions::default()
                 },
             )
             .unwrap();

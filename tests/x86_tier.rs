@@ -25,19 +25,19 @@ struct Tiered {
 
 fn engines_of(tier: Tier, emulate: bool, threads: usize) -> Tiered {
     // The default backend is the JIT.
-    let cfg = |exact_after| EngineConfig {
-        tier,
-        exact_after,
-        runner: emulate.then(selectjit_emu::Emulator::runner),
-        threads,
-        verify: true,
-        cache_capacity: 64,
-        // Non-temporal stores from 64 KiB of output, so that the tests reach them.
-        nt_min_bytes: 64 << 10,
-        ..EngineConfig::default()
+    let cfg = |exact_after| {
+        EngineConfig::new()
+            .tier(tier)
+            .exact_after(exact_after)
+            .runner(emulate.then(selectjit_emu::Emulator::runner))
+            .threads(threads)
+            .verify(true)
+            .cache_capacity(64)
+            // Non-temporal stores from 64 KiB of output, so that the tests reach them.
+            .nt_min_bytes(64 << 10)
     };
     let make = |exact_after| {
-        Engine::try_with_config(cfg(exact_after)).unwrap_or_else(|e| panic!("{tier}: {e}"))
+        Engine::with_config(cfg(exact_after)).unwrap_or_else(|e| panic!("{tier}: {e}"))
     };
     Tiered {
         name: format!("{tier}{}", if emulate { " (emulated)" } else { "" }),
@@ -265,7 +265,7 @@ fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], out: Option
                         sig.as_ref().map(|s| s.to_string())
                     );
                 }
-                assert_eq!(e.last_codegen_error(), None, "{}", t.name);
+                assert!(e.last_codegen_error().is_none(), "{}", t.name);
                 if let Some(s) = &sig {
                     let k = e.kernel(s).expect("a kernel");
                     assert_eq!(k.tier(), t.tier, "{} {kind}: {s} fell back", t.name);
@@ -334,7 +334,7 @@ fn every_width_row_shape_and_length_matches_the_interpreter() {
     if tiers.is_empty() {
         return;
     }
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let mut seed = 1;
     for dt in DTYPES {
         for n in lengths() {
@@ -349,7 +349,7 @@ fn every_width_row_shape_and_length_matches_the_interpreter() {
 #[test]
 fn reversed_and_strided_outputs() {
     let tiers = tiers(1);
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let mut seed = 30_000;
     for dt in DTYPES {
         for n in (1..=70).chain([127, 128, 129, 255, 256, 257, 1000]) {
@@ -366,7 +366,7 @@ fn reversed_and_strided_outputs() {
 #[test]
 fn split_outer_ranges_and_long_rows() {
     let tiers = tiers(2);
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let mut seed = 10_000;
     for dt in DTYPES {
         let n = (1 << 20) / dt.width() / 3 + 37;
@@ -387,7 +387,7 @@ fn split_outer_ranges_and_long_rows() {
 #[test]
 fn higher_ranks() {
     let tiers = tiers(1);
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let d = dense;
     let mut seed = 20_000;
     for dt in DTYPES {

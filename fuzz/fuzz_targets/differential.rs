@@ -32,19 +32,19 @@ fn table() -> AotTable {
 fn engines() -> &'static [Engine] {
     static E: OnceLock<Vec<Engine>> = OnceLock::new();
     E.get_or_init(|| {
-        let cfg = |backend, tier, exact_after, emulate: bool| EngineConfig {
-            backend,
-            tier,
-            exact_after,
-            runner: emulate.then(selectjit_emu::Emulator::runner),
-            cache_capacity: 4, // constant eviction
-            verify: true,
-            threads: 1,
-            ..EngineConfig::default()
+        let cfg = |backend, tier, exact_after, emulate: bool| {
+            EngineConfig::new()
+                .backend(backend)
+                .tier(tier)
+                .exact_after(exact_after)
+                .runner(emulate.then(selectjit_emu::Emulator::runner))
+                .cache_capacity(4) // constant eviction
+                .verify(true)
+                .threads(1)
         };
         let mut v = vec![
-            Engine::with_config(cfg(Backend::Interp, Tier::Auto, 1, false)),
-            Engine::with_config(cfg(Backend::Static, Tier::Auto, 1, false)),
+            Engine::with_config(cfg(Backend::Interp, Tier::Auto, 1, false)).expect("engine"),
+            Engine::with_config(cfg(Backend::Static, Tier::Auto, 1, false)).expect("engine"),
         ];
         for tier in [Tier::Cranelift, Tier::Avx2, Tier::Avx512] {
             let emulate = !tier.available();
@@ -52,16 +52,17 @@ fn engines() -> &'static [Engine] {
                 continue;
             }
             for exact_after in [1, u32::MAX] {
-                let e = Engine::try_with_config(cfg(Backend::Jit, tier, exact_after, emulate))
+                let e = Engine::with_config(cfg(Backend::Jit, tier, exact_after, emulate))
                     .expect("every tier runs here, natively or emulated");
                 v.push(e);
             }
         }
         // No code generator: the table's exact or shape-generic kernel, else static.
-        v.push(Engine::with_aot(cfg(Backend::Static, Tier::Auto, 1, false), Ok(table())));
+        let aot = cfg(Backend::Static, Tier::Auto, 1, false).aot(table());
+        v.push(Engine::with_config(aot).expect("a static engine"));
         // The table's exact kernels, and its generic kernels instead of compiled ones.
         let jit = cfg(Backend::Jit, Tier::Cranelift, u32::MAX, false);
-        v.push(Engine::with_aot(jit, Ok(table())));
+        v.push(Engine::with_config(jit.aot(table())).expect("a Cranelift engine"));
         v
     })
 }

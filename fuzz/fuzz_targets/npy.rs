@@ -7,11 +7,11 @@ use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
 use selectjit_cli::npy::read_npy_bytes;
-use selectjit::{Backend, DType, Engine, TensorMut};
+use selectjit::{Backend, DType, Engine, EngineConfig, TensorMut};
 
 fn engines() -> &'static (Engine, Engine) {
     static E: OnceLock<(Engine, Engine)> = OnceLock::new();
-    E.get_or_init(|| (Engine::with_backend(Backend::Jit), Engine::with_backend(Backend::Interp)))
+    E.get_or_init(|| (Engine::with_config(EngineConfig::new().backend(Backend::Jit)).unwrap(), Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap()))
 }
 
 fuzz_target!(|data: &[u8]| {

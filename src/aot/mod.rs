@@ -1,14 +1,14 @@
 //! Ahead-of-time kernels, for hosts that forbid generating code at run time.
 //!
 //! The `selectjit-aot` crate (and `selectjit aot` on the command line) compiles kernels (exact
-//! kernels by [`Signature`], shape-generic kernels by [`Pattern`]) for any Cranelift target
-//! into one relocatable object, with a table ([`SelectjitAotTable`], C layout, see [`mod@format`])
-//! that maps each kernel's key ([`key`]) to its function, and a C header. This module is the
-//! side a program links: linked into it, the table is registered with [`AotTable::from_raw`],
-//! which checks it against the host, and given to an engine
-//! ([`crate::EngineConfig::aot`], [`crate::Engine::with_aot`]): the engine then runs the exact
-//! kernel of a signature when the table has it, else the shape-generic kernel of its pattern,
-//! else the static kernels (or its code generator, if it has one).
+//! kernels by signature, shape-generic kernels by pattern) for any Cranelift target into one
+//! relocatable object, with a table ([`SelectjitAotTable`], C layout) that maps each kernel's
+//! key to its function, and a C header. This module is the side a program links: linked into
+//! it, the table is registered with [`AotTable::from_raw`], which checks it against the host
+//! (a table for another machine or format is an error), and given to an engine
+//! ([`crate::EngineConfig::aot`]): the engine then runs the exact kernel of a signature when
+//! the table has it, else the shape-generic kernel of its pattern, else the static kernels (or
+//! its code generator, if it has one).
 //!
 //! ```no_run
 //! use selectjit::aot::{AotTable, SelectjitAotTable};
@@ -19,21 +19,18 @@
 //!     static selectjit_aot_table: SelectjitAotTable;
 //! }
 //!
-//! fn engine() -> Engine {
+//! fn engine() -> selectjit::Result<Engine> {
 //!     // SAFETY: the table comes from an object exported by this library and linked into the
 //!     // program.
-//!     let table = unsafe { AotTable::from_raw(&raw const selectjit_aot_table) };
-//!     let config = EngineConfig { backend: Backend::Static, ..EngineConfig::default() };
-//!     Engine::with_aot(config, table) // no code generation at run time
+//!     let table = unsafe { AotTable::from_raw(&raw const selectjit_aot_table) }?;
+//!     // No code generation at run time: the table's kernels, else the static kernels.
+//!     Engine::with_config(EngineConfig::new().backend(Backend::Static).aot(table))
 //! }
 //! # fn main() {} // (this example is not linked with a table)
 //! ```
 //!
 //! Nothing here needs Cranelift: the no-JIT build (`default-features = false`) registers and
 //! serves tables too.
-//!
-//! [`Signature`]: crate::plan::Signature
-//! [`Pattern`]: crate::plan::Pattern
 
 pub mod format;
 mod host;

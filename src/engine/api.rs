@@ -2,10 +2,12 @@
 
 use super::Engine;
 use super::config::{Backend, InPlace};
+use super::exec::CondArg;
 use super::prepared::Prepared;
-use super::validate::{Desc, Operand, contiguous_elements};
+use super::validate::{Desc, Operand, Pred, PredSrc, contiguous_elements};
+use crate::cond::{Cond, Repr, Src};
 use crate::dtype::{DType, Element};
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
 use crate::plan::plan;
 use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
@@ -30,6 +32,74 @@ fn hit_elements<T>(
             & plain(o.strides(), o.offset()),
         [c.data().len(), t.data().len(), e.data().len(), o.len()],
     )
+}
+
+/// A predicate operand's bytes as the engine reads them.
+fn pred_src<'a>(o: &'a crate::cond::Operand<'_>, dtype: DType) -> PredSrc<'a> {
+    match &o.src {
+        Src::View {
+            bytes,
+            shape,
+            strides,
+            offset,
+            ..
+        } => PredSrc::Buf(
+            bytes,
+            Desc {
+                len: bytes.len() / dtype.width(),
+                shape,
+                strides: *strides,
+                offset: *offset,
+            },
+        ),
+        Src::Scalar { bytes, .. } => PredSrc::Buf(
+            &bytes[..dtype.width()],
+            Desc {
+                len: 1,
+                shape: &[],
+                strides: None,
+                offset: 0,
+            },
+        ),
+        Src::InPlace => PredSrc::Out,
+    }
+}
+
+/// `cond` as the engine runs it for a select of `dtype`, and whether `then` and `else` trade
+/// places (a negation, or a canonical form's).
+fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> {
+    let Some((kind, swap, not)) = cond.canonical(dtype) else {
+        let Repr::Mask(m) = cond.repr else {
+            unreachable!("only masks have no canonical form")
+        };
+        return Ok((CondArg::Mask(m), cond.not));
+    };
+    let d = kind.dtype().unwrap_or(dtype);
+    let pred = match &cond.repr {
+        Repr::Cmp(_, l, r) => {
+            let dt = |o: &crate::cond::Operand<'_>| o.dtype().unwrap_or(dtype);
+            if dt(l) != dt(r) {
+                return Err(Error::DType(format!(
+                    "a comparison's operands must have one dtype: lhs is {}, rhs is {}",
+                    dt(l),
+                    dt(r)
+                )));
+            }
+            let (l, r) = if swap { (r, l) } else { (l, r) };
+            Pred {
+                kind,
+                lhs: pred_src(l, d),
+                rhs: Some(pred_src(r, d)),
+            }
+        }
+        Repr::Test(_, v) => Pred {
+            kind,
+            lhs: pred_src(v, d),
+            rhs: None,
+        },
+        Repr::Mask(_) => unreachable!("masks were returned above"),
+    };
+    Ok((CondArg::Pred(pred), not))
 }
 
 impl Engine {
@@ -65,22 +135,28 @@ impl Engine {
         })
     }
 
-    /// `out = cond ? then : else` with broadcasting under `mode`. `cond` bytes: any non-zero byte
-    /// is true. `out` must have the broadcast output shape. Views may have any strides,
-    /// negative ones included (with the offset of their first element, see
+    /// `out = cond ? then : else` with broadcasting under `mode`. `cond` is a mask view (any
+    /// non-zero byte is true) or a predicate computed in the kernel ([`Cond`]: `x > 0`,
+    /// `isnan(x)`, ...). `out` must have the broadcast output shape. Views may have any
+    /// strides, negative ones included (with the offset of their first element, see
     /// [`TensorRef::with_layout`]). Every buffer is checked against its shape, strides and
     /// offset before anything is read or written; on error `out` is untouched.
-    pub fn select<T: Element>(
+    pub fn select<'c, T: Element>(
         &self,
-        cond: TensorRef<'_, u8>,
+        cond: impl Into<Cond<'c>>,
         then: TensorRef<'_, T>,
         else_: TensorRef<'_, T>,
         mut out: TensorMut<'_, T>,
         mode: Broadcast,
     ) -> Result<()> {
+        let cond = cond.into();
         // A cache hit of one contiguous shape: straight to this thread's memo of its kernel.
         // Only the checks that call needs, in line; everything else out of line.
-        if self.config.backend == Backend::Jit
+        if let Cond {
+            repr: Repr::Mask(cond),
+            not: false,
+        } = cond
+            && self.config.backend == Backend::Jit
             && let Some(n) = hit_elements(&cond, &then, &else_, &out)
         {
             let p = Ptrs {
@@ -102,7 +178,7 @@ impl Engine {
     #[inline(never)]
     fn select_general<T: Element>(
         &self,
-        cond: TensorRef<'_, u8>,
+        cond: Cond<'_>,
         then: TensorRef<'_, T>,
         else_: TensorRef<'_, T>,
         out: TensorMut<'_, T>,
@@ -110,23 +186,34 @@ impl Engine {
     ) -> Result<()> {
         let (o, shape, strides, offset) = out.into_parts();
         let ob: &mut [u8] = bytemuck::cast_slice_mut(o);
-        self.run_bytes(
-            T::DTYPE.width(),
-            mode,
-            cond,
-            Operand::Buf(bytemuck::cast_slice(then.data()), (&then).into()),
-            Operand::Buf(bytemuck::cast_slice(else_.data()), (&else_).into()),
-            ob,
-            (shape, strides, offset),
-        )
+        let t = Operand::Buf(bytemuck::cast_slice(then.data()), (&then).into());
+        let e = Operand::Buf(bytemuck::cast_slice(else_.data()), (&else_).into());
+        self.run_cond(T::DTYPE, mode, &cond, t, e, ob, (shape, strides, offset))
+    }
+
+    /// Runs a call: `cond` resolved for `dtype`, then and else swapped where it says so.
+    #[allow(clippy::too_many_arguments)]
+    fn run_cond(
+        &self,
+        dtype: DType,
+        mode: Broadcast,
+        cond: &Cond<'_>,
+        then: Operand<'_>,
+        else_: Operand<'_>,
+        out: &mut [u8],
+        out_layout: (&[usize], Option<&[isize]>, usize),
+    ) -> Result<()> {
+        let (c, swap) = resolve(cond, dtype)?;
+        let (t, e) = if swap { (else_, then) } else { (then, else_) };
+        self.run_bytes(dtype.width(), mode, c, t, e, out, out_layout)
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.
     /// Its shape must be the broadcast output shape; it may have any non-overlapping layout,
     /// reversed included.
-    pub fn select_in_place<T: Element>(
+    pub fn select_in_place<'c, T: Element>(
         &self,
-        cond: TensorRef<'_, u8>,
+        cond: impl Into<Cond<'c>>,
         inout: TensorMut<'_, T>,
         role: InPlace,
         other: TensorRef<'_, T>,
@@ -139,16 +226,16 @@ impl Engine {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        let w = T::DTYPE.width();
-        self.run_bytes(w, mode, cond, t, e, ob, (shape, strides, offset))
+        let cond = cond.into();
+        self.run_cond(T::DTYPE, mode, &cond, t, e, ob, (shape, strides, offset))
     }
 
     /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
     /// elements of `dtype`; shapes, strides and offsets count elements.
-    pub fn select_in_place_dyn(
+    pub fn select_in_place_dyn<'c>(
         &self,
         dtype: DType,
-        cond: TensorRef<'_, u8>,
+        cond: impl Into<Cond<'c>>,
         inout: TensorMut<'_, u8>,
         role: InPlace,
         other: TensorRef<'_, u8>,
@@ -167,15 +254,16 @@ impl Engine {
             InPlace::Then => (Operand::Out, other),
             InPlace::Else => (other, Operand::Out),
         };
-        self.run_bytes(w, mode, cond, t, e, o, (shape, strides, offset))
+        let cond = cond.into();
+        self.run_cond(dtype, mode, &cond, t, e, o, (shape, strides, offset))
     }
 
     /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
     /// `dtype`; shapes, strides and offsets count elements. Used by the CLI and by the C ABI.
-    pub fn select_dyn(
+    pub fn select_dyn<'c>(
         &self,
         dtype: DType,
-        cond: TensorRef<'_, u8>,
+        cond: impl Into<Cond<'c>>,
         then: TensorRef<'_, u8>,
         else_: TensorRef<'_, u8>,
         out: TensorMut<'_, u8>,
@@ -189,10 +277,11 @@ impl Engine {
             }
         }
         let (o, shape, strides, offset) = out.into_parts();
-        self.run_bytes(
-            w,
+        let cond = cond.into();
+        self.run_cond(
+            dtype,
             mode,
-            cond,
+            &cond,
             Operand::Buf(then.data(), elems(&then, w)),
             Operand::Buf(else_.data(), elems(&else_, w)),
             o,

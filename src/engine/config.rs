@@ -1,5 +1,5 @@
-//! What an engine is asked to be: its backend and settings, with their defaults (and the
-//! environment variables that change them, read in [`crate::env`]).
+//! What an engine is asked to be: its backend and settings, with their defaults (and, when asked
+//! for, the environment variables that change them, named in [`crate::env`]).
 
 use crate::aot::AotTable;
 use crate::cache::DEFAULT_CAPACITY;
@@ -60,47 +60,51 @@ pub enum InPlace {
     Else,
 }
 
-/// Settings of an [`crate::Engine`].
-#[derive(Debug, Clone)]
+/// Settings of an [`crate::Engine`]: a builder. [`EngineConfig::new`] (or `default()`) is the
+/// defaults, independent of the process environment; [`EngineConfig::from_env`] starts from
+/// the `SELECTJIT_*` variables ([`crate::env`]) when a program wants them to apply.
+///
+/// ```
+/// use selectjit::{Backend, Engine, EngineConfig, Tier};
+/// let config = EngineConfig::new().tier(Tier::Auto).threads(1).cache_capacity(256);
+/// let engine = Engine::with_config(config)?;
+/// assert_eq!(engine.backend(), Backend::Jit);
+/// # Ok::<(), selectjit::Error>(())
+/// ```
+#[derive(Clone)]
 pub struct EngineConfig {
-    /// Which implementation runs the selects.
-    pub backend: Backend,
-    /// Kernels kept in the LRU cache (default 1024, or `SELECTJIT_CACHE_CAPACITY`).
-    pub cache_capacity: usize,
-    /// Run the Cranelift verifier on every compiled kernel (default: in debug builds).
-    pub verify: bool,
-    /// How many times a signature is seen before its exact kernel is compiled; until then the
-    /// shape-generic kernel of its pattern runs it (compiled once per pattern). 1 compiles the
-    /// exact kernel on first sight. Default 2, or `SELECTJIT_EXACT_AFTER`.
-    pub exact_after: u32,
-    /// Threads a large call is split across (default: the available parallelism). Calls with
-    /// fewer than `parallel_min_bytes` of output stay on the calling thread.
-    pub threads: usize,
-    /// Output size from which a call is split across `threads` (default
-    /// [`PARALLEL_MIN_BYTES`], or `SELECTJIT_PARALLEL_MIN_BYTES`).
-    pub parallel_min_bytes: usize,
-    /// The code generator (default `Auto`, or `SELECTJIT_TIER`): `Auto` times the tiers the
-    /// host runs on each kernel class's first calls and keeps the fastest; a named tier is
-    /// used for every kernel (Cranelift for signatures an x86 tier does not cover).
-    pub tier: Tier,
-    /// x86 tiers: exact kernels whose output has at least this many bytes store it with
-    /// non-temporal stores, bypassing the caches (default [`NT_MIN_BYTES`], or
-    /// `SELECTJIT_NT_MIN_BYTES`; `usize::MAX` never).
-    pub nt_min_bytes: usize,
-    /// x86 tiers on a host that lacks their instructions: run the kernels through this runner
-    /// (the emulator of the `selectjit-emu` crate) instead of refusing the tier. For verifying
-    /// the generator, e.g. AVX-512 kernels on an AVX2 machine. Default: none.
+    pub(crate) backend: Backend,
+    pub(crate) cache_capacity: usize,
+    pub(crate) verify: bool,
+    pub(crate) exact_after: u32,
+    pub(crate) threads: usize,
+    pub(crate) parallel_min_bytes: usize,
+    pub(crate) tier: Tier,
+    pub(crate) nt_min_bytes: usize,
     #[cfg(feature = "jit")]
-    pub runner: Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>,
-    /// What times the calls behind the engine's measured choices (default: wall-clock time).
-    pub timer: Option<std::sync::Arc<dyn CallTimer>>,
-    /// Kernels compiled ahead of time ([`crate::aot`]). A signature whose exact kernel the table
-    /// has runs it, with no code generation. Other signatures: with the `Jit` backend, the
-    /// engine's policy, taking the table's shape-generic kernel of the pattern instead of
-    /// compiling one; with the `Static` backend (no code generation at all, for hosts that
-    /// forbid it), the table's shape-generic kernel of the pattern, else the static kernels.
-    /// The `Interp` backend ignores it. Default: none.
-    pub aot: Option<AotTable>,
+    pub(crate) runner: Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>,
+    /// Cranelift's x86 `blendv` lane selects: `Some(false)` turns them off (the portable
+    /// `bitselect` then runs, as on other architectures).
+    pub(crate) blendv: Option<bool>,
+    pub(crate) timer: Option<std::sync::Arc<dyn CallTimer>>,
+    pub(crate) aot: Option<AotTable>,
+}
+
+impl std::fmt::Debug for EngineConfig {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EngineConfig")
+            .field("backend", &self.backend)
+            .field("tier", &self.tier)
+            .field("cache_capacity", &self.cache_capacity)
+            .field("exact_after", &self.exact_after)
+            .field("threads", &self.threads)
+            .field("parallel_min_bytes", &self.parallel_min_bytes)
+            .field("nt_min_bytes", &self.nt_min_bytes)
+            .field("verify", &self.verify)
+            .field("timer", &self.timer.is_some())
+            .field("aot", &self.aot)
+            .finish()
+    }
 }
 
 /// Default of [`EngineConfig::nt_min_bytes`]: outputs of at least a typical last-level cache
@@ -115,24 +119,181 @@ impl Default for EngineConfig {
     fn default() -> Self {
         EngineConfig {
             backend: Backend::default(),
-            cache_capacity: env::usize_var(env::CACHE_CAPACITY)
-                .filter(|&n| n > 0)
-                .unwrap_or(DEFAULT_CAPACITY),
+            cache_capacity: DEFAULT_CAPACITY,
             verify: cfg!(debug_assertions),
             threads: std::thread::available_parallelism().map_or(1, |n| n.get()),
-            parallel_min_bytes: env::usize_var(env::PARALLEL_MIN_BYTES)
-                .unwrap_or(PARALLEL_MIN_BYTES),
-            exact_after: env::usize_var(env::EXACT_AFTER)
-                .and_then(|v| u32::try_from(v).ok())
-                .unwrap_or(2),
-            // An unknown name in SELECTJIT_TIER is reported by `Engine::try_with_config` and
-            // recorded by `Engine::with_config` (see `Engine::last_codegen_error`).
-            tier: Tier::from_env().unwrap_or(Tier::Auto),
-            nt_min_bytes: env::usize_var(env::NT_MIN_BYTES).unwrap_or(NT_MIN_BYTES),
+            parallel_min_bytes: PARALLEL_MIN_BYTES,
+            exact_after: 2,
+            tier: Tier::Auto,
+            nt_min_bytes: NT_MIN_BYTES,
             #[cfg(feature = "jit")]
             runner: None,
+            blendv: None,
             timer: None,
             aot: None,
         }
+    }
+}
+
+/// A variable's value as a number, or an error naming it.
+fn number<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
+    match std::env::var(name) {
+        Ok(v) if !v.trim().is_empty() => {
+            v.trim().parse().map(Some).map_err(|_| {
+                Error::Invalid(format!("{name}={v:?}: expected a non-negative integer"))
+            })
+        }
+        _ => Ok(None),
+    }
+}
+
+impl EngineConfig {
+    /// The defaults: the JIT backend, tier `Auto`, a cache of 1024 signatures, exact kernels
+    /// from a signature's second sighting, every available core for calls of 1 MiB or more of
+    /// output, non-temporal stores from 32 MiB. Reads no environment variable.
+    pub fn new() -> EngineConfig {
+        EngineConfig::default()
+    }
+
+    /// The defaults with the settings the environment gives: `SELECTJIT_CACHE_CAPACITY`,
+    /// `SELECTJIT_EXACT_AFTER`, `SELECTJIT_PARALLEL_MIN_BYTES`, `SELECTJIT_NT_MIN_BYTES` (numbers)
+    /// and `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`); unset or empty variables
+    /// keep the default.
+    ///
+    /// # Errors
+    /// A variable that is set to something else than its kind of value (the error names it).
+    pub fn from_env() -> Result<EngineConfig> {
+        let mut c = EngineConfig::default();
+        if let Some(n) = number::<usize>(env::CACHE_CAPACITY)? {
+            c = c.cache_capacity(n);
+        }
+        if let Some(n) = number::<u32>(env::EXACT_AFTER)? {
+            c = c.exact_after(n);
+        }
+        if let Some(n) = number::<usize>(env::PARALLEL_MIN_BYTES)? {
+            c = c.parallel_min_bytes(n);
+        }
+        if let Some(n) = number::<usize>(env::NT_MIN_BYTES)? {
+            c = c.nt_min_bytes(n);
+        }
+        Ok(c.tier(Tier::from_env()?))
+    }
+
+    /// Which implementation runs the selects (default [`Backend::Jit`]).
+    pub fn backend(mut self, backend: Backend) -> Self {
+        self.backend = backend;
+        self
+    }
+
+    /// The code generator (default `Auto`: the tiers the host runs are timed on each kernel
+    /// class's first calls and the fastest kept; a named tier is used for every kernel, with
+    /// Cranelift for signatures an x86 tier does not cover).
+    pub fn tier(mut self, tier: Tier) -> Self {
+        self.tier = tier;
+        self
+    }
+
+    /// Kernels kept in the LRU cache (default 1024; at least 1).
+    pub fn cache_capacity(mut self, n: usize) -> Self {
+        self.cache_capacity = n.max(1);
+        self
+    }
+
+    /// How many times a signature is seen before its exact kernel is compiled; until then the
+    /// shape-generic kernel of its pattern runs it (compiled once per pattern). 1 compiles the
+    /// exact kernel on first sight; default 2.
+    pub fn exact_after(mut self, n: u32) -> Self {
+        self.exact_after = n;
+        self
+    }
+
+    /// Threads a large call may be split across (default: the available parallelism; 1: calls
+    /// stay on the calling thread).
+    pub fn threads(mut self, n: usize) -> Self {
+        self.threads = n.max(1);
+        self
+    }
+
+    /// Output size in bytes from which a call may be split across the threads (default
+    /// [`PARALLEL_MIN_BYTES`]); a kernel times its first such calls on one thread and on all,
+    /// and keeps the faster way.
+    pub fn parallel_min_bytes(mut self, n: usize) -> Self {
+        self.parallel_min_bytes = n;
+        self
+    }
+
+    /// x86 tiers: exact kernels whose output has at least this many bytes store it
+    /// non-temporally, bypassing the caches (default [`NT_MIN_BYTES`]; `usize::MAX`: never).
+    /// `Auto` measures non-temporal stores against ordinary ones from a quarter of it.
+    pub fn nt_min_bytes(mut self, n: usize) -> Self {
+        self.nt_min_bytes = n;
+        self
+    }
+
+    /// Run the Cranelift verifier on every Cranelift kernel (default: in debug builds).
+    pub fn verify(mut self, on: bool) -> Self {
+        self.verify = on;
+        self
+    }
+
+    /// What times the calls behind the engine's measured choices (default: wall-clock time).
+    /// Tests give one that makes the choices deterministic.
+    pub fn timer(mut self, timer: std::sync::Arc<dyn CallTimer>) -> Self {
+        self.timer = Some(timer);
+        self
+    }
+
+    /// Kernels compiled ahead of time ([`crate::aot`]). A signature whose exact kernel the
+    /// table has runs it, with no code generation. Other signatures: with the `Jit` backend,
+    /// the engine's policy, taking the table's shape-generic kernel of the pattern instead of
+    /// compiling one; with the `Static` backend (no code generation at all, for hosts that
+    /// forbid it), the table's shape-generic kernel of the pattern, else the static kernels.
+    /// The `Interp` backend ignores it.
+    pub fn aot(mut self, table: AotTable) -> Self {
+        self.aot = Some(table);
+        self
+    }
+
+    /// x86 tiers on a host that lacks their instructions: run the kernels through this runner
+    /// (the emulator of the `selectjit-emu` crate) instead of refusing the tier. For verifying
+    /// the generator; not a stable API.
+    #[doc(hidden)]
+    #[cfg(feature = "jit")]
+    pub fn runner(
+        mut self,
+        runner: impl Into<Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>>,
+    ) -> Self {
+        self.runner = runner.into();
+        self
+    }
+
+    /// The tier and the code generator's options this configuration builds an engine's code
+    /// generator with (tools that compile kernels the way an engine would; not a stable API).
+    #[doc(hidden)]
+    #[cfg(feature = "jit")]
+    pub fn codegen_parts(&self) -> (Tier, crate::jit::CodeGenOptions) {
+        let opts = crate::jit::CodeGenOptions {
+            verify: self.verify,
+            nt_min_bytes: self.nt_min_bytes,
+            runner: self.runner.clone(),
+            blendv: self.blendv,
+        };
+        (self.tier, opts)
+    }
+
+    /// Whether kernels of x86 tiers the host lacks run through a runner (not a stable API).
+    #[doc(hidden)]
+    #[cfg(feature = "jit")]
+    pub fn has_runner(&self) -> bool {
+        self.runner.is_some()
+    }
+
+    /// Whether Cranelift may use x86 `blendv` for lane selects (default: where the host has
+    /// it); off, x86-64 runs the portable `bitselect` code other architectures run. For tests;
+    /// not a stable API.
+    #[doc(hidden)]
+    pub fn cranelift_blendv(mut self, on: bool) -> Self {
+        self.blendv = Some(on);
+        self
     }
 }

@@ -1,19 +1,36 @@
 //! Running a validated call: the same-shape contiguous fast path, planning, the kernel (or
 //! the static kernels, or the interpreter), and the split across threads.
 
-use super::interp::interp_bytes;
+use super::interp::{CondBytes, interp_bytes};
 use super::layouts;
 #[cfg(feature = "jit")]
 use super::policy::Pick;
-use super::validate::{Desc, Operand, check, same_contiguous};
-use super::{Backend, Engine, STATIC_RUNS};
+use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_contiguous};
+use super::{BLOCKED_RUNS, Backend, Engine, STATIC_RUNS};
 use crate::error::Result;
 use crate::kernel::abi::Ptrs;
 use crate::kernels;
 use crate::measure::Way;
-use crate::plan::{COND, ELSE, OUT, Signature, THEN, plan_contiguous, plan_layout};
+use crate::plan::{
+    COND, ELSE, OPS, OUT, RHS, Signature, THEN, plan_cond, plan_contiguous, plan_layout,
+};
 use crate::shape::Broadcast;
 use crate::tensor::TensorRef;
+
+/// A call's condition as the engine runs it: a mask view, or a predicate (canonical, then and
+/// else already swapped for a negation).
+pub(crate) enum CondArg<'a> {
+    Mask(TensorRef<'a, u8>),
+    Pred(Pred<'a>),
+}
+
+/// The condition's bytes of a planned call: the mask's buffer, or the buffers of a
+/// predicate's operands (`None`: the in-place output).
+#[derive(Clone, Copy)]
+enum CondBufs<'a> {
+    Mask(&'a [u8]),
+    Pred(Option<&'a [u8]>, Option<&'a [u8]>),
+}
 
 /// A kernel call's pointers, shared by the threads that run disjoint outer ranges.
 #[derive(Clone, Copy)]
@@ -25,6 +42,11 @@ unsafe impl Send for SharedPtrs {}
 // SAFETY: as for `Send`; the wrapper is only copied, never mutated.
 unsafe impl Sync for SharedPtrs {}
 
+/// A mask call's four kernel bases, with the absent rhs's.
+fn base5(b: [usize; 4]) -> [usize; OPS] {
+    [b[0], b[1], b[2], b[3], 0]
+}
+
 /// Validates a call and plans it: its signature (`None`: an empty output) and each operand's
 /// kernel base element.
 fn plan_checked(width: usize, mode: Broadcast, d: &[Desc<'_>; 4]) -> Result<layouts::Planned> {
@@ -35,6 +57,25 @@ fn plan_checked(width: usize, mode: Broadcast, d: &[Desc<'_>; 4]) -> Result<layo
     // Each kernel base: the view's first element moved by the planner's flips, which is an
     // element the validated view addresses (so the sum is in 0..len).
     let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
+    Ok((Some(p.sig), base))
+}
+
+/// [`plan_checked`] for a predicate: the signature (`None`: an empty output) and each of the
+/// five operands' kernel base element.
+fn plan_pred(
+    width: usize,
+    mode: Broadcast,
+    pred: &Pred<'_>,
+    d: [Desc<'_>; 3],
+    in_place: bool,
+) -> Result<(Option<Signature>, [usize; OPS])> {
+    let c = check_pred(mode, pred, d[0], d[1], d[2], in_place)?;
+    let st: [&[isize]; OPS] = std::array::from_fn(|op| c.st[op].as_slice());
+    let Some(p) = plan_cond(width, pred.kind, &c.out, st) else {
+        return Ok((None, [0; OPS])); // empty output
+    };
+    // As in `plan_checked`: each base is an element the validated view addresses.
+    let base: [usize; OPS] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
     Ok((Some(p.sig), base))
 }
 
@@ -50,7 +91,7 @@ impl Engine {
         &self,
         width: usize,
         mode: Broadcast,
-        cond: TensorRef<'_, u8>,
+        cond: CondArg<'_>,
         then: Operand<'_>,
         else_: Operand<'_>,
         out: &mut [u8],
@@ -61,6 +102,10 @@ impl Engine {
             shape: out_layout.0,
             strides: out_layout.1,
             offset: out_layout.2,
+        };
+        let cond = match cond {
+            CondArg::Mask(m) => m,
+            CondArg::Pred(p) => return self.run_pred(width, mode, &p, then, else_, out, od),
         };
         if self.config.backend != Backend::Interp
             && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
@@ -83,25 +128,61 @@ impl Engine {
                 }
             }
             let sig = plan_contiguous(width, n);
-            self.run_planned(sig.as_ref(), [0; 4], cond.data(), &then, &else_, out);
+            let c = CondBufs::Mask(cond.data());
+            self.run_planned(sig.as_ref(), base5([0; 4]), c, &then, &else_, out);
             return Ok(());
         }
         let descs = [(&cond).into(), then.desc(od), else_.desc(od), od];
         if self.config.backend == Backend::Interp {
             let c = check(mode, descs[0], descs[1], descs[2], descs[3])?;
-            interp_bytes(width, &c, cond.data(), &then, &else_, out);
+            interp_bytes(width, &c, CondBytes::Mask(cond.data()), &then, &else_, out);
             return Ok(());
         }
+        let c = CondBufs::Mask(cond.data());
         // The same description as this thread's last planned call: the same checks passed and
         // the same plan (see `layouts`).
         let ran = layouts::with_last(width, mode, &descs, |(sig, base)| {
-            self.run_planned(sig.as_ref(), *base, cond.data(), &then, &else_, out);
+            self.run_planned(sig.as_ref(), base5(*base), c, &then, &else_, out);
         });
         if !ran {
             let (sig, base) = plan_checked(width, mode, &descs)?;
-            self.run_planned(sig.as_ref(), base, cond.data(), &then, &else_, out);
+            self.run_planned(sig.as_ref(), base5(base), c, &then, &else_, out);
             layouts::remember(width, mode, &descs, (sig, base));
         }
+        Ok(())
+    }
+
+    /// [`Engine::run_bytes`] of a call whose condition is a predicate: validated, planned with
+    /// the predicate's operands, run by a kernel that fuses it (a tier that compiles it) or in
+    /// blocks by the static kernels (a mask per block, then its select), or by the interpreter.
+    #[allow(clippy::too_many_arguments)]
+    fn run_pred(
+        &self,
+        width: usize,
+        mode: Broadcast,
+        pred: &Pred<'_>,
+        then: Operand<'_>,
+        else_: Operand<'_>,
+        out: &mut [u8],
+        od: Desc<'_>,
+    ) -> Result<()> {
+        let in_place = matches!(then, Operand::Out) || matches!(else_, Operand::Out);
+        let (dt, de) = (then.desc(od), else_.desc(od));
+        if self.config.backend == Backend::Interp {
+            let c = check_pred(mode, pred, dt, de, od, in_place)?;
+            let cb = CondBytes::Pred(pred.kind, pred.lhs, pred.rhs);
+            interp_bytes(width, &c, cb, &then, &else_, out);
+            return Ok(());
+        }
+        let (sig, base) = plan_pred(width, mode, pred, [dt, de, od], in_place)?;
+        fn buf(s: Option<PredSrc<'_>>) -> Option<&[u8]> {
+            match s {
+                Some(PredSrc::Buf(b, _)) => Some(b),
+                _ => None,
+            }
+        }
+        let c = CondBufs::Pred(buf(Some(pred.lhs)), buf(pred.rhs));
+        self.run_planned(sig.as_ref(), base, c, &then, &else_, out);
         Ok(())
     }
 
@@ -111,8 +192,8 @@ impl Engine {
     fn run_planned(
         &self,
         sig: Option<&Signature>,
-        base: [usize; 4],
-        cond: &[u8],
+        base: [usize; OPS],
+        cond: CondBufs<'_>,
         then: &Operand<'_>,
         else_: &Operand<'_>,
         out: &mut [u8],
@@ -128,20 +209,40 @@ impl Engine {
             // In place: the source is the output, with the output's layout and base.
             Operand::Out => out_ptr as *const u8,
         };
+        let cw = sig.op_width(COND);
+        // A predicate's operand: its buffer at its base, or the in-place output (whose base is
+        // the output's, as its layout is).
+        let operand = |b: Option<&[u8]>, op: usize| match b {
+            Some(b) => b[base[op] * cw..].as_ptr(),
+            None => out_ptr as *const u8,
+        };
+        let (cp, rp) = match cond {
+            CondBufs::Mask(m) => (m[base[COND]..].as_ptr(), std::ptr::null()),
+            CondBufs::Pred(l, r) => (
+                operand(l, COND),
+                if sig.cond.binary() {
+                    operand(r, RHS)
+                } else {
+                    std::ptr::null()
+                },
+            ),
+        };
         let p = Ptrs {
-            cond: cond[base[COND]..].as_ptr(),
+            cond: cp,
             then: src(then, THEN),
             else_: src(else_, ELSE),
             out: out_ptr,
-            rhs: std::ptr::null(),
+            rhs: rp,
         };
         let outer = sig.outer();
         let eligible = self.splits(out.len(), outer);
         if self.config.backend == Backend::Jit && !eligible && self.run_memo(sig, p, outer) {
             return;
         }
+        // A predicate no tier fuses runs in blocks on the static kernels.
         let pick = match self.config.backend {
             Backend::Interp => None,
+            _ if !sig.is_mask() && !self.fuses(sig) => None,
             _ => self.pick(sig, self.config.exact_after),
         };
         #[cfg(feature = "jit")]
@@ -156,6 +257,9 @@ impl Engine {
         let kernel = pick.map(|p| p.kernel().clone());
         if kernel.is_none() {
             self.runs[STATIC_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            if !sig.is_mask() {
+                self.runs[BLOCKED_RUNS].fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            }
         }
         // SAFETY (for every call below): the caller validated every buffer against its shape,
         // strides and offset (`check`, or `same_contiguous` for identical contiguous shapes):

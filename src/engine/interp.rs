@@ -1,17 +1,27 @@
 //! The interpreter behind the `Interp` backend and [`select_generic`], on the engine's
 //! validated calls.
 
-use super::validate::{Checked, Desc, Operand, check};
+use super::validate::{Checked, Desc, Operand, PredSrc, check};
 use crate::error::Result;
-use crate::interp::{self, Src};
+use crate::interp::{self, Src, index};
+use crate::plan::{COND, OUT, RHS};
+use crate::pred::{Kind, eval};
 use crate::shape::Broadcast;
 use crate::tensor::{TensorMut, TensorRef};
+
+/// The condition of a call the interpreter runs: the mask's bytes, or a predicate's kind and
+/// operands (rhs for comparisons).
+#[derive(Clone, Copy)]
+pub(crate) enum CondBytes<'a> {
+    Mask(&'a [u8]),
+    Pred(Kind, PredSrc<'a>, Option<PredSrc<'a>>),
+}
 
 /// Runs the interpreter on raw bytes, viewing them as `[u8; W]` elements.
 pub(crate) fn interp_bytes(
     width: usize,
     c: &Checked,
-    cond: &[u8],
+    cond: CondBytes<'_>,
     then: &Operand,
     else_: &Operand,
     out: &mut [u8],
@@ -27,16 +37,38 @@ pub(crate) fn interp_bytes(
     }
     fn go<const W: usize>(
         c: &Checked,
-        cond: &[u8],
+        cond: CondBytes<'_>,
         then: &Operand,
         else_: &Operand,
         out: &mut [u8],
     ) {
         let n = out.len() / W * W;
         let o: &mut [[u8; W]] = bytemuck::cast_slice_mut(&mut out[..n]);
+        // An operand's element bytes at an output coordinate: from its buffer, or from the
+        // output as it is before the coordinate is written (the in-place operand).
+        let elem = |s: PredSrc<'_>, op: usize, idx: &[usize], out: &[[u8; W]], w: usize| {
+            let mut v = [0u8; 16];
+            match s {
+                PredSrc::Buf(b, _) => {
+                    let i = index(idx, &c.st[op], c.off[op]) * w;
+                    v[..w].copy_from_slice(&b[i..i + w]);
+                }
+                PredSrc::Out => v[..W].copy_from_slice(&out[index(idx, &c.st[OUT], c.off[OUT])]),
+            }
+            v
+        };
+        let decide = |idx: &[usize], out: &[[u8; W]]| match cond {
+            CondBytes::Mask(m) => m[index(idx, &c.st[COND], c.off[COND])] != 0,
+            CondBytes::Pred(kind, lhs, rhs) => {
+                let w = kind.operand_width();
+                let l = elem(lhs, COND, idx, out, w);
+                let r = rhs.map_or([0u8; 16], |r| elem(r, RHS, idx, out, w));
+                eval(kind, &l, &r)
+            }
+        };
         interp::run(
             &c.out,
-            (cond, &c.st[0], c.off[0]),
+            decide,
             src::<W>(then, &c.st[1], c.off[1]),
             src::<W>(else_, &c.st[2], c.off[2]),
             (o, &c.st[3], c.off[3]),
@@ -71,7 +103,7 @@ pub fn select_generic<T: Clone>(
     let c = check(mode, (&cond).into(), (&then).into(), (&else_).into(), od)?;
     interp::run(
         &c.out,
-        (cond.data(), &c.st[0], c.off[0]),
+        interp::mask((cond.data(), &c.st[0], c.off[0])),
         Src::Buf((then.data(), &c.st[1], c.off[1])),
         Src::Buf((else_.data(), &c.st[2], c.off[2])),
         (o, &c.st[3], c.off[3]),

@@ -8,7 +8,7 @@
 
 mod api;
 pub(crate) mod config;
-mod exec;
+pub(crate) mod exec;
 pub(crate) mod interp;
 mod layouts;
 mod memo;
@@ -23,25 +23,22 @@ use std::sync::{Arc, Mutex};
 
 use config::{Backend, EngineConfig};
 
-use crate::aot::AotTable;
 use crate::cache::{CacheStats, KernelCache};
 use crate::error::Result;
 use crate::pool::Pool;
 use crate::tier::Tier;
 
-#[cfg(cranelift_tier)]
-use crate::jit::Jit;
 #[cfg(feature = "jit")]
-use crate::jit::{CodeGen, CodeGenOptions};
+use crate::jit::CodeGen;
 
 /// Selects with a chosen backend. `Send + Sync`: share one engine between threads.
 pub struct Engine {
     config: EngineConfig,
     /// The code generators, or why there are none (the engine then runs the static kernels).
     #[cfg(feature = "jit")]
-    jit: std::result::Result<CodeGen, String>,
+    jit: Result<CodeGen>,
     cache: Mutex<KernelCache>,
-    last_codegen_error: Mutex<Option<String>>,
+    last_codegen_error: Mutex<Option<crate::error::Error>>,
     /// Worker threads for large calls, built on first use.
     pool: std::sync::OnceLock<Option<Pool>>,
     /// Identifies the engine in the per-thread memo.
@@ -50,10 +47,8 @@ pub struct Engine {
     /// in batches).
     memo_hits: Arc<AtomicU64>,
     /// Calls run by an exact kernel of the AOT table, by a shape-generic kernel of the table,
-    /// and by the static kernels.
-    runs: [AtomicU64; 3],
-    /// Why the AOT table given to [`Engine::with_aot`] was rejected.
-    aot_error: Option<String>,
+    /// by the static kernels, and of those by blocks of a predicate.
+    runs: [AtomicU64; 4],
     /// Times the calls behind measured choices.
     timer: Arc<dyn crate::trial::CallTimer>,
 }
@@ -62,6 +57,7 @@ pub struct Engine {
 const AOT_EXACT_RUNS: usize = 0;
 const AOT_GENERIC_RUNS: usize = 1;
 const STATIC_RUNS: usize = 2;
+const BLOCKED_RUNS: usize = 3;
 
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -76,7 +72,7 @@ impl std::fmt::Debug for Engine {
 
 impl Default for Engine {
     fn default() -> Self {
-        Engine::with_config(EngineConfig::default())
+        Engine::new()
     }
 }
 
@@ -86,38 +82,29 @@ const NO_JIT: &str = "this build of selectjit generates no code (its `jit` featu
                       calls run on the static kernels and AOT tables";
 
 impl Engine {
-    /// An engine with the default settings (JIT backend).
+    /// An engine with the default settings ([`EngineConfig::new`]): the JIT backend with the
+    /// tier `Auto`. Where no code generator can run (a build without one, a host none targets)
+    /// calls run on the static kernels and [`Engine::last_codegen_error`] says why.
     pub fn new() -> Engine {
-        Engine::default()
-    }
-
-    /// An engine with the given backend and default settings otherwise.
-    pub fn with_backend(backend: Backend) -> Engine {
-        Engine::with_config(EngineConfig {
-            backend,
-            ..EngineConfig::default()
-        })
-    }
-
-    /// An engine with the given settings. If the JIT backend cannot be set up as asked (e.g. a
-    /// tier this host cannot run, or a build without the `jit` feature), the engine serves
-    /// every call with the static kernels (and its AOT table) and
-    /// [`Engine::last_codegen_error`] says why; [`Engine::try_with_config`] reports it instead.
-    pub fn with_config(config: EngineConfig) -> Engine {
-        let jit = Engine::codegen_for(&config).map_err(|e| e.to_string());
+        let config = EngineConfig::new();
+        let jit = Engine::codegen_for(&config);
         Engine::assemble(config, jit)
     }
 
-    /// An engine with the given settings, or the reason its JIT backend cannot be set up (an
-    /// unknown `SELECTJIT_TIER`, a tier the host cannot run, no code generator for the host or
-    /// in this build).
-    pub fn try_with_config(config: EngineConfig) -> Result<Engine> {
+    /// An engine with the given settings.
+    ///
+    /// # Errors
+    /// A configuration that cannot be honoured: a named tier this host (or this build) cannot
+    /// run, or an invalid `SELECTJIT_MAX_ISA` (the process-wide instruction-set cap). The tier
+    /// `Auto` is never an error: without any code generator the engine runs the static kernels
+    /// (and its AOT table), and [`Engine::last_codegen_error`] says why.
+    pub fn with_config(config: EngineConfig) -> Result<Engine> {
         crate::env::max_isa().map_err(crate::error::Error::Invalid)?;
         let jit = Engine::codegen_for(&config);
-        if config.backend == Backend::Jit {
+        if config.backend == Backend::Jit && config.tier != Tier::Auto {
             jit.as_ref().map_err(Clone::clone)?;
         }
-        Ok(Engine::assemble(config, jit.map_err(|e| e.to_string())))
+        Ok(Engine::assemble(config, jit))
     }
 
     #[cfg(feature = "jit")]
@@ -127,68 +114,18 @@ impl Engine {
                 "the engine's backend is not jit".to_string(),
             ));
         }
-        // The default configuration falls back to `Auto` on an unknown SELECTJIT_TIER: say so.
-        if config.tier == Tier::Auto {
-            Tier::from_env()?;
-        }
-        CodeGen::new(
-            config.tier,
-            CodeGenOptions {
-                verify: config.verify,
-                nt_min_bytes: config.nt_min_bytes,
-                runner: config.runner.clone(),
-            },
-        )
+        let (tier, opts) = config.codegen_parts();
+        CodeGen::new(tier, opts)
     }
 
     #[cfg(not(feature = "jit"))]
     fn codegen_for(config: &EngineConfig) -> Result<()> {
-        if config.tier == Tier::Auto {
-            Tier::from_env()?;
-        }
+        let _ = config;
         Err(crate::error::Error::Invalid(NO_JIT.to_string()))
     }
 
-    /// An engine that runs kernels from the given Cranelift code generator (e.g. one configured
-    /// with [`Jit::set_blendv`]); the backend is `Jit`, the tier Cranelift.
-    #[cfg(cranelift_tier)]
-    pub fn with_jit(config: EngineConfig, jit: Jit) -> Engine {
-        let config = EngineConfig {
-            backend: Backend::Jit,
-            tier: Tier::Cranelift,
-            ..config
-        };
-        Engine::assemble(config, Ok(CodeGen::from_cranelift(jit)))
-    }
-
-    /// An engine that serves calls from an AOT kernel table (see [`EngineConfig::aot`]), given
-    /// as the result of its checked registration ([`AotTable::from_raw`]). A rejected table is
-    /// not an error here: the engine serves every call without it (static kernels, or its code
-    /// generator), and [`Engine::aot_error`] and [`CacheStats::aot_rejected`] say why.
-    pub fn with_aot(config: EngineConfig, table: Result<AotTable>) -> Engine {
-        match table {
-            Ok(t) => Engine::with_config(EngineConfig {
-                aot: Some(t),
-                ..config
-            }),
-            Err(e) => {
-                let mut eng = Engine::with_config(EngineConfig {
-                    aot: None,
-                    ..config
-                });
-                eng.aot_error = Some(e.to_string());
-                eng
-            }
-        }
-    }
-
-    /// Why the AOT table given to [`Engine::with_aot`] was rejected.
-    pub fn aot_error(&self) -> Option<&str> {
-        self.aot_error.as_deref()
-    }
-
     #[cfg(feature = "jit")]
-    fn assemble(config: EngineConfig, jit: std::result::Result<CodeGen, String>) -> Engine {
+    fn assemble(config: EngineConfig, jit: Result<CodeGen>) -> Engine {
         let last = jit.as_ref().err().cloned();
         let mut e = Engine::parts(config, last);
         e.jit = jit;
@@ -196,18 +133,17 @@ impl Engine {
     }
 
     #[cfg(not(feature = "jit"))]
-    fn assemble(config: EngineConfig, jit: std::result::Result<(), String>) -> Engine {
+    fn assemble(config: EngineConfig, jit: Result<()>) -> Engine {
         Engine::parts(config, jit.err())
     }
 
     /// The engine without a code generator; `why` it has none (recorded for a `Jit` backend).
-    fn parts(config: EngineConfig, why: Option<String>) -> Engine {
+    fn parts(config: EngineConfig, why: Option<crate::error::Error>) -> Engine {
         let last = why.filter(|_| config.backend == Backend::Jit);
         Engine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             memo_hits: Arc::new(AtomicU64::new(0)),
             runs: Default::default(),
-            aot_error: None,
             timer: config
                 .timer
                 .clone()
@@ -215,7 +151,7 @@ impl Engine {
             pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             #[cfg(feature = "jit")]
-            jit: Err(String::new()),
+            jit: Err(crate::error::Error::Invalid(String::new())),
             last_codegen_error: Mutex::new(last),
             config,
         }
@@ -233,12 +169,25 @@ impl Engine {
         self.config.backend
     }
 
-    /// The settings this engine was built with.
+    /// Threads a large call may be split across ([`EngineConfig::threads`]).
+    pub fn threads(&self) -> usize {
+        self.config.threads
+    }
+
+    /// Output bytes from which a call may be split ([`EngineConfig::parallel_min_bytes`]).
+    #[doc(hidden)]
+    pub fn parallel_min_bytes(&self) -> usize {
+        self.config.parallel_min_bytes
+    }
+
+    /// The settings this engine was built with (not a stable API: its fields are private).
+    #[doc(hidden)]
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
 
-    /// The code generators, if this engine has them.
+    /// The code generators, if this engine has them (not a stable API).
+    #[doc(hidden)]
     #[cfg(feature = "jit")]
     pub fn codegen(&self) -> Option<&CodeGen> {
         self.jit.as_ref().ok()
@@ -264,10 +213,10 @@ impl Engine {
         s.aot_exact_runs = load(&self.runs[AOT_EXACT_RUNS]);
         s.aot_generic_runs = load(&self.runs[AOT_GENERIC_RUNS]);
         s.static_runs = load(&self.runs[STATIC_RUNS]);
+        s.blocked_runs = load(&self.runs[BLOCKED_RUNS]);
         if let Some(t) = &self.config.aot {
             (s.aot_exact_kernels, s.aot_generic_kernels) = (t.exact_len(), t.generic_len());
         }
-        s.aot_rejected = self.aot_error.is_some();
         s
     }
 
@@ -285,7 +234,7 @@ impl Engine {
     }
 
     /// Why code generation last failed (the call was then served by the static kernels).
-    pub fn last_codegen_error(&self) -> Option<String> {
+    pub fn last_codegen_error(&self) -> Option<crate::error::Error> {
         self.last_codegen_error
             .lock()
             .unwrap_or_else(|p| p.into_inner())
@@ -297,7 +246,7 @@ impl Engine {
     }
 
     #[cfg_attr(not(feature = "jit"), allow(dead_code))]
-    fn record_codegen_error(&self, e: String) {
+    fn record_codegen_error(&self, e: crate::error::Error) {
         *self
             .last_codegen_error
             .lock()

@@ -61,6 +61,18 @@ impl Engine {
             .map(|p| p.kernel().clone())
     }
 
+    /// Whether some kernel runs `sig` in one pass: the code generator compiles it, or the AOT
+    /// table has it (for predicates: otherwise the static kernels run them in blocks).
+    pub(super) fn fuses(&self, sig: &Signature) -> bool {
+        #[cfg(feature = "jit")]
+        if let Ok(jit) = &self.jit
+            && jit.covers(sig)
+        {
+            return true;
+        }
+        self.aot_kernel(sig, false).is_some() || self.aot_kernel(sig, true).is_some()
+    }
+
     pub(super) fn pick(&self, sig: &Signature, exact_after: u32) -> Option<Pick> {
         if let Some(k) = self.aot_kernel(sig, false) {
             return Some(Pick::Kernel(k));
@@ -132,7 +144,7 @@ impl Engine {
                 Ok(k) => kernels.push((v, Arc::new(k))),
                 Err(e) => {
                     env::log(|| format!("compile,failed,{v},{sig},{e}"));
-                    self.record_codegen_error(format!("{sig}: {e}"));
+                    self.record_codegen_error(e.in_context(sig));
                 }
             }
         }
@@ -213,7 +225,7 @@ impl Engine {
             }
             Err(e) => {
                 env::log(|| format!("compile,failed,{p},{e}"));
-                self.record_codegen_error(format!("{p}: {e}"));
+                self.record_codegen_error(e.in_context(p));
                 None
             }
         }

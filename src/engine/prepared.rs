@@ -1,6 +1,6 @@
 //! Prepared calls: planned once for contiguous buffers of fixed shapes, their kernel bound.
 
-use super::interp::interp_bytes;
+use super::interp::{CondBytes, interp_bytes};
 use super::policy::Pick;
 use super::validate::{Checked, Desc, Operand};
 use crate::dtype::{DType, Element};
@@ -86,8 +86,11 @@ impl Prepared {
         if let Some(st) = &self.interp {
             let c = Checked {
                 out: self.out_shape.iter().copied().collect(),
-                st: std::array::from_fn(|k| st[k].iter().copied().collect()),
-                off: [0; 4],
+                st: std::array::from_fn(|k| match st.get(k) {
+                    Some(s) => s.iter().copied().collect(),
+                    None => smallvec::smallvec![0; self.out_shape.len()],
+                }),
+                off: [0; 5],
             };
             let d = |len| Desc {
                 len,
@@ -98,7 +101,7 @@ impl Prepared {
             interp_bytes(
                 w,
                 &c,
-                cond,
+                CondBytes::Mask(cond),
                 &Operand::Buf(then, d(have[1])),
                 &Operand::Buf(else_, d(have[2])),
                 out,

@@ -57,7 +57,7 @@ mod basics {
 #[cfg(cranelift_tier)]
 mod jit_smoke {
     use crate::engine::*;
-    use crate::jit::Jit;
+    use crate::tier::Tier;
     use crate::{Broadcast, DType, TensorMut, TensorRef};
 
     fn assert_send_sync<T: Send + Sync>() {}
@@ -110,15 +110,13 @@ mod jit_smoke {
                     .unwrap();
                 };
                 let run = |b: Backend, out: &mut [u8]| {
-                    let eng = Engine::with_config(EngineConfig {
-                        backend: b,
-                        exact_after: 1,
-                        verify: true,
-                        ..EngineConfig::default()
-                    });
+                    let eng = Engine::with_config(
+                        EngineConfig::new().backend(b).exact_after(1).verify(true),
+                    )
+                    .unwrap();
                     call(&eng, out);
                     if b == Backend::Jit && !out.is_empty() {
-                        assert_eq!(eng.last_codegen_error(), None);
+                        assert!(eng.last_codegen_error().is_none());
                         assert_eq!(eng.stats().compiles, 1);
                     }
                 };
@@ -128,11 +126,9 @@ mod jit_smoke {
                     assert_eq!(got, want, "{b:?} w{w} {c:?} {t:?} {e:?}");
                 }
                 // The shape-generic kernel of the pattern gives the same bytes.
-                let eng = Engine::with_config(EngineConfig {
-                    exact_after: u32::MAX,
-                    verify: true,
-                    ..EngineConfig::default()
-                });
+                let eng =
+                    Engine::with_config(EngineConfig::new().exact_after(u32::MAX).verify(true))
+                        .unwrap();
                 for _ in 0..2 {
                     call(&eng, &mut got);
                     assert_eq!(got, want, "generic jit w{w} {c:?} {t:?} {e:?}");
@@ -145,13 +141,18 @@ mod jit_smoke {
                     );
                 }
                 // The portable lane select (no x86 blendv) gives the same bytes.
-                let mut jit = Jit::host(true).unwrap();
-                jit.set_blendv(false);
-                assert!(!jit.uses_blendv());
-                let eng = Engine::with_jit(EngineConfig::default(), jit);
+                let eng = Engine::with_config(
+                    EngineConfig::new()
+                        .tier(Tier::Cranelift)
+                        .verify(true)
+                        .cranelift_blendv(false),
+                )
+                .unwrap();
+                let cl = eng.codegen().unwrap().cranelift();
+                assert!(!cl.uses_blendv());
                 call(&eng, &mut got);
                 assert_eq!(got, want, "portable jit w{w} {c:?} {t:?} {e:?}");
-                assert_eq!(eng.last_codegen_error(), None);
+                assert!(eng.last_codegen_error().is_none());
             }
         }
     }

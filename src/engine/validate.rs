@@ -2,7 +2,11 @@
 //! broadcast inferred, before anything is read or written.
 
 use crate::error::{Error, Result, ShapeFmt};
-use crate::shape::{Broadcast, Dims, Strides, broadcast_shapes, strides_over};
+use crate::plan::{OPS, RHS};
+use crate::pred::Kind;
+use crate::shape::{
+    Broadcast, Dims, Placement, Strides, broadcast_pair, broadcast_shapes, strides_over,
+};
 use crate::tensor::{TensorRef, check_output_distinct, validate};
 
 /// One operand's description in elements: buffer length, shape, optional strides, and the
@@ -26,12 +30,13 @@ impl<'a, T> From<&TensorRef<'a, T>> for Desc<'a> {
     }
 }
 
-/// A validated call: the output shape, the strides of cond, then, else and out over it, and the
-/// index of each operand's element at output coordinate `[0, 0, ...]`.
+/// A validated call: the output shape, the strides of cond (or a predicate's lhs), then, else,
+/// out and rhs over it, and the index of each operand's element at output coordinate
+/// `[0, 0, ...]` (rhs: strides of 0 and index 0 unless a comparison has one).
 pub(crate) struct Checked {
     pub out: Dims,
-    pub st: [Strides; 4],
-    pub off: [usize; 4],
+    pub st: [Strides; OPS],
+    pub off: [usize; OPS],
 }
 
 /// Validates all four operands and infers the broadcast. Nothing is read before this passes.
@@ -59,8 +64,115 @@ pub(crate) fn check(
             strides_over(then.shape, &lt.strides, b.then, &b.out),
             strides_over(else_.shape, &le.strides, b.else_, &b.out),
             lo.strides,
+            smallvec::smallvec![0; b.out.len()],
         ],
-        off: [lc.offset, lt.offset, le.offset, lo.offset],
+        off: [lc.offset, lt.offset, le.offset, lo.offset, 0],
+        out: b.out,
+    })
+}
+
+/// A predicate's operand in bytes: a buffer with its description in elements of the compared
+/// dtype (a scalar is a buffer of one element of shape `[]`), or the in-place output.
+#[derive(Clone, Copy)]
+pub(crate) enum PredSrc<'a> {
+    Buf(&'a [u8], Desc<'a>),
+    Out,
+}
+
+/// A call's predicate: its canonical kind, its operands (rhs for comparisons only).
+#[derive(Clone, Copy)]
+pub(crate) struct Pred<'a> {
+    pub kind: Kind,
+    pub lhs: PredSrc<'a>,
+    pub rhs: Option<PredSrc<'a>>,
+}
+
+/// [`check`] for a call whose condition is a predicate: its operands validated, broadcast
+/// against each other (numpy's rule), and the result placed as cond by `mode`. `in_place`:
+/// whether the output holds then or else on entry (the only case an operand may be the output).
+pub(crate) fn check_pred(
+    mode: Broadcast,
+    pred: &Pred<'_>,
+    then: Desc,
+    else_: Desc,
+    out: Desc,
+    in_place: bool,
+) -> Result<Checked> {
+    let names: [&'static str; 2] = if pred.kind.binary() {
+        ["lhs", "rhs"]
+    } else {
+        ["operand", "rhs"]
+    };
+    let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
+    // Each operand's description (the output's for the in-place buffer) and layout.
+    fn desc<'d>(
+        s: PredSrc<'d>,
+        what: &'static str,
+        out: Desc<'d>,
+        in_place: bool,
+    ) -> Result<(Desc<'d>, Option<crate::tensor::Layout>)> {
+        match s {
+            PredSrc::Buf(_, d) => {
+                let l = validate(what, d.len, d.shape, d.strides, d.offset)?;
+                Ok((d, Some(l)))
+            }
+            PredSrc::Out if in_place => Ok((out, None)),
+            PredSrc::Out => Err(Error::Invalid(format!(
+                "{what}: the in-place operand is only allowed in an in-place select"
+            ))),
+        }
+    }
+    let (dl, ll) = desc(pred.lhs, names[0], out, in_place)?;
+    let r = match pred.rhs {
+        Some(s) => Some(desc(s, names[1], out, in_place)?),
+        None => None,
+    };
+    let (lt, le) = (v("then", then)?, v("else", else_)?);
+    let pshape = match &r {
+        Some((dr, _)) => broadcast_pair(names, dl.shape, dr.shape)?,
+        None => {
+            crate::shape::check_shape(names[0], dl.shape)?;
+            dl.shape.into()
+        }
+    };
+    let b = broadcast_shapes(mode, &pshape, then.shape, else_.shape)?;
+    if out.shape != b.out.as_slice() {
+        return Err(Error::OutputShape {
+            got: ShapeFmt(out.shape).to_string(),
+            expected: ShapeFmt(&b.out).to_string(),
+        });
+    }
+    let lo = v("output", out)?;
+    check_output_distinct(out.shape, &lo.strides)?;
+    // An operand's strides over the output: right-aligned into the predicate's shape, which
+    // lands where the mode puts cond.
+    let over = |d: &Desc, l: &Option<crate::tensor::Layout>| -> (Strides, usize) {
+        let Some(l) = l else {
+            return (lo.strides.clone(), lo.offset); // the in-place output itself
+        };
+        let into_pred = Placement {
+            start: pshape.len() - d.shape.len(),
+            len: d.shape.len(),
+        };
+        let sp = strides_over(d.shape, &l.strides, into_pred, &pshape);
+        (strides_over(&pshape, &sp, b.cond, &b.out), l.offset)
+    };
+    let (sl, ol) = over(&dl, &ll);
+    let (sr, or) = match &r {
+        Some((dr, lr)) => over(dr, lr),
+        None => (smallvec::smallvec![0; b.out.len()], 0),
+    };
+    let mut st: [Strides; OPS] = [
+        sl,
+        strides_over(then.shape, &lt.strides, b.then, &b.out),
+        strides_over(else_.shape, &le.strides, b.else_, &b.out),
+        lo.strides,
+        Strides::new(),
+    ];
+    st[RHS] = sr;
+    Ok(Checked {
+        st,
+        off: [ol, lt.offset, le.offset, lo.offset, or],
         out: b.out,
     })
 }

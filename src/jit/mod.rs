@@ -38,6 +38,20 @@ pub struct CodeGenOptions {
     /// x86 tiers the host lacks: run their kernels through this runner (an emulator) instead of
     /// refusing the tier (slow; for verifying the generator).
     pub runner: Option<Arc<dyn CodeRunner>>,
+    /// Cranelift's x86 `blendv` lane selects (`None`: where the host has them).
+    pub blendv: Option<bool>,
+}
+
+impl Default for CodeGenOptions {
+    /// No verifier, no non-temporal stores, no runner, `blendv` where the host has it.
+    fn default() -> Self {
+        CodeGenOptions {
+            verify: false,
+            nt_min_bytes: usize::MAX,
+            runner: None,
+            blendv: None,
+        }
+    }
 }
 
 /// The code generators of one engine: the tiers it may compile with (one, or for `Auto` every
@@ -71,7 +85,11 @@ impl CodeGen {
     /// `opts.runner` is given to run its kernels.
     pub fn new(tier: Tier, opts: CodeGenOptions) -> Result<CodeGen> {
         #[cfg(cranelift_tier)]
-        let cranelift = Jit::host(opts.verify)?;
+        let mut cranelift = Jit::host(opts.verify)?;
+        #[cfg(cranelift_tier)]
+        if let Some(on) = opts.blendv {
+            cranelift.set_blendv(on);
+        }
         let auto = tier == Tier::Auto;
         let tiers = if auto {
             let host = Tier::host_tiers();
@@ -108,20 +126,6 @@ impl CodeGen {
             runner,
             nt_min_bytes: opts.nt_min_bytes,
         })
-    }
-
-    /// Cranelift alone, as configured by the caller (e.g. with [`Jit::set_blendv`]).
-    #[cfg(cranelift_tier)]
-    pub fn from_cranelift(jit: Jit) -> CodeGen {
-        CodeGen {
-            tiers: vec![Tier::Cranelift],
-            auto: false,
-            cranelift: jit,
-            #[cfg(x86_tier)]
-            x86: Vec::new(),
-            runner: None,
-            nt_min_bytes: usize::MAX,
-        }
     }
 
     /// The preferred tier: the one asked for, or for `Auto` the widest the host runs (what
@@ -313,7 +317,7 @@ impl CodeGen {
             self.cranelift.compile(sig)
         };
         #[cfg(not(cranelift_tier))]
-        Err(Error::Codegen(format!(
+        Err(Error::codegen(format!(
             "no tier of this build compiles {sig} (generic: {generic})"
         )))
     }
@@ -332,7 +336,7 @@ impl CodeGen {
             MachineCode::Listing(self.cranelift.disassembly(sig)?),
         ));
         #[cfg(not(cranelift_tier))]
-        Err(Error::Codegen(format!(
+        Err(Error::codegen(format!(
             "no tier of this build compiles {sig}"
         )))
     }

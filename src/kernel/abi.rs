@@ -36,6 +36,7 @@ pub type KernelFn = unsafe extern "C" fn(
 
 /// Arguments of a kernel call as [`CodeRunner::call`] receives them: cond, then, else, out,
 /// begin, end, dims, byte_strides, rhs.
+#[cfg(feature = "jit")]
 pub type KernelArgs = [u64; 9];
 
 /// A memory range that code run by a [`CodeRunner`] may access.

@@ -29,10 +29,10 @@ fn page_size() -> usize {
 }
 
 fn os_err(what: &str) -> Error {
-    Error::Codegen(format!(
-        "executable memory: {what}: {}",
-        std::io::Error::last_os_error()
-    ))
+    Error::codegen_from(
+        format!("executable memory: {what}"),
+        std::io::Error::last_os_error(),
+    )
 }
 
 /// A page of the pool, writable, or the pool's error.
@@ -87,7 +87,7 @@ impl ExecMem {
     pub(crate) fn new(code: &[u8]) -> Result<ExecMem> {
         let ps = page_size();
         if code.len() > ps {
-            let err = |e: std::io::Error| Error::Codegen(format!("executable memory: {e}"));
+            let err = |e: std::io::Error| Error::codegen_from("executable memory", e);
             let mut m = memmap2::MmapOptions::new()
                 .len(code.len())
                 .populate()

@@ -9,7 +9,9 @@
 //! AVX2 or AVX-512 build of the same code where the CPU has it.
 
 use crate::kernel::abi::Ptrs;
+use crate::plan::RHS;
 use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
+use crate::pred::eval_run;
 use crate::shape::MAX_RANK;
 
 /// Instruction-set level of the static kernels.
@@ -165,11 +167,22 @@ unsafe fn walk_w<const W: usize>(sig: &Signature, p: Ptrs, begin: usize, end: us
             }
         }
     };
+    let row_strides = [COND, THEN, ELSE, OUT].map(|op| bytes(op, l));
+    // A row: the mask's own, or a predicate's in blocks (see `pred_row`).
+    let run_row = |rp: Ptrs, n: usize| {
+        if sig.is_mask() {
+            // SAFETY: this row's elements are inside the buffers (see `run`).
+            unsafe { row::<W>(kind, row_strides, rp, n, ipt, ipe) }
+        } else {
+            // SAFETY: as above.
+            unsafe { pred_row::<W>(sig, rp, n, ipt, ipe) }
+        }
+    };
     if rank == 1 {
         // The only dimension is the split one: the row is `begin..end` itself.
-        let rp = at(std::array::from_fn(|op| begin as isize * bytes(op, 0)));
-        // SAFETY: elements `begin..end` of the row are inside the buffers (see `run`).
-        unsafe { row::<W>(kind, sig, rp, end - begin, ipt, ipe) };
+        let mut rp = at(std::array::from_fn(|op| begin as isize * bytes(op, 0)));
+        rp.rhs = p.rhs.wrapping_offset(begin as isize * bytes(RHS, 0));
+        run_row(rp, end - begin);
         return;
     }
     let n = sig.dims[l];
@@ -178,10 +191,11 @@ unsafe fn walk_w<const W: usize>(sig: &Signature, p: Ptrs, begin: usize, end: us
     for i0 in begin..end {
         idx[0] = i0;
         loop {
-            let off: [isize; 4] =
+            let off: [isize; 5] =
                 std::array::from_fn(|op| (0..l).map(|k| idx[k] as isize * bytes(op, k)).sum());
-            // SAFETY: this row's elements are inside the buffers (see `run`).
-            unsafe { row::<W>(kind, sig, at(off), n, ipt, ipe) };
+            let mut rp = at([off[0], off[1], off[2], off[3]]);
+            rp.rhs = p.rhs.wrapping_offset(off[RHS]);
+            run_row(rp, n);
             // Next row: advance the middle dims, last fastest; done when all wrap around.
             let mut done = true;
             for k in (1..l).rev() {
@@ -196,6 +210,62 @@ unsafe fn walk_w<const W: usize>(sig: &Signature, p: Ptrs, begin: usize, end: us
                 break;
             }
         }
+    }
+}
+
+/// Elements per block of a predicate row: the block's mask (one byte each) stays in L1.
+const PRED_BLOCK: usize = 2048;
+
+/// A row whose condition is a predicate, in blocks: each block's mask is computed into a buffer
+/// on the stack (from the operands, which the block's select has not written yet: in place, a
+/// compared operand that is the output is read before it is overwritten), then the block is
+/// selected by that mask as a mask row is.
+///
+/// # Safety
+/// As for [`row`]: the row's `n` elements of every operand (lhs, rhs for comparisons, then,
+/// else, out) lie inside their buffers.
+#[inline(always)]
+unsafe fn pred_row<const W: usize>(sig: &Signature, p: Ptrs, n: usize, ipt: bool, ipe: bool) {
+    let l = sig.rank() - 1;
+    let (ls, rs) = (sig.byte_stride(COND, l), sig.byte_stride(RHS, l));
+    let [st, se, so] = [THEN, ELSE, OUT].map(|op| sig.byte_stride(op, l));
+    let w = W as isize;
+    let unit = |s: isize| s == 0 || s == w;
+    let kind = if so == w && unit(st) && unit(se) {
+        RowShape::Select {
+            then_bcast: st == 0,
+            else_bcast: se == 0,
+        }
+    } else {
+        RowShape::Strided
+    };
+    let mut mask = [0u8; PRED_BLOCK];
+    let mut s = 0;
+    while s < n {
+        let len = PRED_BLOCK.min(n - s);
+        let at = |ptr: *const u8, stride: isize| ptr.wrapping_offset(s as isize * stride);
+        // SAFETY: elements `s..s + len` of the row are inside the buffers (caller); the rhs
+        // of a test is never read.
+        unsafe {
+            eval_run(
+                sig.cond,
+                at(p.cond, ls),
+                ls,
+                at(p.rhs, rs),
+                rs,
+                &mut mask[..len],
+            )
+        };
+        let q = Ptrs {
+            cond: mask.as_ptr(),
+            then: at(p.then, st),
+            else_: at(p.else_, se),
+            out: at(p.out, so).cast_mut(),
+            rhs: std::ptr::null(),
+        };
+        // SAFETY: as above; the mask holds `len` bytes, read at stride 1.
+        unsafe { row::<W>(kind, [1, st, se, so], q, len, ipt, ipe) };
+        s += len;
     }
 }
 
@@ -256,7 +326,7 @@ fn select_in_place<const W: usize>(
 #[inline(always)]
 unsafe fn row<const W: usize>(
     kind: RowShape,
-    sig: &Signature,
+    strides: [isize; 4],
     p: Ptrs,
     n: usize,
     ipt: bool,
@@ -309,24 +379,19 @@ unsafe fn row<const W: usize>(
                     o.copy_from_slice(elems(src));
                 }
             }
-            RowShape::Strided => strided::<W>(sig, p, n),
+            RowShape::Strided => strided::<W>(strides, p, n),
         }
     }
 }
 
-/// Any strides along the row, one element at a time (branch-free select of the source).
+/// Any strides along the row (bytes per element of cond, then, else, out), one element at a
+/// time (branch-free select of the source).
 ///
 /// # Safety
 /// As for [`row`].
 #[inline(always)]
-unsafe fn strided<const W: usize>(sig: &Signature, p: Ptrs, n: usize) {
-    let l = sig.rank() - 1;
-    let (sc, st, se, so) = (
-        sig.byte_stride(COND, l),
-        sig.byte_stride(THEN, l),
-        sig.byte_stride(ELSE, l),
-        sig.byte_stride(OUT, l),
-    );
+unsafe fn strided<const W: usize>(strides: [isize; 4], p: Ptrs, n: usize) {
+    let [sc, st, se, so] = strides;
     for i in 0..n as isize {
         // SAFETY: element `i` of the row is inside each buffer (caller); reads happen before
         // the write, so the exact in-place case reads the old value.
@@ -380,7 +445,7 @@ mod tests {
         let mut want = vec![[0u8; W]; n(&b.out)];
         interp::run(
             &b.out,
-            (&cond, &sc, 0),
+            interp::mask((&cond, &sc, 0)),
             interp::Src::Buf((&tv, &st, t_off)),
             interp::Src::Buf((&ev, &se, 0)),
             (&mut want, &so, 0),

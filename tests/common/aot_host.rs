@@ -89,11 +89,5 @@ pub fn generic_rank2_table() -> AotTable {
 
 /// An engine with no code generator at all: the table's kernels, else the static kernels.
 pub fn aot_only_engine(config: EngineConfig, table: AotTable) -> Engine {
-    Engine::with_aot(
-        EngineConfig {
-            backend: Backend::Static,
-            ..config
-        },
-        Ok(table),
-    )
+    Engine::with_config(config.clone().backend(Backend::Static).aot(table)).expect("engine")
 }

@@ -29,12 +29,12 @@ pub fn tiers() -> Vec<(Tier, bool)> {
 
 /// An engine for `backend` (and `tier`, emulated or not) with `base`'s other settings.
 pub fn engine(base: &EngineConfig, backend: Backend, tier: Tier, emulate: bool) -> Engine {
-    Engine::try_with_config(EngineConfig {
-        backend,
-        tier,
-        runner: emulate.then(selectjit_emu::Emulator::runner),
-        ..base.clone()
-    })
+    Engine::with_config(
+        base.clone()
+            .backend(backend)
+            .tier(tier)
+            .runner(emulate.then(selectjit_emu::Emulator::runner)),
+    )
     .unwrap_or_else(|e| panic!("engine {backend:?} {tier}: {e}"))
 }
 

@@ -301,7 +301,7 @@ impl Bytes {
 }
 
 fn module_err(what: &str, e: impl std::fmt::Debug) -> Error {
-    Error::Codegen(format!("{what}: {e:?}"))
+    Error::codegen(format!("{what}: {e:?}"))
 }
 
 /// Compiles every kernel of `set` for `opts.target` into one relocatable object: one function
@@ -347,10 +347,7 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
         let name = format!("{}_k{i}", opts.symbol);
         let (id, n) = jit
             .define_in(&mut module, &name, Linkage::Local, sig, *generic)
-            .map_err(|e| match e {
-                Error::Codegen(m) => Error::Codegen(format!("{sig}: {m}")),
-                e => e,
-            })?;
+            .map_err(|e| e.in_context(sig))?;
         code_bytes += n;
         funcs.push((id, n));
     }
@@ -435,9 +432,9 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
     let (exact, generic) = (set.exact.len(), set.generic.len());
     // Read the object back as whoever links it would: its table must check out.
     let back = crate::object::check_object(&object, &opts.symbol)
-        .map_err(|e| Error::Codegen(format!("the exported object fails its own check: {e}")))?;
+        .map_err(|e| Error::codegen(format!("the exported object fails its own check: {e}")))?;
     if (back.exact, back.generic) != (exact, generic) {
-        return Err(Error::Codegen(format!(
+        return Err(Error::codegen(format!(
             "the exported object holds {} + {} kernels, not {exact} + {generic}",
             back.exact, back.generic
         )));

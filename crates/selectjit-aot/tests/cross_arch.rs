@@ -22,7 +22,7 @@ use selectjit::aot::key;
 use selectjit::unstable::Pattern;
 use selectjit::unstable::strides_over;
 use selectjit::unstable::{Signature, plan};
-use selectjit::{Backend, DType, Engine, InPlace, TensorMut, TensorRef};
+use selectjit::{Backend, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 use selectjit::{Broadcast, broadcast_shapes};
 use selectjit_aot::{ExportOptions, KernelSet};
 
@@ -347,7 +347,7 @@ fn out_strides(shape: &[usize], lay: Lay) -> (Vec<isize>, usize) {
 
 /// The case file's cases and the kernels they need.
 fn build_cases() -> (KernelSet, Vec<Case>) {
-    let interp = Engine::with_backend(Backend::Interp);
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
     let mut rng = Rng(0x5e1ec7);
     let mut set = KernelSet::new();
     let mut cases = Vec::new();

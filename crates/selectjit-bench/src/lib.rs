@@ -367,15 +367,21 @@ pub fn host_tiers() -> Vec<Tier> {
         .collect()
 }
 
+/// The configuration every benchmark engine starts from: the `SELECTJIT_*` environment
+/// variables (cache capacity, thresholds), which the settings of each measurement override.
+fn base() -> Result<EngineConfig> {
+    EngineConfig::from_env()
+}
+
 /// A single-threaded engine that compiles the exact kernel on the first call.
 fn single(backend: Backend, tier: Tier) -> Result<Engine> {
-    Engine::try_with_config(EngineConfig {
-        backend,
-        tier,
-        threads: 1,
-        exact_after: 1,
-        ..EngineConfig::default()
-    })
+    Engine::with_config(
+        base()?
+            .backend(backend)
+            .tier(tier)
+            .threads(1)
+            .exact_after(1),
+    )
 }
 
 /// Measures one case: every tier (cache warm), the static kernels, the copies and the
@@ -409,7 +415,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         inp.run(&e, &mut out)?;
         first.push(t0.elapsed().as_nanos() as f64 / 1e3);
         if let Some(err) = e.last_codegen_error() {
-            return Err(Error::Codegen(err));
+            return Err(err);
         }
         check(t.name(), &out)?;
         kernel_tiers.push(kernel_tier(&e, &inp).unwrap_or(t));
@@ -428,12 +434,8 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let mut out_static = PageBuf::zeroed(out_bytes);
     inp.run(&stat, &mut out_static)?;
     check("static", &out_static)?;
-    let jit_mt = Engine::try_with_config(EngineConfig {
-        backend: Backend::Jit,
-        exact_after: 1,
-        ..EngineConfig::default()
-    })?;
-    let threads = jit_mt.config().threads;
+    let jit_mt = Engine::with_config(base()?.backend(Backend::Jit).exact_after(1))?;
+    let threads = jit_mt.threads();
     let mut out_mt = PageBuf::zeroed(out_bytes);
     inp.run(&jit_mt, &mut out_mt)?;
     settle(&jit_mt, &inp, &mut out_mt, &check)?;
@@ -493,7 +495,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     let copy_of = |k: CopyKind| kinds.iter().position(|&x| x == k).map(|i| copy_ns[i]);
     // The roofline copy split over the engine's threads, for the scaling the machine allows.
     let copy_mt_ns = match Pool::new(threads) {
-        Some(pool) if out_bytes >= jit_mt.config().parallel_min_bytes => {
+        Some(pool) if out_bytes >= jit_mt.parallel_min_bytes() => {
             let mut b = CopyBuffers::new(copy_bytes);
             let mut f = || copy_split(&mut b, best_k, &pool).expect("available");
             let t = interleaved(opts, &mut [&mut f]);
@@ -824,21 +826,14 @@ pub fn measure_overheads(opts: Options) -> Result<Overheads> {
         .collect::<Result<Vec<_>>>()?;
     let mut compile = Vec::new();
     for tier in host_tiers() {
-        let cg = CodeGen::new(
-            tier,
-            CodeGenOptions {
-                verify: false,
-                nt_min_bytes: usize::MAX,
-                runner: None,
-            },
-        )?;
+        let cg = CodeGen::new(tier, CodeGenOptions::default())?;
         let mut us = Vec::new();
         let mut by_tier = 0;
         for sig in &sigs {
             let t0 = Instant::now();
             let k = cg
                 .compile(sig)
-                .map_err(|e| Error::Codegen(format!("compiling {sig} failed: {e}")))?;
+                .map_err(|e| e.in_context(format!("compiling {sig}")))?;
             let k = std::sync::Arc::new(k);
             us.push(t0.elapsed().as_nanos() as f64 / 1e3);
             by_tier += usize::from(k.tier() == tier);
@@ -947,15 +942,15 @@ fn attention_case(s: usize, heads: usize) -> Case {
 /// Runs the dynamic-shape benchmark over `lengths` distinct sequence lengths.
 pub fn measure_dynamic(lengths: usize, opts: Options) -> Result<DynamicReport> {
     let single = |exact_after| {
-        Engine::with_config(EngineConfig {
-            backend: Backend::Jit,
-            exact_after,
-            threads: 1,
-            ..EngineConfig::default()
-        })
+        Engine::with_config(
+            base()?
+                .backend(Backend::Jit)
+                .exact_after(exact_after)
+                .threads(1),
+        )
     };
-    let policy = single(EngineConfig::default().exact_after.max(2));
-    let interp = Engine::with_backend(Backend::Interp);
+    let policy = single(2)?;
+    let interp = Engine::with_config(base()?.backend(Backend::Interp))?;
     let heads = 4;
     let mut total_ns = 0u128;
     for k in 0..lengths {
@@ -981,8 +976,8 @@ pub fn measure_dynamic(lengths: usize, opts: Options) -> Result<DynamicReport> {
     let mut probes = Vec::new();
     for s in [128usize, 256, 512] {
         let inp = Inputs::new(&attention_case(s, heads))?;
-        let generic = single(u32::MAX);
-        let exact = single(1);
+        let generic = single(u32::MAX)?;
+        let exact = single(1)?;
         let mut o1 = vec![0u8; inp.elements() * 4];
         let mut o2 = o1.clone();
         inp.run(&generic, &mut o1)?;

@@ -149,7 +149,7 @@ pub struct SelectjitStats {
 }
 
 /// An engine (opaque).
-pub struct SelectjitEngine(Engine);
+pub struct SelectjitEngine(Engine, bool);
 
 /// A prepared call (opaque).
 pub struct SelectjitPrepared(Prepared);
@@ -170,14 +170,16 @@ impl From<Error> for Fail {
     fn from(e: Error) -> Fail {
         let code = match &e {
             Error::Broadcast(_) => SELECTJIT_ERR_BROADCAST,
-            Error::RankTooLarge { .. } | Error::Invalid(_) | Error::Io(_) | Error::Codegen(_) => {
-                SELECTJIT_ERR_INVALID
-            }
+            Error::RankTooLarge { .. }
+            | Error::Invalid(_)
+            | Error::Io { .. }
+            | Error::Codegen { .. } => SELECTJIT_ERR_INVALID,
             Error::Aot(_) => SELECTJIT_ERR_AOT,
             Error::Overflow { .. } => SELECTJIT_ERR_OVERFLOW,
             Error::Layout { .. } => SELECTJIT_ERR_LAYOUT,
             Error::DType(_) => SELECTJIT_ERR_DTYPE,
             Error::OutputShape { .. } => SELECTJIT_ERR_OUTPUT_SHAPE,
+            _ => SELECTJIT_ERR_INVALID,
         };
         Fail(code, e.to_string())
     }
@@ -371,7 +373,7 @@ pub extern "C" fn selectjit_engine_new(
     let mut out = std::ptr::null_mut();
     guard(|| {
         let cfg = engine_config(backend, cache_capacity, threads)?;
-        out = Box::into_raw(Box::new(SelectjitEngine(Engine::with_config(cfg))));
+        out = Box::into_raw(Box::new(SelectjitEngine(Engine::with_config(cfg)?, false)));
         Ok(())
     });
     out
@@ -389,17 +391,15 @@ fn engine_config(
         SELECTJIT_BACKEND_INTERP => Backend::Interp,
         b => return Err(fail(SELECTJIT_ERR_INVALID, format!("unknown backend {b}"))),
     };
-    let d = EngineConfig::default();
-    Ok(EngineConfig {
-        backend,
-        cache_capacity: if cache_capacity == 0 {
-            d.cache_capacity
-        } else {
-            cache_capacity
-        },
-        threads: if threads == 0 { d.threads } else { threads },
-        ..d
-    })
+    // The environment's settings (SELECTJIT_*) apply, the arguments over them.
+    let mut c = EngineConfig::from_env()?.backend(backend);
+    if cache_capacity != 0 {
+        c = c.cache_capacity(cache_capacity);
+    }
+    if threads != 0 {
+        c = c.threads(threads);
+    }
+    Ok(c)
 }
 
 /// Checks an ahead-of-time kernel table linked into the program (the table an object written by
@@ -446,11 +446,13 @@ pub unsafe extern "C" fn selectjit_engine_new_aot(
         let cfg = engine_config(backend, cache_capacity, threads)?;
         // SAFETY: the caller's contract.
         let t = unsafe { AotTable::from_raw(table) };
-        let eng = Engine::with_aot(cfg, t);
-        let why = eng.aot_error().map(str::to_string);
-        out = Box::into_raw(Box::new(SelectjitEngine(eng)));
+        let (eng, why) = match t {
+            Ok(t) => (Engine::with_config(cfg.aot(t))?, None),
+            Err(e) => (Engine::with_config(cfg)?, Some(e)),
+        };
+        out = Box::into_raw(Box::new(SelectjitEngine(eng, why.is_some())));
         match why {
-            Some(w) => Err(fail(SELECTJIT_ERR_AOT, w)),
+            Some(w) => Err(w.into()),
             None => Ok(()),
         }
     });
@@ -751,7 +753,7 @@ pub unsafe extern "C" fn selectjit_engine_stats(
             aot_generic_runs: s.aot_generic_runs,
             static_runs: s.static_runs,
             aot_kernels: (s.aot_exact_kernels + s.aot_generic_kernels) as u64,
-            aot_rejected: s.aot_rejected as u64,
+            aot_rejected: unsafe { (*engine).1 } as u64,
         };
         // SAFETY: non-NULL and writable (contract).
         unsafe { out.write(v) };

@@ -24,12 +24,12 @@ pub fn explain(
     mode: Broadcast,
     measure: bool,
 ) -> Result<String> {
+    let (tier, opts) = config.codegen_parts();
     let codegen = CodeGen::new(
-        config.tier,
+        tier,
         CodeGenOptions {
             verify: true,
-            nt_min_bytes: config.nt_min_bytes,
-            runner: config.runner.clone(),
+            ..opts
         },
     )?;
     let mut s = String::new();
@@ -130,12 +130,7 @@ fn measured(
     if !measure || n(out_shape).saturating_mul(w) > 1 << 30 {
         return Ok(None);
     }
-    let engine = Engine::try_with_config(EngineConfig {
-        tier: Tier::Auto,
-        threads: 1,
-        exact_after: 1,
-        ..config.clone()
-    })?;
+    let engine = Engine::with_config(config.clone().tier(Tier::Auto).threads(1).exact_after(1))?;
     let cond: Vec<u8> = (0..n(shapes[0])).map(|i| (i * 7 % 3) as u8).collect();
     let then = vec![0x11u8; n(shapes[1]) * w];
     let else_ = vec![0x22u8; n(shapes[2]) * w];
@@ -165,10 +160,7 @@ mod tests {
     use super::*;
 
     fn config(tier: Tier) -> EngineConfig {
-        EngineConfig {
-            tier,
-            ..EngineConfig::default()
-        }
+        EngineConfig::new().tier(tier)
     }
 
     #[test]

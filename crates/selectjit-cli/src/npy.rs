@@ -42,7 +42,7 @@ impl NpyArray {
 }
 
 fn bad(msg: impl Into<String>) -> Error {
-    Error::Io(format!("invalid .npy: {}", msg.into()))
+    Error::Invalid(format!("invalid .npy: {}", msg.into()))
 }
 
 /// The dtype a numpy type string stands for.
@@ -320,9 +320,9 @@ pub fn read_npy_bytes(bytes: &[u8]) -> Result<NpyArray> {
 
 /// Reads a `.npy` file. The file's size bounds what is allocated.
 pub fn read_npy(path: &Path) -> Result<NpyArray> {
-    let bytes = std::fs::read(path).map_err(|e| Error::Io(format!("{}: {e}", path.display())))?;
+    let bytes = std::fs::read(path).map_err(|e| Error::io(path.display().to_string(), e))?;
     read_npy_bytes(&bytes).map_err(|e| match e {
-        Error::Io(m) => Error::Io(format!("{}: {m}", path.display())),
+        Error::Invalid(m) => Error::Invalid(format!("{}: {m}", path.display())),
         Error::DType(m) => Error::DType(format!("{}: {m}", path.display())),
         other => other,
     })
@@ -379,7 +379,7 @@ pub fn write_npy(path: &Path, dtype: DType, shape: &[usize], data: &[u8]) -> Res
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
     };
-    let io = |e: std::io::Error| Error::Io(format!("{}: {e}", path.display()));
+    let io = |e: std::io::Error| Error::io(path.display().to_string(), e);
     let mut tmp = tempfile::NamedTempFile::new_in(&dir).map_err(io)?;
     tmp.write_all(&bytes).map_err(io)?;
     tmp.as_file().sync_all().map_err(io)?;

@@ -19,12 +19,10 @@ pub fn table() -> selectjit::Result<AotTable> {
 }
 
 /// An engine that generates no code: the table's kernels, else the static kernels.
-pub fn engine(table: selectjit::Result<AotTable>) -> Engine {
-    Engine::with_aot(
-        EngineConfig {
-            backend: Backend::Static,
-            ..EngineConfig::default()
-        },
-        table,
-    )
+///
+/// # Errors
+/// The table was rejected (built for another machine or format): the error says why; a
+/// runtime may then build an engine without it.
+pub fn engine(table: AotTable) -> selectjit::Result<Engine> {
+    Engine::with_config(EngineConfig::new().backend(Backend::Static).aot(table))
 }

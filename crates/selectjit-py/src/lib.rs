@@ -26,8 +26,23 @@ mod scalars;
 /// Which engine a Python `Engine` object runs: its own (with the `threads` it was given, which
 /// its pickle carries), or the process-wide default one.
 enum Inner {
-    Own(Box<Engine>, Option<usize>),
+    /// The engine, the tier it was asked for, and its threads if given.
+    Own(Box<Engine>, Tier, Option<usize>),
     Default,
+}
+
+/// The process-wide engine of `selectjit.where`: the library's defaults with the settings of
+/// the environment (`SELECTJIT_*`), built on first use. A malformed setting, or a tier this
+/// host cannot run, is an error of every call that uses it.
+fn process_engine() -> PyResult<&'static Engine> {
+    static E: std::sync::OnceLock<Result<Engine, String>> = std::sync::OnceLock::new();
+    E.get_or_init(|| {
+        EngineConfig::from_env()
+            .and_then(Engine::with_config)
+            .map_err(|e| e.to_string())
+    })
+    .as_ref()
+    .map_err(|e| PyValueError::new_err(e.clone()))
 }
 
 /// A selectjit engine: a kernel cache and a code-generation tier.
@@ -41,10 +56,10 @@ struct PyEngine {
 }
 
 impl PyEngine {
-    fn engine(&self) -> &Engine {
+    fn engine(&self) -> PyResult<&Engine> {
         match &self.inner {
-            Inner::Own(e, _) => e,
-            Inner::Default => selectjit::default_engine(),
+            Inner::Own(e, ..) => Ok(e),
+            Inner::Default => process_engine(),
         }
     }
 }
@@ -57,20 +72,17 @@ impl PyEngine {
         let tier: Tier = tier
             .parse()
             .map_err(|e: selectjit::Error| PyValueError::new_err(e.to_string()))?;
-        let mut config = EngineConfig {
-            tier,
-            ..EngineConfig::default()
-        };
+        let mut config = EngineConfig::new().tier(tier);
         if let Some(t) = threads {
             if t == 0 {
                 return Err(PyValueError::new_err("threads must be at least 1"));
             }
-            config.threads = t;
+            config = config.threads(t);
         }
         let engine =
-            Engine::try_with_config(config).map_err(|e| PyValueError::new_err(e.to_string()))?;
+            Engine::with_config(config).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyEngine {
-            inner: Inner::Own(Box::new(engine), threads),
+            inner: Inner::Own(Box::new(engine), tier, threads),
         })
     }
 
@@ -86,8 +98,8 @@ impl PyEngine {
         let package = py.import("selectjit")?;
         match &self.inner {
             Inner::Default => Ok((package.getattr("default_engine")?, PyTuple::empty(py))),
-            Inner::Own(e, threads) => {
-                let args = (e.config().tier.name(), *threads).into_pyobject(py)?;
+            Inner::Own(_, tier, threads) => {
+                let args = (tier.name(), *threads).into_pyobject(py)?;
                 Ok((package.getattr("_shared_engine")?, args))
             }
         }
@@ -106,67 +118,47 @@ impl PyEngine {
         axis: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
         let mode = call::parse_mode(broadcast, axis)?;
-        call::where_call(self.engine(), condition, x, y, out, mode)
+        call::where_call(self.engine()?, condition, x, y, out, mode)
     }
 
-    /// The kernel cache's counters (the library's `CacheStats`) as a dict.
+    /// The engine's counters (the library's `CacheStats`, every field by name) as a dict.
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
-        let s = self.engine().stats();
         let d = PyDict::new(py);
-        d.set_item("capacity", s.capacity)?;
-        d.set_item("len", s.len)?;
-        d.set_item("hits", s.hits)?;
-        d.set_item("misses", s.misses)?;
-        d.set_item("generic_runs", s.generic_runs)?;
-        d.set_item("evictions", s.evictions)?;
-        d.set_item("compiles", s.compiles)?;
-        d.set_item("compile_us", s.compile_us)?;
-        d.set_item("generic_compiles", s.generic_compiles)?;
-        d.set_item("generic_compile_us", s.generic_compile_us)?;
-        d.set_item("compile_failures", s.compile_failures)?;
-        d.set_item("generic_len", s.generic_len)?;
-        d.set_item("aot_exact_runs", s.aot_exact_runs)?;
-        d.set_item("aot_generic_runs", s.aot_generic_runs)?;
-        d.set_item("static_runs", s.static_runs)?;
-        d.set_item("aot_exact_kernels", s.aot_exact_kernels)?;
-        d.set_item("aot_generic_kernels", s.aot_generic_kernels)?;
-        d.set_item("aot_rejected", s.aot_rejected)?;
-        d.set_item("tier_trials", s.tier_trials)?;
-        d.set_item("trial_calls", s.trial_calls)?;
-        d.set_item("trial_excess_ns", s.trial_excess_ns)?;
-        d.set_item("trial_compiles", s.trial_compiles)?;
-        d.set_item("trial_compile_us", s.trial_compile_us)?;
+        for (name, v) in self.engine()?.stats().fields() {
+            d.set_item(name, v)?;
+        }
         Ok(d)
     }
 
     /// The choices the `auto` tier made by measuring, one line each: the kernel class, the
     /// variant kept, and each candidate's fastest time.
-    fn tier_choices(&self) -> Vec<String> {
-        self.engine()
+    fn tier_choices(&self) -> PyResult<Vec<String>> {
+        Ok(self
+            .engine()?
             .tier_choices()
             .iter()
             .map(|c| c.to_string())
-            .collect()
+            .collect())
     }
 
     /// The tier that compiles this engine's kernels (`None` without a code generator).
     #[getter]
-    fn tier(&self) -> Option<&'static str> {
-        self.engine().tier().map(|t| t.name())
+    fn tier(&self) -> PyResult<Option<&'static str>> {
+        Ok(self.engine()?.tier().map(|t| t.name()))
     }
 
     /// Threads a large call may be split across.
     #[getter]
-    fn threads(&self) -> usize {
-        self.engine().config().threads
+    fn threads(&self) -> PyResult<usize> {
+        Ok(self.engine()?.threads())
     }
 
-    fn __repr__(&self) -> String {
-        format!(
+    fn __repr__(&self) -> PyResult<String> {
+        Ok(format!(
             "selectjit.Engine(tier={:?}, threads={})",
-            self.tier().unwrap_or("none"),
-            self.threads()
-        )
+            self.tier()?.unwrap_or("none"),
+            self.threads()?
+        ))
     }
 }
 
@@ -190,7 +182,7 @@ fn r#where<'py>(
     axis: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
     let mode = call::parse_mode(broadcast, axis)?;
-    call::where_call(selectjit::default_engine(), condition, x, y, out, mode)
+    call::where_call(process_engine()?, condition, x, y, out, mode)
 }
 
 /// The engine `selectjit.where` uses (one per process, shared by all threads).

@@ -42,8 +42,8 @@ impl std::fmt::Debug for Jit {
     }
 }
 
-fn codegen_err(what: &str, e: impl std::fmt::Display) -> Error {
-    Error::Codegen(format!("{what}: {e}"))
+fn codegen_err(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
+    Error::codegen_from(what, e)
 }
 
 /// The Cranelift settings every kernel is compiled with, here and by ahead-of-time exporters.
@@ -72,7 +72,8 @@ pub fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder> {
 /// The host's ISA with the CPU features it has, as Cranelift detects them, and the kernels'
 /// settings.
 pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
-    let mut b = cranelift_native::builder().map_err(|e| codegen_err("host ISA", e))?;
+    let mut b =
+        cranelift_native::builder().map_err(|e| Error::codegen(format!("host ISA: {e}")))?;
     // SELECTJIT_MAX_ISA: the flags of hidden instruction sets off (a name this Cranelift does
     // not know is skipped).
     if b.triple().architecture == target_lexicon::Architecture::X86_64 {
@@ -221,7 +222,7 @@ impl Jit {
             || sig.dims.is_empty()
             || sig.rank() > crate::shape::MAX_RANK
         {
-            return Err(Error::Codegen(format!("unsupported signature {sig}")));
+            return Err(Error::codegen(format!("unsupported signature {sig}")));
         }
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *guard;
@@ -231,7 +232,7 @@ impl Jit {
             .map_err(|e| codegen_err("declare", e))?;
         let r = module
             .define_function(id, &mut s.ctx)
-            .map_err(|e| codegen_err("compile", format!("{e:?}")));
+            .map_err(|e| Error::codegen_from(format!("compile: {e:?}"), e));
         let code_bytes = s
             .ctx
             .compiled_code()
@@ -268,7 +269,7 @@ impl Jit {
         let r = s
             .ctx
             .compile(&*self.isa, &mut ctrl)
-            .map_err(|e| codegen_err("compile", format!("{:?}", e.inner)));
+            .map_err(|e| Error::codegen_from(format!("compile: {:?}", e.inner), e.inner));
         let text = r.map(|c| c.vcode.clone().unwrap_or_default());
         s.ctx.set_disasm(false);
         text

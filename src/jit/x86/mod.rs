@@ -127,7 +127,7 @@ impl X86Gen {
         v: Variant,
     ) -> Result<(Vec<u8>, usize)> {
         if !self.covers(sig) {
-            return Err(Error::Codegen(format!("x86 tier does not cover {sig}")));
+            return Err(Error::codegen(format!("x86 tier does not cover {sig}")));
         }
         // The emitter drops what does not apply (zmm below AVX-512, walks without
         // non-temporal stores, both in generic kernels).
@@ -137,7 +137,7 @@ impl X86Gen {
             four_way: v.four_way,
         };
         emit::emit_kernel(sig, generic, self.level, kind)
-            .map_err(|e| Error::Codegen(format!("x86 {:?} code for {sig}: {e}", self.level)))
+            .map_err(|e| Error::codegen_from(format!("x86 {:?} code for {sig}", self.level), e))
     }
 }
 

@@ -49,12 +49,12 @@ fn features(f: &[String]) -> String {
 }
 
 fn write(path: &Path, bytes: &[u8]) -> Result<()> {
-    std::fs::write(path, bytes).map_err(|e| Error::Io(format!("{}: {e}", path.display())))
+    std::fs::write(path, bytes).map_err(|e| Error::io(path.display().to_string(), e))
 }
 
 pub fn run(a: Args) -> Result<()> {
     if let Some(obj) = &a.check {
-        let bytes = std::fs::read(obj).map_err(|e| Error::Io(format!("{}: {e}", obj.display())))?;
+        let bytes = std::fs::read(obj).map_err(|e| Error::io(obj.display().to_string(), e))?;
         let s = check_object(&bytes, &a.symbol)?;
         println!(
             "{}: table `{}` for {} ({}): {} exact + {} shape-generic kernels, {} bytes of code; ok",
@@ -71,8 +71,8 @@ pub fn run(a: Args) -> Result<()> {
     let (Some(target), Some(shapes), Some(out)) = (&a.target, &a.shapes, &a.out) else {
         return Err(Error::Invalid("aot needs --target, --shapes and -o".into()));
     };
-    let text = std::fs::read_to_string(shapes)
-        .map_err(|e| Error::Io(format!("{}: {e}", shapes.display())))?;
+    let text =
+        std::fs::read_to_string(shapes).map_err(|e| Error::io(shapes.display().to_string(), e))?;
     let mut defaults = Vec::new();
     for d in &a.dtypes {
         if d == "all" {

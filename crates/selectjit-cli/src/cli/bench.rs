@@ -29,9 +29,7 @@ pub struct Args {
 
 pub fn run(a: Args) -> Result<()> {
     let text = match &a.cases {
-        Some(p) => {
-            std::fs::read_to_string(p).map_err(|e| Error::Io(format!("{}: {e}", p.display())))?
-        }
+        Some(p) => std::fs::read_to_string(p).map_err(|e| Error::io(p.display().to_string(), e))?,
         None => BUILTIN_CASES.to_string(),
     };
     let cases = parse_cases(&text)?;
@@ -134,17 +132,19 @@ pub fn run(a: Args) -> Result<()> {
     };
     if let Some(p) = &a.json {
         let v = serde_json::json!({ "cases": ms, "overheads": o, "dynamic": dynamic });
-        let s = serde_json::to_string_pretty(&v).map_err(|e| Error::Io(e.to_string()))?;
+        let s = serde_json::to_string_pretty(&v)
+            .map_err(|e| Error::Invalid(format!("the report as JSON: {e}")))?;
         let dir = p
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
             .map(PathBuf::from)
             .unwrap_or_else(|| ".".into());
         let mut tmp = tempfile::NamedTempFile::new_in(dir)
-            .map_err(|e| Error::Io(format!("{}: {e}", p.display())))?;
-        std::io::Write::write_all(&mut tmp, s.as_bytes()).map_err(|e| Error::Io(e.to_string()))?;
+            .map_err(|e| Error::io(p.display().to_string(), e))?;
+        std::io::Write::write_all(&mut tmp, s.as_bytes())
+            .map_err(|e| Error::io(tmp.path().display().to_string(), e))?;
         tmp.persist(p)
-            .map_err(|e| Error::Io(format!("{}: {}", p.display(), e.error)))?;
+            .map_err(|e| Error::io(p.display().to_string(), e.error))?;
     }
     Ok(())
 }

@@ -51,8 +51,8 @@ pub fn run(a: Args) -> Result<()> {
     let dtype: DType = a.dtype.parse()?;
     let mut cfg = a.codegen.config(selectjit::Backend::Jit)?;
     // Kernels of a tier the host lacks are disassembled; with --emulate they also run.
-    if cfg.runner.is_none() {
-        cfg.runner = Some(selectjit_emu::Emulator::runner());
+    if !cfg.has_runner() {
+        cfg = cfg.runner(selectjit_emu::Emulator::runner());
     }
     let text = crate::explain::explain(
         &cfg,

@@ -4,10 +4,10 @@ use std::io::Write;
 
 use selectjit::env::{CACHE_CAPACITY, MAX_ISA, TIER};
 use selectjit::unstable::Jit;
-use selectjit::{EngineConfig, Result, Tier};
+use selectjit::{Result, Tier};
 
 pub fn run(w: &mut dyn Write) -> Result<()> {
-    let io = |e: std::io::Error| selectjit::Error::Io(e.to_string());
+    let io = |e: std::io::Error| selectjit::Error::io("standard output", e);
     writeln!(w, "selectjit {}", env!("CARGO_PKG_VERSION")).map_err(io)?;
     writeln!(w, "host       {}", target_lexicon::Triple::host()).map_err(io)?;
     #[cfg(target_arch = "x86_64")]
@@ -93,7 +93,7 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
     writeln!(
         w,
         "cache      {} kernels ({CACHE_CAPACITY})",
-        EngineConfig::default().cache_capacity
+        selectjit::Engine::new().stats().capacity
     )
     .map_err(io)?;
     writeln!(

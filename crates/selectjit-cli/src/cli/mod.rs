@@ -108,23 +108,18 @@ struct CodegenArgs {
 
 impl CodegenArgs {
     /// The engine configuration these options ask for.
+    /// The settings of the environment (`SELECTJIT_*`) apply, the options over them.
     fn config(self, backend: Backend) -> Result<EngineConfig> {
-        let d = EngineConfig::default();
-        let tier = match self.tier {
-            Some(t) => t.into(),
-            None => Tier::from_env()?,
-        };
-        Ok(EngineConfig {
-            backend,
-            tier,
-            runner: self.emulate.then(selectjit_emu::Emulator::runner),
-            ..d
-        })
+        let mut c = EngineConfig::from_env()?.backend(backend);
+        if let Some(t) = self.tier {
+            c = c.tier(t.into());
+        }
+        Ok(c.runner(self.emulate.then(selectjit_emu::Emulator::runner)))
     }
 
     /// An engine for `backend` with these options, or why it cannot be built.
     fn engine(self, backend: Backend) -> Result<Engine> {
-        Engine::try_with_config(self.config(backend)?)
+        Engine::with_config(self.config(backend)?)
     }
 }
 

@@ -26,6 +26,8 @@ impl From<IcedError> for EmitError {
     }
 }
 
+impl std::error::Error for EmitError {}
+
 impl std::fmt::Display for EmitError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.0)

@@ -1,0 +1,298 @@
+//! # selectjit-tract
+//!
+//! [tract](https://github.com/sonos/tract) runs ONNX `Where` as its `Iff` op. This crate
+//! rewrites a decluttered tract model so that every `Iff` whose operands selectjit supports
+//! runs on a selectjit [`Engine`] instead ([`SelectjitIff`]), keeping
+//! tract's facts (shapes, symbolic dims, datum types), its axes mapping and its declutter
+//! rules for `Iff`.
+//!
+//! ```no_run
+//! use tract_onnx::prelude::*;
+//!
+//! # fn main() -> TractResult<()> {
+//! let mut model = tract_onnx::onnx()
+//!     .model_for_path("model.onnx")?
+//!     .into_typed()?
+//!     .into_decluttered()?; // tract's own rewrites of Iff first
+//! let report = selectjit_tract::accelerate(&mut model)?;
+//! println!("{report}"); // replaced: N (F fused), then one line per node
+//! let plan = model.into_optimized()?.into_runnable()?;
+//! # Ok(())
+//! # }
+//! ```
+//!
+//! The transform runs in two steps:
+//!
+//! 1. **Replace** ([`SelectjitTransform::apply`]): each `Iff` becomes a [`SelectjitIff`] on the
+//!    transform's engine, unless its elements are symbolic dims (`TDim`) or opaque (`Blob`);
+//!    the [`Report`] says which nodes were replaced and why others were left alone.
+//! 2. **Fuse** ([`fuse_conditions`]): a `Not` feeding only a replaced select is folded into it
+//!    (its input becomes the condition, `then` and `else` swap), and the predicate computing
+//!    the condition — a comparison, `IsNan`, `IsInf` — is examined: if it feeds only the
+//!    select, the report marks it *fusable*. selectjit has no fused-predicate kernels yet, so
+//!    such predicates still run in tract; this step is where they will be folded in.
+//!
+//! Apply it after tract's declutter (so that tract's rewrites of `Iff` — constant-condition
+//! folding, uniform masks, scaled-masked-softmax detection — still see `Iff`) and before
+//! `into_optimized` / `optimize`. [`SelectjitTransform`] is also a tract `ModelTransform`,
+//! registered under the name `selectjit`.
+
+#![warn(missing_docs)]
+
+mod op;
+mod report;
+
+pub mod npy;
+
+use std::sync::Arc;
+
+use selectjit::{Engine, MAX_RANK};
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::binary::TypedBinOp;
+use tract_onnx::tract_core::ops::element_wise::ElementWiseOp;
+use tract_onnx::tract_core::ops::logic::{
+    CompEq, CompGT, CompGTE, CompLT, CompLTE, CompNE, Iff, Not,
+};
+use tract_onnx::tract_core::ops::math::{IsInf, IsNan};
+use tract_onnx::tract_core::transform::ModelTransform;
+
+pub use op::{Elements, EngineRef, SelectjitIff, elements_of};
+pub use report::{Condition, LeftAlone, Predicate, Replaced, Report};
+
+/// Replaces the `Iff` nodes of a decluttered model by selectjit ops on the process-wide
+/// default engine (`selectjit::default_engine()`), then folds or examines their conditions.
+pub fn accelerate(model: &mut TypedModel) -> TractResult<Report> {
+    SelectjitTransform::default().apply(model)
+}
+
+/// [`accelerate`] on an engine the caller shares (between models, threads, or to read its
+/// statistics).
+pub fn accelerate_with(model: &mut TypedModel, engine: Arc<Engine>) -> TractResult<Report> {
+    SelectjitTransform::with_engine(engine).apply(model)
+}
+
+/// The model transform: `Iff` → [`SelectjitIff`], then [`fuse_conditions`].
+#[derive(Debug, Clone, Default)]
+pub struct SelectjitTransform {
+    engine: EngineRef,
+}
+
+impl SelectjitTransform {
+    /// The transform on the process default engine.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The transform on a shared engine.
+    pub fn with_engine(engine: Arc<Engine>) -> Self {
+        SelectjitTransform {
+            engine: EngineRef::Shared(engine),
+        }
+    }
+
+    /// Rewrites `model` and reports what it did.
+    pub fn apply(&self, model: &mut TypedModel) -> TractResult<Report> {
+        let mut report = Report::default();
+        let mut replaced = vec![];
+        for id in model.eval_order()? {
+            let node = model.node(id);
+            if !node.op_is::<Iff>() {
+                continue;
+            }
+            match self.replacement(model, node)? {
+                Ok(op) => {
+                    let dtype = format!("{:?}", model.outlet_fact(node.inputs[1])?.datum_type);
+                    let name = node.name.clone();
+                    let patch = TypedModelPatch::replace_single_op(model, node, &node.inputs, op)?;
+                    patch.apply(model)?;
+                    replaced.push((name, dtype));
+                }
+                Err(reason) => report.left_alone.push(LeftAlone {
+                    node: node.name.clone(),
+                    reason,
+                }),
+            }
+        }
+        model.compact()?;
+        for (name, dtype) in replaced {
+            let (folded_not, condition) = fuse_conditions(model, &name)?;
+            report.replaced.push(Replaced {
+                node: name,
+                dtype,
+                folded_not,
+                condition,
+            });
+        }
+        model.compact()?;
+        Ok(report)
+    }
+
+    /// The op replacing `node`, or why there is none.
+    fn replacement(
+        &self,
+        model: &TypedModel,
+        node: &TypedNode,
+    ) -> TractResult<Result<SelectjitIff, String>> {
+        let facts = model.node_input_facts(node.id)?;
+        if let Some(f) = facts.iter().find(|f| !f.is_plain()) {
+            return Ok(Err(format!("operand with exotic storage ({f:?})")));
+        }
+        let rank = facts[1].rank();
+        if rank > MAX_RANK {
+            return Ok(Err(format!(
+                "rank {rank}: selectjit takes at most {MAX_RANK}"
+            )));
+        }
+        Ok(
+            elements_of(facts[1].datum_type).map(|elements| SelectjitIff {
+                engine: self.engine.clone(),
+                elements,
+            }),
+        )
+    }
+}
+
+impl ModelTransform for SelectjitTransform {
+    fn name(&self) -> StaticName {
+        "selectjit".into()
+    }
+
+    fn transform(&self, model: &mut TypedModel) -> TractResult<()> {
+        let report = self.apply(model)?;
+        log::info!("{report}");
+        Ok(())
+    }
+}
+
+register_simple_model_transform!("selectjit", SelectjitTransform::default());
+
+/// The node producing outlet `o` when that outlet feeds only inlet `slot` of node `id` and is
+/// not a model output: a node that can be folded into node `id`.
+fn sole_producer(
+    model: &TypedModel,
+    o: OutletId,
+    id: usize,
+) -> TractResult<Result<&TypedNode, String>> {
+    let node = model.node(o.node);
+    if model.output_outlets()?.contains(&o) {
+        return Ok(Err(format!("{} is a model output", node.name)));
+    }
+    if model.outlet_successors(o).iter().any(|i| i.node != id) || node.outputs.len() != 1 {
+        return Ok(Err(format!("{} has other consumers", node.name)));
+    }
+    Ok(Ok(node))
+}
+
+/// The fusion step for the replaced select named `select`: folds the `Not` nodes feeding only
+/// its condition (their input becomes the condition, `then` and `else` swap; returns their
+/// names), then says what computes the condition ([`Condition`]).
+///
+/// A comparison (`==`, `!=`, `<`, `<=`, `>`, `>=` over a numeric datum type), an `IsNan` or an
+/// `IsInf` detecting both signs that feeds only the select is reported
+/// [`Condition::Fusable`]: the predicates selectjit is to compute inside its kernels. It is not
+/// folded yet, since selectjit has no fused-predicate entry point so far; once it has, this
+/// function is where the predicate node is removed and its operands wired to the select.
+pub fn fuse_conditions(
+    model: &mut TypedModel,
+    select: &str,
+) -> TractResult<(Vec<String>, Condition)> {
+    let mut folded = vec![];
+    loop {
+        let node = model.node_by_name(select)?;
+        ensure!(
+            node.op_is::<SelectjitIff>(),
+            "{select} is not a selectjit select"
+        );
+        let Ok(not) = sole_producer(model, node.inputs[0], node.id)? else {
+            break;
+        };
+        let is_not = not
+            .op_as::<ElementWiseOp>()
+            .is_some_and(|e| e.0.is::<Not>() && e.1.is_none());
+        if !is_not {
+            break;
+        }
+        let inputs = [not.inputs[0], node.inputs[2], node.inputs[1]];
+        folded.push(not.name.clone());
+        let patch = TypedModelPatch::replace_single_op(model, node, &inputs, node.op.clone())?;
+        patch.apply(model)?;
+        model.compact()?;
+    }
+    let node = model.node_by_name(select)?;
+    let condition = match sole_producer(model, node.inputs[0], node.id)? {
+        Ok(p) => match predicate(model, p)? {
+            Ok(Some(predicate)) => Condition::Fusable {
+                node: p.name.clone(),
+                predicate,
+            },
+            Ok(None) => Condition::Tensor { why: None },
+            Err(why) => Condition::Tensor { why: Some(why) },
+        },
+        Err(why) => {
+            // Only a predicate op is worth a reason.
+            let p = model.node(node.inputs[0].node);
+            match predicate(model, p)? {
+                Ok(Some(_)) | Err(_) => Condition::Tensor { why: Some(why) },
+                Ok(None) => Condition::Tensor { why: None },
+            }
+        }
+    };
+    Ok((folded, condition))
+}
+
+/// The predicate node `p` computes: `Ok(Some)` for one a fused kernel would compute,
+/// `Err(why)` for a predicate it would not, `Ok(None)` for any other op.
+fn predicate(model: &TypedModel, p: &TypedNode) -> TractResult<Result<Option<Predicate>, String>> {
+    if let Some(bin) = p.op_as::<TypedBinOp>() {
+        let m = &bin.0;
+        let op = if m.is::<CompEq>() {
+            "=="
+        } else if m.is::<CompNE>() {
+            "!="
+        } else if m.is::<CompLT>() {
+            "<"
+        } else if m.is::<CompLTE>() {
+            "<="
+        } else if m.is::<CompGT>() {
+            ">"
+        } else if m.is::<CompGTE>() {
+            ">="
+        } else {
+            return Ok(Ok(None));
+        };
+        let (a, b) = (
+            model.outlet_fact(p.inputs[0])?.datum_type,
+            model.outlet_fact(p.inputs[1])?.datum_type,
+        );
+        if a != b || !a.is_number() || a.is_quantized() {
+            return Ok(Err(format!(
+                "{} compares {a:?} with {b:?}: fused predicates compare numbers of one type",
+                p.name
+            )));
+        }
+        return Ok(Ok(Some(Predicate::Compare {
+            op,
+            dtype: format!("{a:?}"),
+        })));
+    }
+    if let Some(ew) = p.op_as::<ElementWiseOp>() {
+        let dt = model.outlet_fact(p.inputs[0])?.datum_type;
+        let dtype = format!("{dt:?}");
+        if ew.0.is::<IsNan>() {
+            return Ok(Ok(Some(Predicate::IsNan { dtype })));
+        }
+        if let Some(inf) = ew.0.downcast_ref::<IsInf>() {
+            if inf.detect_positive && inf.detect_negative {
+                return Ok(Ok(Some(Predicate::IsInf { dtype })));
+            }
+            return Ok(Err(format!(
+                "{} detects one sign of infinity only: fused predicates test isinf",
+                p.name
+            )));
+        }
+        if ew.0.is::<Not>() {
+            return Ok(Err(format!("{} (Not) has other consumers", p.name)));
+        }
+    }
+    Ok(Ok(None))
+}

@@ -1,0 +1,322 @@
+//! The op that replaces tract's `Iff`: the same facts, axes and declutter rules, evaluated by
+//! a selectjit [`Engine`].
+
+use std::fmt;
+use std::sync::Arc;
+
+use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
+use tract_onnx::tract_core::broadcast::multi_broadcast;
+use tract_onnx::tract_core::internal::*;
+use tract_onnx::tract_core::ops::logic::Iff;
+
+/// The engine an op runs on: the process default (`selectjit::default_engine()`) or one the
+/// caller shares between models.
+#[derive(Clone, Default)]
+pub enum EngineRef {
+    /// The process-wide default engine.
+    #[default]
+    Default,
+    /// An engine shared by the caller.
+    Shared(Arc<Engine>),
+}
+
+impl EngineRef {
+    /// The engine itself.
+    pub fn get(&self) -> &Engine {
+        match self {
+            EngineRef::Default => selectjit::default_engine(),
+            EngineRef::Shared(e) => e,
+        }
+    }
+}
+
+impl PartialEq for EngineRef {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (EngineRef::Default, EngineRef::Default) => true,
+            (EngineRef::Shared(a), EngineRef::Shared(b)) => Arc::ptr_eq(a, b),
+            _ => false,
+        }
+    }
+}
+impl Eq for EngineRef {}
+
+impl fmt::Debug for EngineRef {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            EngineRef::Default => f.write_str("default engine"),
+            EngineRef::Shared(e) => write!(f, "shared engine {:p}", Arc::as_ptr(e)),
+        }
+    }
+}
+
+/// How the op moves elements.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Elements {
+    /// Fixed-width elements moved as raw bytes by the engine's kernels, as this selectjit dtype
+    /// (kernels depend on the element width only).
+    Fixed(DType),
+    /// Strings, through `selectjit::select_generic` (the reference interpreter).
+    Strings,
+}
+
+/// How the elements of a tract datum type are selected, or why they are not.
+pub fn elements_of(dt: DatumType) -> Result<Elements, String> {
+    use DatumType as D;
+    // The last two arms are reachable when tract-data is built with its `complex` feature.
+    #[allow(unreachable_patterns)]
+    let fixed = match dt {
+        D::Bool => DType::Bool,
+        D::U8 => DType::U8,
+        D::U16 => DType::U16,
+        D::U32 => DType::U32,
+        D::U64 => DType::U64,
+        D::I8 => DType::I8,
+        D::I16 => DType::I16,
+        D::I32 => DType::I32,
+        D::I64 => DType::I64,
+        D::F16 => DType::F16,
+        D::F32 => DType::F32,
+        D::F64 => DType::F64,
+        // Quantized types: their storage, the parameters stay in the output's datum type.
+        D::QI8(_) => DType::I8,
+        D::QU8(_) => DType::U8,
+        D::QI32(_) => DType::I32,
+        D::String => return Ok(Elements::Strings),
+        D::TDim => {
+            return Err("TDim operands: symbolic shape arithmetic stays with tract".into());
+        }
+        D::Blob => return Err("Blob operands: opaque data".into()),
+        // Complex types (tract's `complex` feature): plain pairs of numbers, moved by width.
+        other if other.is_copy() => match other.size_of() {
+            4 => DType::U32,
+            8 => DType::Complex64,
+            16 => DType::Complex128,
+            w => {
+                return Err(format!(
+                    "{other:?} operands: no kernel for {w}-byte elements"
+                ));
+            }
+        },
+        other => return Err(format!("{other:?} operands are not plain data")),
+    };
+    Ok(Elements::Fixed(fixed))
+}
+
+/// `Where` / `Iff` on selectjit: `out = cond ? then : else` with numpy broadcasting over inputs
+/// of one rank (what tract's `Iff` takes). Output facts, axes mapping and declutter rules are
+/// those of `Iff`; the shapes are the run-time ones, so a symbolic dimension is whatever the
+/// run resolves it to, and a new length runs on the engine's shape-generic kernel of its
+/// pattern without compiling.
+///
+/// When `then` (or `else`) has the output's shape and the op holds the only reference to it
+/// (tract hands a node its inputs after dropping its own references once their last consumer
+/// runs), the select writes into it in place instead of allocating.
+#[derive(Clone, PartialEq, Eq)]
+pub struct SelectjitIff {
+    /// The engine the op runs on.
+    pub engine: EngineRef,
+    /// How the elements are moved.
+    pub elements: Elements,
+}
+
+impl fmt::Debug for SelectjitIff {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "SelectjitIff({:?}, {:?})", self.elements, self.engine)
+    }
+}
+
+impl SelectjitIff {
+    fn select_fixed(
+        &self,
+        dtype: DType,
+        cond: &Tensor,
+        then: TValue,
+        else_: TValue,
+        shape: &[usize],
+    ) -> TractResult<Tensor> {
+        let engine = self.engine.get();
+        let cond_view = cond.try_as_plain_ram()?;
+        let c = TensorRef::new(cond_view.as_bytes(), cond.shape());
+        // In place into `then` or `else` when it is the output's shape and nobody else holds it.
+        for role in [InPlace::Then, InPlace::Else] {
+            let (inout, other) = match role {
+                InPlace::Then => (&then, &else_),
+                InPlace::Else => (&else_, &then),
+            };
+            if inout.is_exclusive() && inout.shape() == shape && inout.is_plain_ram() {
+                let other = other.clone();
+                let mut t = match role {
+                    InPlace::Then => then,
+                    InPlace::Else => else_,
+                }
+                .into_tensor();
+                let other_view = other.try_as_plain_ram()?;
+                let o = TensorRef::new(other_view.as_bytes(), other.shape());
+                let mut view = t.try_as_plain_ram_mut()?;
+                engine.select_in_place_dyn(
+                    dtype,
+                    c,
+                    TensorMut::new(view.as_bytes_mut(), shape),
+                    role,
+                    o,
+                    Broadcast::Numpy,
+                )?;
+                return Ok(t);
+            }
+        }
+        let then_view = then.try_as_plain_ram()?;
+        let else_view = else_.try_as_plain_ram()?;
+        // SAFETY: `elements_of` gave a fixed-width dtype, so the datum type is plain data
+        // (`is_copy`: no drop glue, any byte pattern of it is dropped safely). The select
+        // writes every element of `out` (one contiguous view of exactly the broadcast shape)
+        // before anything reads it; if it fails, `out` is dropped unread.
+        let mut out = unsafe { Tensor::uninitialized_dt(then.datum_type(), shape)? };
+        let mut out_view = out.try_as_plain_ram_mut()?;
+        engine.select_dyn(
+            dtype,
+            c,
+            TensorRef::new(then_view.as_bytes(), then.shape()),
+            TensorRef::new(else_view.as_bytes(), else_.shape()),
+            TensorMut::new(out_view.as_bytes_mut(), shape),
+            Broadcast::Numpy,
+        )?;
+        Ok(out)
+    }
+
+    fn select_strings(
+        cond: &Tensor,
+        then: &Tensor,
+        else_: &Tensor,
+        shape: &[usize],
+    ) -> TractResult<Tensor> {
+        let c = cond.try_as_plain_ram()?;
+        let t = then.try_as_plain_ram()?;
+        let e = else_.try_as_plain_ram()?;
+        let n: usize = shape.iter().product();
+        let mut out = vec![String::new(); n];
+        selectjit::select_generic(
+            TensorRef::new(c.as_bytes(), cond.shape()),
+            TensorRef::new(t.as_slice::<String>()?, then.shape()),
+            TensorRef::new(e.as_slice::<String>()?, else_.shape()),
+            TensorMut::new(&mut out, shape),
+            Broadcast::Numpy,
+        )?;
+        Ok(tract_ndarray::ArrayD::from_shape_vec(shape, out)?.into())
+    }
+}
+
+impl Op for SelectjitIff {
+    fn name(&self) -> StaticName {
+        "SelectjitIff".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        let what = match self.elements {
+            Elements::Fixed(d) => format!("{}-byte elements ({d})", d.width()),
+            Elements::Strings => "strings (generic path)".to_string(),
+        };
+        Ok(vec![format!("selectjit: {what}, {:?}", self.engine)])
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for SelectjitIff {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let (cond, then, else_) = args_3!(inputs);
+        ensure!(
+            cond.datum_type() == bool::datum_type(),
+            "SelectjitIff: condition is {:?}, not bool",
+            cond.datum_type()
+        );
+        ensure!(
+            then.datum_type() == else_.datum_type(),
+            "SelectjitIff: then is {:?}, else is {:?}",
+            then.datum_type(),
+            else_.datum_type()
+        );
+        ensure!(
+            cond.rank() == then.rank() && cond.rank() == else_.rank(),
+            "SelectjitIff: inputs of ranks {}, {}, {}",
+            cond.rank(),
+            then.rank(),
+            else_.rank()
+        );
+        let shape: TVec<usize> = multi_broadcast(&[cond.shape(), then.shape(), else_.shape()])?;
+        let out = match self.elements {
+            Elements::Fixed(dtype) => {
+                ensure!(
+                    then.datum_type().size_of() == dtype.width(),
+                    "SelectjitIff built for {dtype} got {:?}",
+                    then.datum_type()
+                );
+                self.select_fixed(dtype, &cond, then, else_, &shape)?
+            }
+            Elements::Strings => Self::select_strings(&cond, &then, &else_, &shape)?,
+        };
+        Ok(tvec!(out.into_tvalue()))
+    }
+}
+
+impl TypedOp for SelectjitIff {
+    as_op!();
+
+    /// Exactly `Iff`'s facts (shapes, symbolic dims, datum type, uniform values).
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        Iff.output_facts(inputs)
+    }
+
+    /// Elementwise with broadcasting over inputs of one rank: axis k of every input is axis k
+    /// of the output.
+    fn axes_mapping(
+        &self,
+        inputs: &[&TypedFact],
+        outputs: &[&TypedFact],
+    ) -> TractResult<AxesMapping> {
+        AxesMapping::natural(inputs, outputs)
+    }
+
+    /// Adding and moving an axis apply to every input and the output alike; removing one
+    /// needs it to be 1 everywhere. Reshapes are refused (a broadcast input may not have the
+    /// dims the reshape splits or merges).
+    fn change_axes(
+        &self,
+        model: &TypedModel,
+        node: &TypedNode,
+        _io: InOut,
+        change: &AxisOp,
+    ) -> TractResult<Option<AxisChangeConsequence>> {
+        match change {
+            AxisOp::Add(_) | AxisOp::Move(_, _) => {}
+            AxisOp::Rm(rm) => {
+                let (inputs, outputs) = model.node_facts(node.id)?;
+                for f in inputs.iter().chain(outputs.iter()) {
+                    rule_if!(f.rank() > *rm && f.shape[*rm].is_one());
+                }
+            }
+            AxisOp::Reshape(..) => return Ok(None),
+        }
+        Ok(Some(AxisChangeConsequence::new(model, node, None, change)))
+    }
+
+    /// `Iff`'s own rules: a constant condition folds to one branch.
+    fn declutter(
+        &self,
+        model: &TypedModel,
+        node: &TypedNode,
+    ) -> TractResult<Option<TypedModelPatch>> {
+        Iff.declutter(model, node)
+    }
+
+    /// `Iff`'s regions of interest.
+    fn input_roi(
+        &self,
+        model: &TypedModel,
+        node: &TypedNode,
+    ) -> TractResult<Option<TVec<Option<TDim>>>> {
+        Iff.input_roi(model, node)
+    }
+}

@@ -1,0 +1,150 @@
+//! What the transform did: the selects it replaced, the predicates it folded or could fold,
+//! and the `Iff` nodes it left to tract, with the reason.
+
+use std::fmt;
+
+/// A condition computed by one node that feeds only a replaced select: what a fused kernel
+/// would compute itself instead of reading a bool tensor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Predicate {
+    /// `a OP b` over two tensors of one numeric datum type (tract's `TypedBinOp` with a
+    /// comparison).
+    Compare {
+        /// `==`, `!=`, `<`, `<=`, `>` or `>=`.
+        op: &'static str,
+        /// The operands' datum type, as tract names it (`F32`, `I64`, ...).
+        dtype: String,
+    },
+    /// `isnan(x)`.
+    IsNan {
+        /// The operand's datum type.
+        dtype: String,
+    },
+    /// `isinf(x)` (both signs).
+    IsInf {
+        /// The operand's datum type.
+        dtype: String,
+    },
+}
+
+impl fmt::Display for Predicate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Predicate::Compare { op, dtype } => write!(f, "a {op} b ({dtype})"),
+            Predicate::IsNan { dtype } => write!(f, "isnan ({dtype})"),
+            Predicate::IsInf { dtype } => write!(f, "isinf ({dtype})"),
+        }
+    }
+}
+
+/// The condition of a replaced select, as the fusion step found it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Condition {
+    /// A bool tensor the select reads (a model input, a constant, an op that is not a
+    /// predicate, or a predicate that cannot be fused: `why`).
+    Tensor {
+        /// Why the node producing it cannot be folded, if it is a predicate at all.
+        why: Option<String>,
+    },
+    /// The predicate computed by node `node` feeds only this select: a fused kernel can compute
+    /// it. Not fused yet: selectjit has no fused-predicate entry point so far, so `node` still
+    /// runs in tract and the select reads its bool tensor.
+    Fusable {
+        /// The predicate node's name.
+        node: String,
+        /// What it computes.
+        predicate: Predicate,
+    },
+}
+
+/// One `Iff` replaced by a selectjit op.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Replaced {
+    /// The node's name (the ONNX node name for a loaded model).
+    pub node: String,
+    /// The elements' datum type, as tract names it.
+    pub dtype: String,
+    /// `Not` nodes folded into the select (their input became the condition and `then` / `else`
+    /// were swapped): the bool tensor they computed is no longer built.
+    pub folded_not: Vec<String>,
+    /// The condition the select reads now.
+    pub condition: Condition,
+}
+
+impl Replaced {
+    /// Whether any node computing the condition was folded into the select.
+    pub fn fused(&self) -> bool {
+        !self.folded_not.is_empty()
+    }
+}
+
+/// One `Iff` left to tract.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct LeftAlone {
+    /// The node's name.
+    pub node: String,
+    /// Why it was not replaced.
+    pub reason: String,
+}
+
+/// The outcome of [`crate::accelerate`].
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// The replaced selects, in evaluation order.
+    pub replaced: Vec<Replaced>,
+    /// The `Iff` nodes left alone.
+    pub left_alone: Vec<LeftAlone>,
+}
+
+impl Report {
+    /// Replaced selects whose condition node was folded in.
+    pub fn fused(&self) -> usize {
+        self.replaced.iter().filter(|r| r.fused()).count()
+    }
+
+    /// Replaced selects whose predicate could be computed in the kernel once selectjit offers
+    /// fused predicates.
+    pub fn fusable(&self) -> usize {
+        self.replaced
+            .iter()
+            .filter(|r| matches!(r.condition, Condition::Fusable { .. }))
+            .count()
+    }
+
+    /// The one-line summary: `replaced: N (F fused)`.
+    pub fn summary(&self) -> String {
+        format!("replaced: {} ({} fused)", self.replaced.len(), self.fused())
+    }
+}
+
+/// The summary line, then one line per node.
+impl fmt::Display for Report {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(f, "{}", self.summary())?;
+        for r in &self.replaced {
+            write!(f, "  replaced {} ({})", r.node, r.dtype)?;
+            if r.fused() {
+                write!(
+                    f,
+                    "; fused: Not {} (then/else swapped)",
+                    r.folded_not.join(", ")
+                )?;
+            }
+            match &r.condition {
+                Condition::Tensor { why: None } => writeln!(f, "; condition: bool tensor")?,
+                Condition::Tensor { why: Some(w) } => {
+                    writeln!(f, "; condition: bool tensor ({w})")?
+                }
+                Condition::Fusable { node, predicate } => writeln!(
+                    f,
+                    "; condition: {node} = {predicate}, fusable, not fused yet \
+                     (no fused predicates in selectjit yet)"
+                )?,
+            }
+        }
+        for l in &self.left_alone {
+            writeln!(f, "  left alone {}: {}", l.node, l.reason)?;
+        }
+        Ok(())
+    }
+}

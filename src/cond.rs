@@ -1,0 +1,244 @@
+//! The condition of a select: a mask, or a predicate computed per element inside the kernel.
+//!
+//! ```
+//! use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+//!
+//! // ReLU in one pass, with no bool temporary: out = x > 0 ? x : 0.
+//! let x = [-1.5f32, 2.0, -0.0, 3.0];
+//! let mut out = [9.0f32; 4];
+//! let xv = TensorRef::new(&x, &[4]);
+//! Engine::new().select(
+//!     Cond::gt(xv, 0.0f32),
+//!     xv,
+//!     TensorRef::scalar(&[0.0f32]),
+//!     TensorMut::new(&mut out, &[4]),
+//!     Broadcast::Numpy,
+//! )?;
+//! assert_eq!(out, [0.0, 2.0, 0.0, 3.0]);
+//! # Ok::<(), selectjit::Error>(())
+//! ```
+
+use crate::dtype::{DType, Element};
+use crate::pred::{CmpOp, Kind, TestOp};
+use crate::tensor::TensorRef;
+
+/// One operand of a predicate: a view of elements of some dtype (which may differ from the
+/// select's), a scalar held by value, or the in-place buffer of an in-place select.
+///
+/// Built from a typed view (`TensorRef<T>`), a value (`0.0f32`, `0i64`, ...: a rank-0 operand),
+/// raw bytes with a run-time dtype ([`Operand::from_bytes`]), or [`Operand::in_place`].
+#[derive(Clone, Copy, Debug)]
+pub struct Operand<'a> {
+    pub(crate) src: Src<'a>,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Src<'a> {
+    /// Elements of `dtype`: the buffer's bytes, its shape, strides and offset in elements.
+    View {
+        dtype: DType,
+        bytes: &'a [u8],
+        shape: &'a [usize],
+        strides: Option<&'a [isize]>,
+        offset: usize,
+    },
+    /// One element by value (little-endian bytes, the first `dtype.width()` of them).
+    Scalar { dtype: DType, bytes: [u8; 16] },
+    /// The in-place buffer (`then` or `else` of an in-place select), as it is before the call.
+    InPlace,
+}
+
+impl<'a> Operand<'a> {
+    /// A view of raw little-endian elements of `dtype`: shape, strides and offset of `view`
+    /// count elements of `dtype` (the byte buffer holds `len / width` of them).
+    pub fn from_bytes(dtype: DType, view: TensorRef<'a, u8>) -> Operand<'a> {
+        Operand {
+            src: Src::View {
+                dtype,
+                bytes: view.data(),
+                shape: view.shape(),
+                strides: view.strides(),
+                offset: view.offset(),
+            },
+        }
+    }
+
+    /// The buffer of an in-place select ([`crate::Engine::select_in_place`]) as it holds `then`
+    /// (or `else`) on entry, with the output's shape and layout: `where(x > 0, x, 0)` with `x`
+    /// overwritten. An error in a select that is not in place.
+    pub fn in_place() -> Operand<'static> {
+        Operand { src: Src::InPlace }
+    }
+
+    /// The dtype of a view or scalar (`None` for [`Operand::in_place`], which has the select's).
+    pub fn dtype(&self) -> Option<DType> {
+        match self.src {
+            Src::View { dtype, .. } | Src::Scalar { dtype, .. } => Some(dtype),
+            Src::InPlace => None,
+        }
+    }
+}
+
+impl<'a, T: Element> From<TensorRef<'a, T>> for Operand<'a> {
+    fn from(t: TensorRef<'a, T>) -> Self {
+        Operand {
+            src: Src::View {
+                dtype: T::DTYPE,
+                bytes: bytemuck::cast_slice(t.data()),
+                shape: t.shape(),
+                strides: t.strides(),
+                offset: t.offset(),
+            },
+        }
+    }
+}
+
+impl<T: Element> From<T> for Operand<'_> {
+    fn from(v: T) -> Self {
+        let mut bytes = [0u8; 16];
+        let b = bytemuck::bytes_of(&v);
+        bytes[..b.len()].copy_from_slice(b);
+        Operand {
+            src: Src::Scalar {
+                dtype: T::DTYPE,
+                bytes,
+            },
+        }
+    }
+}
+
+/// What decides, per element, whether a select takes `then` or `else`: a mask of bytes (any
+/// non-zero byte is true), or a predicate computed in the kernel with numpy's semantics —
+/// a comparison of two operands of one dtype (`==`, `!=`, `<`, `<=`, `>`, `>=`; floats as
+/// IEEE values, f16 / bf16 by value, integers by their signedness, bool as 0/1, complex as
+/// numpy 2), a test of one operand (`isnan`, `isinf`, `isfinite`), or the negation of either.
+///
+/// A predicate's operands broadcast against each other with numpy's rule; the result takes
+/// `cond`'s place in the select's broadcast mode. A typed mask view converts into a `Cond`, so
+/// [`crate::Engine::select`] takes either.
+#[derive(Clone, Copy, Debug)]
+pub struct Cond<'a> {
+    pub(crate) repr: Repr<'a>,
+    /// Negated: `then` and `else` trade places.
+    pub(crate) not: bool,
+}
+
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum Repr<'a> {
+    Mask(TensorRef<'a, u8>),
+    Cmp(CmpOp, Operand<'a>, Operand<'a>),
+    Test(TestOp, Operand<'a>),
+}
+
+impl<'a> From<TensorRef<'a, u8>> for Cond<'a> {
+    fn from(m: TensorRef<'a, u8>) -> Self {
+        Cond::mask(m)
+    }
+}
+
+impl<'a> Cond<'a> {
+    /// A mask: one byte per element, any non-zero byte true.
+    pub fn mask(m: TensorRef<'a, u8>) -> Cond<'a> {
+        Cond {
+            repr: Repr::Mask(m),
+            not: false,
+        }
+    }
+
+    /// `lhs OP rhs`; both operands of one dtype.
+    pub fn cmp(op: CmpOp, lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond {
+            repr: Repr::Cmp(op, lhs.into(), rhs.into()),
+            not: false,
+        }
+    }
+
+    /// `lhs == rhs` (numpy's `equal`).
+    pub fn eq(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::cmp(CmpOp::Eq, lhs, rhs)
+    }
+
+    /// `lhs != rhs` (numpy's `not_equal`).
+    pub fn ne(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::cmp(CmpOp::Ne, lhs, rhs)
+    }
+
+    /// `lhs < rhs` (numpy's `less`).
+    pub fn lt(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::cmp(CmpOp::Lt, lhs, rhs)
+    }
+
+    /// `lhs <= rhs` (numpy's `less_equal`).
+    pub fn le(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::cmp(CmpOp::Le, lhs, rhs)
+    }
+
+    /// `lhs > rhs` (numpy's `greater`).
+    pub fn gt(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::cmp(CmpOp::Gt, lhs, rhs)
+    }
+
+    /// `lhs >= rhs` (numpy's `greater_equal`).
+    pub fn ge(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::cmp(CmpOp::Ge, lhs, rhs)
+    }
+
+    /// A test of `v`'s values.
+    pub fn test(op: TestOp, v: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond {
+            repr: Repr::Test(op, v.into()),
+            not: false,
+        }
+    }
+
+    /// `isnan(v)`: false for integers and bool.
+    pub fn isnan(v: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::test(TestOp::IsNan, v)
+    }
+
+    /// `isinf(v)`: false for integers and bool.
+    pub fn isinf(v: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::test(TestOp::IsInf, v)
+    }
+
+    /// `isfinite(v)`: true for integers and bool.
+    pub fn isfinite(v: impl Into<Operand<'a>>) -> Cond<'a> {
+        Cond::test(TestOp::IsFinite, v)
+    }
+
+    /// The negation (numpy's `logical_not`).
+    #[allow(clippy::should_implement_trait)] // `!cond` works too (`std::ops::Not`)
+    pub fn not(self) -> Cond<'a> {
+        Cond {
+            not: !self.not,
+            ..self
+        }
+    }
+
+    /// Whether this is a mask (not a predicate).
+    pub fn is_mask(&self) -> bool {
+        matches!(self.repr, Repr::Mask(_))
+    }
+
+    /// The predicate as its kernels see it (see `pred`): its canonical kind over `dtype`
+    /// (the operands' dtype, or the select's for an in-place operand), whether the operands
+    /// trade places, and whether then and else do.
+    pub(crate) fn canonical(&self, select: DType) -> Option<(Kind, bool, bool)> {
+        let dt = |o: &Operand<'_>| o.dtype().unwrap_or(select);
+        match self.repr {
+            Repr::Mask(_) => None,
+            Repr::Cmp(op, l, _) => {
+                let (c, swap, not) = op.canonical();
+                Some((Kind::Cmp(c, dt(&l)), swap, not ^ self.not))
+            }
+            Repr::Test(t, v) => Some((Kind::Test(t, dt(&v)), false, self.not)),
+        }
+    }
+}
+
+impl<'a> std::ops::Not for Cond<'a> {
+    type Output = Cond<'a>;
+    fn not(self) -> Cond<'a> {
+        Cond::not(self)
+    }
+}
