@@ -92,9 +92,8 @@ fn kernel(xg: &X86Gen, exec: Exec, sig: &Signature, how: How) -> Kernel {
             let cg = CodeGen::new(
                 xg.tier(),
                 CodeGenOptions {
-                    verify: false,
                     nt_min_bytes: xg.nt_min_bytes(),
-                    runner: None,
+                    ..CodeGenOptions::default()
                 },
             )
             .unwrap();
