@@ -53,8 +53,8 @@ fn elem_size(m: Mnemonic) -> usize {
         | Vptestnmb | Vpmovm2b | Vpmovb2m | Vpshufb | Vpunpcklbw | Vpunpckhbw | Vpaddb | Vpsubb
         | Vpblendvb | Vpmovmskb => 1,
         Vmovdqu16 | Vpbroadcastw | Vpblendmw | Vpcmpeqw | Vpcmpgtw | Vpcmpw | Vpcmpuw
-        | Vptestmw | Vptestnmw | Vpmovm2w | Vpmovw2m | Vpunpcklwd | Vpunpckhwd | Vpaddw
-        | Vpsubw | Vpsllw | Vpsrlw | Vpsraw | Vpmovzxbw | Vpmovsxbw => 2,
+        | Vpacksswb | Vptestmw | Vptestnmw | Vpmovm2w | Vpmovw2m | Vpunpcklwd | Vpunpckhwd
+        | Vpaddw | Vpsubw | Vpsllw | Vpsrlw | Vpsraw | Vpmovzxbw | Vpmovsxbw => 2,
         Vmovdqu32 | Vmovdqa32 | Vmovups | Vmovaps | Vmovntps | Vpbroadcastd | Vbroadcastss
         | Vbroadcasti32x4 | Vbroadcastf32x4 | Vbroadcasti32x8 | Vbroadcastf32x8 | Vinserti32x4
         | Vinsertf32x4 | Vinserti32x8 | Vinsertf32x8 | Vextracti32x4 | Vextractf32x4
@@ -62,7 +62,8 @@ fn elem_size(m: Mnemonic) -> usize {
         | Vptestmd | Vptestnmd | Vpcmpeqd | Vpcmpgtd | Vpcmpd | Vpcmpud | Vpblendmd | Vblendmps
         | Vpmovzxbd | Vpmovzxwd | Vpmovsxbd | Vpmovsxwd | Vpmovm2d | Vpmovd2m | Vpermd
         | Vpermps | Vpshufd | Vpunpckldq | Vpunpckhdq | Vpaddd | Vpsubd | Vpslld | Vpsrld
-        | Vpsrad | Vblendvps | Vmovmskps | Vpmaskmovd | Vmaskmovps => 4,
+        | Vpsrad | Vblendvps | Vmovmskps | Vpmaskmovd | Vmaskmovps | Vcmpps | Vandps | Vandnps
+        | Vorps | Vxorps | Vfpclassps | Vpackssdw => 4,
         _ => 8,
     }
 }
@@ -103,6 +104,102 @@ fn k_width(m: Mnemonic) -> usize {
         | Ktestd | Kaddd | Kunpckwd => 32,
         _ => 64,
     }
+}
+
+/// The result of `vcmpps` / `vcmppd` with predicate `imm` (0-31) on IEEE values of `es` bytes:
+/// the SDM's table of the 32 predicates. Bit 4 only chooses whether a quiet NaN signals (an
+/// exception flag, which the emulator does not keep); the result depends on the low 4 bits.
+/// No MXCSR: denormals compare as themselves (DAZ off, the default).
+pub(crate) fn fp_compare(a: u64, b: u64, es: usize, imm: u8) -> bool {
+    let (lt, eq, gt, un) = if es == 4 {
+        let (x, y) = (f32::from_bits(a as u32), f32::from_bits(b as u32));
+        (x < y, x == y, x > y, x.is_nan() || y.is_nan())
+    } else {
+        let (x, y) = (f64::from_bits(a), f64::from_bits(b));
+        (x < y, x == y, x > y, x.is_nan() || y.is_nan())
+    };
+    match imm & 0xf {
+        0x0 => eq,         // EQ_OQ
+        0x1 => lt,         // LT_OS
+        0x2 => lt || eq,   // LE_OS
+        0x3 => un,         // UNORD_Q
+        0x4 => !eq,        // NEQ_UQ
+        0x5 => !lt,        // NLT_US
+        0x6 => !lt && !eq, // NLE_US
+        0x7 => !un,        // ORD_Q
+        0x8 => eq || un,   // EQ_UQ
+        0x9 => lt || un,   // NGE_US
+        0xa => !gt,        // NGT_US
+        0xb => false,      // FALSE_OQ
+        0xc => lt || gt,   // NEQ_OQ
+        0xd => gt || eq,   // GE_OS
+        0xe => gt,         // GT_OS
+        _ => true,         // TRUE_UQ
+    }
+}
+
+/// `vfpclassps` / `vfpclasspd`: whether the value of `es` bytes is in a class of `imm` (bit 0
+/// QNaN, 1 +0, 2 -0, 3 +inf, 4 -inf, 5 denormal, 6 negative finite non-zero, 7 SNaN).
+pub(crate) fn fp_class(x: u64, es: usize, imm: u8) -> bool {
+    let (mbits, ebits) = if es == 4 { (23, 8) } else { (52, 11) };
+    let sign = x >> (mbits + ebits) & 1 == 1;
+    let exp = x >> mbits & ((1 << ebits) - 1);
+    let man = x & ((1 << mbits) - 1);
+    let exp_ones = exp == (1 << ebits) - 1;
+    let zero = exp == 0 && man == 0;
+    let quiet = man >> (mbits - 1) & 1 == 1;
+    let classes = [
+        exp_ones && man != 0 && quiet,
+        !sign && zero,
+        sign && zero,
+        !sign && exp_ones && man == 0,
+        sign && exp_ones && man == 0,
+        exp == 0 && man != 0,
+        sign && !exp_ones && !zero,
+        exp_ones && man != 0 && !quiet,
+    ];
+    (0..8).any(|i| imm >> i & 1 == 1 && classes[i])
+}
+
+/// f16 bits to the f32 bits of the same value (`vcvtph2ps`): exact; a signalling NaN comes out
+/// quiet, its payload kept.
+pub(crate) fn f16_to_f32(h: u64) -> u64 {
+    let sign = (h as u32 >> 15 & 1) << 31;
+    let exp = h as u32 >> 10 & 0x1f;
+    let man = h as u32 & 0x3ff;
+    let bits = match (exp, man) {
+        (0, 0) => sign,
+        (0, _) => {
+            // Subnormal: m * 2^-24, normalised.
+            let shift = man.leading_zeros() - 21;
+            let m = (man << shift) & 0x3ff;
+            sign | (127 - 15 + 1 - shift) << 23 | m << 13
+        }
+        (0x1f, 0) => sign | 0x7f80_0000,
+        (0x1f, _) => sign | 0x7fc0_0000 | man << 13,
+        _ => sign | (exp + 127 - 15) << 23 | man << 13,
+    };
+    bits as u64
+}
+
+/// f32 bits to the f64 bits of the same value (`vcvtps2pd`): exact; a signalling NaN comes out
+/// quiet, its payload kept.
+pub(crate) fn f32_to_f64(x: u64) -> u64 {
+    let f = f32::from_bits(x as u32);
+    if f.is_nan() {
+        let sign = (x >> 31 & 1) << 63;
+        let man = x & 0x7f_ffff;
+        sign | 0x7ff8_0000_0000_0000 | man << 29
+    } else {
+        (f as f64).to_bits()
+    }
+}
+
+/// `x` (`from` bytes, signed) saturated to `to` bytes.
+fn saturate(x: u64, from: usize, to: usize) -> u64 {
+    let v = sext(x, from);
+    let hi = (1i64 << (8 * to - 1)) - 1;
+    v.clamp(-hi - 1, hi) as u64 & mask(to)
 }
 
 /// The result of `vpternlog` with truth table `imm` on 64 bits of each operand.
@@ -287,7 +384,86 @@ impl Machine<'_> {
             | Vextractf64x2 | Vextracti32x8 | Vextractf32x8 | Vextracti64x4 | Vextractf64x4 => {
                 self.extract(ins, elem_size(m))?
             }
-            Vpxor | Vpxord | Vpxorq => self.binop(ins, elem_size(m), |a, b, _| a ^ b)?,
+            Vpxor | Vpxord | Vpxorq | Vxorps | Vxorpd => {
+                self.binop(ins, elem_size(m), |a, b, _| a ^ b)?
+            }
+            Vandps | Vandpd => self.binop(ins, elem_size(m), |a, b, _| a & b)?,
+            Vandnps | Vandnpd => self.binop(ins, elem_size(m), |a, b, _| !a & b)?,
+            Vorps | Vorpd => self.binop(ins, elem_size(m), |a, b, _| a | b)?,
+            Vcmpps | Vcmppd => {
+                let imm = ins.immediate8();
+                let pred = move |a: u64, b: u64, es: usize| fp_compare(a, b, es, imm);
+                if ins.op_register(0).is_k() {
+                    self.cmp_k(ins, elem_size(m), pred)?
+                } else {
+                    self.binop(
+                        ins,
+                        elem_size(m),
+                        move |a, b, es| {
+                            if pred(a, b, es) { u64::MAX } else { 0 }
+                        },
+                    )?
+                }
+            }
+            Vfpclassps | Vfpclasspd => {
+                let es = elem_size(m);
+                if ins.op_kind(1) != OpKind::Register && ins.is_broadcast() {
+                    return unsupported("embedded broadcast");
+                }
+                let n = match ins.op_kind(1) {
+                    OpKind::Register => vl(ins.op_register(1)),
+                    _ => ins.memory_size().size(),
+                };
+                let lanes = self.lanes(ins, n / es);
+                let a = self.src(ins, 1, n, es, lanes)?;
+                let imm = ins.immediate8();
+                let bits = (0..n / es).fold(0u64, |acc, i| {
+                    acc | (fp_class(get(&a, es, i), es, imm) as u64) << i
+                });
+                self.k[ins.op_register(0).number()] = bits & lanes;
+            }
+            Vcvtph2ps | Vcvtps2pd => {
+                let (ses, des, f): (usize, usize, fn(u64) -> u64) = if m == Vcvtph2ps {
+                    (2, 4, f16_to_f32)
+                } else {
+                    (4, 8, f32_to_f64)
+                };
+                if ins.op_count() != 2 {
+                    return unsupported("rounding or sae operand");
+                }
+                let dst = ins.op_register(0);
+                let nel = vl(dst) / des;
+                let lanes = self.lanes(ins, nel);
+                let s = self.src(ins, 1, nel * ses, ses, lanes)?;
+                let mut out = [0u8; 64];
+                for i in 0..nel {
+                    put(&mut out, des, i, f(get(&s, ses, i)));
+                }
+                self.wr_vec(ins, dst, &out, des);
+            }
+            Vpackssdw | Vpacksswb => {
+                let (ses, des) = if m == Vpackssdw { (4, 2) } else { (2, 1) };
+                let dst = ins.op_register(0);
+                let n = vl(dst);
+                let a = self.vreg(ins, 1);
+                let b = self.src(ins, 2, n, ses, u64::MAX)?;
+                let per = 16 / ses;
+                let mut out = [0u8; 64];
+                for lane in 0..n / 16 {
+                    for j in 0..per {
+                        let at = lane * 2 * per + j;
+                        put(
+                            &mut out,
+                            des,
+                            at,
+                            saturate(get(&a, ses, lane * per + j), ses, des),
+                        );
+                        let x = get(&b, ses, lane * per + j);
+                        put(&mut out, des, at + per, saturate(x, ses, des));
+                    }
+                }
+                self.wr_vec(ins, dst, &out, des);
+            }
             Vpand | Vpandd | Vpandq => self.binop(ins, elem_size(m), |a, b, _| a & b)?,
             Vpandn | Vpandnd | Vpandnq => self.binop(ins, elem_size(m), |a, b, _| !a & b)?,
             Vpor | Vpord | Vporq => self.binop(ins, elem_size(m), |a, b, _| a | b)?,

@@ -64,9 +64,13 @@ impl X86Gen {
 
     /// Whether this generator emits code for `sig` (otherwise Cranelift compiles it).
     pub fn covers(&self, sig: &Signature) -> bool {
-        // Predicates (conditions computed in the kernel) are not emitted by this tier yet: the
-        // engine runs them on its blocked path.
-        sig.is_mask()
+        // Predicates of complex dtypes are left to the engine's blocked path, and so are
+        // those of f16 at the AVX2 level on a host without F16C (`vcvtph2ps`), which the AVX2
+        // tier does not otherwise require.
+        emit::covers_cond(sig.cond)
+            && (self.level != Level::Avx2
+                || sig.cond.dtype() != Some(crate::dtype::DType::F16)
+                || host_f16c())
             && [1, 2, 4, 8, 16].contains(&sig.width)
             && !sig.dims.is_empty()
             && sig.rank() <= crate::shape::MAX_RANK
@@ -135,4 +139,14 @@ impl X86Gen {
         emit::emit_kernel(sig, generic, self.level, kind)
             .map_err(|e| Error::codegen_from(format!("x86 {:?} code for {sig}", self.level), e))
     }
+}
+
+/// Whether the host converts f16 to f32 in vectors (F16C; AVX-512 hosts always do).
+fn host_f16c() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        std::arch::is_x86_feature_detected!("f16c")
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
 }

@@ -917,3 +917,309 @@ fn fault_suppression_of_other_instructions() {
         Err(EmuError::OutOfBounds { addr, .. }) if addr == base + 8
     ));
 }
+
+/// The SDM's table of the 32 `vcmpps` predicates, by their low four bits: whether each of
+/// less, equal, greater and unordered makes the predicate true (bit 4 only decides signalling).
+const FP_TABLE: [[bool; 4]; 16] = [
+    [false, true, false, false],  // EQ_OQ
+    [true, false, false, false],  // LT_OS
+    [true, true, false, false],   // LE_OS
+    [false, false, false, true],  // UNORD_Q
+    [true, false, true, true],    // NEQ_UQ
+    [false, true, true, true],    // NLT_US
+    [false, false, true, true],   // NLE_US
+    [true, true, true, false],    // ORD_Q
+    [false, true, false, true],   // EQ_UQ
+    [true, false, false, true],   // NGE_US
+    [true, true, false, true],    // NGT_US
+    [false, false, false, false], // FALSE_OQ
+    [true, false, true, false],   // NEQ_OQ
+    [false, true, true, false],   // GE_OS
+    [false, false, true, false],  // GT_OS
+    [true, true, true, true],     // TRUE_UQ
+];
+
+fn fp_model(a: u64, b: u64, w: usize, imm: u8) -> bool {
+    let (x, y) = if w == 4 {
+        (
+            f32::from_bits(a as u32) as f64,
+            f32::from_bits(b as u32) as f64,
+        )
+    } else {
+        (f64::from_bits(a), f64::from_bits(b))
+    };
+    let outcome = if x.is_nan() || y.is_nan() {
+        3
+    } else if x < y {
+        0
+    } else if x == y {
+        1
+    } else {
+        2
+    };
+    FP_TABLE[(imm & 15) as usize][outcome]
+}
+
+#[test]
+fn float_compares_into_opmasks() {
+    for imm in 0..32u8 {
+        for (w, name) in [(4, "ps"), (8, "pd")] {
+            check(
+                &format!("vcmp{name} {imm}"),
+                ALL,
+                &super::hw::float_state(w),
+                body!(|a| {
+                    if w == 4 {
+                        a.vcmpps(k1.k2(), zmm0, zmm1, imm as i32)?;
+                        a.vcmpps(k3, ymm2, ymmword_ptr(rsi), imm as i32)?;
+                        a.vcmpps(k4.k5(), xmm20, xmm21, imm as i32)?;
+                        a.vcmpps(k6, zmm3, dword_bcst(rsi + 4), imm as i32)?;
+                    } else {
+                        a.vcmppd(k1.k2(), zmm0, zmm1, imm as i32)?;
+                        a.vcmppd(k3, ymm2, ymmword_ptr(rsi), imm as i32)?;
+                        a.vcmppd(k4.k5(), xmm20, xmm21, imm as i32)?;
+                        a.vcmppd(k6, zmm3, qword_bcst(rsi + 8), imm as i32)?;
+                    }
+                }),
+                &|i, o| {
+                    let m = mem_off(i.gpr[6]);
+                    let (v, k) = (&i.v, &i.k);
+                    let f = |a, b| fp_model(a, b, w, imm);
+                    o.k[1] = kbits(64 / w, Some(k[2]), |j| f(el(&v[0], w, j), el(&v[1], w, j)));
+                    o.k[3] = kbits(32 / w, None, |j| f(el(&v[2], w, j), el(&i.mem[m..], w, j)));
+                    o.k[4] = kbits(16 / w, Some(k[5]), |j| {
+                        f(el(&v[20], w, j), el(&v[21], w, j))
+                    });
+                    let bc = el(&i.mem[m + w..], w, 0);
+                    o.k[6] = kbits(64 / w, None, |j| f(el(&v[3], w, j), bc));
+                },
+            );
+        }
+    }
+}
+
+/// The classes of `vfpclass`, from the value's properties.
+fn class_model(x: u64, w: usize, imm: u8) -> bool {
+    let (nan, quiet, neg, inf, zero, sub) = if w == 4 {
+        let f = f32::from_bits(x as u32);
+        (
+            f.is_nan(),
+            x >> 22 & 1 == 1,
+            f.is_sign_negative(),
+            f.is_infinite(),
+            f == 0.0,
+            f.is_subnormal(),
+        )
+    } else {
+        let f = f64::from_bits(x);
+        (
+            f.is_nan(),
+            x >> 51 & 1 == 1,
+            f.is_sign_negative(),
+            f.is_infinite(),
+            f == 0.0,
+            f.is_subnormal(),
+        )
+    };
+    let class = [
+        nan && quiet,
+        zero && !neg,
+        zero && neg,
+        inf && !neg,
+        inf && neg,
+        sub,
+        neg && !nan && !inf && !zero,
+        nan && !quiet,
+    ];
+    (0..8).any(|b| imm >> b & 1 == 1 && class[b])
+}
+
+#[test]
+fn float_classes_into_opmasks() {
+    for imm in [
+        0x01u8, 0x02, 0x04, 0x08, 0x10, 0x20, 0x40, 0x80, 0x81, 0x18, 0x99, 0x66, 0xff,
+    ] {
+        for w in [4, 8] {
+            check(
+                &format!("vfpclass {w} {imm:#x}"),
+                ALL,
+                &super::hw::float_state(w),
+                body!(|a| {
+                    if w == 4 {
+                        a.vfpclassps(k1.k2(), zmm0, imm as i32)?;
+                        a.vfpclassps(k3, ymm1, imm as i32)?;
+                        a.vfpclassps(k4, xmmword_ptr(rsi), imm as i32)?;
+                    } else {
+                        a.vfpclasspd(k1.k2(), zmm0, imm as i32)?;
+                        a.vfpclasspd(k3, ymm1, imm as i32)?;
+                        a.vfpclasspd(k4, xmmword_ptr(rsi), imm as i32)?;
+                    }
+                }),
+                &|i, o| {
+                    let m = mem_off(i.gpr[6]);
+                    let (v, k) = (&i.v, &i.k);
+                    o.k[1] = kbits(64 / w, Some(k[2]), |j| class_model(el(&v[0], w, j), w, imm));
+                    o.k[3] = kbits(32 / w, None, |j| class_model(el(&v[1], w, j), w, imm));
+                    o.k[4] = kbits(16 / w, None, |j| class_model(el(&i.mem[m..], w, j), w, imm));
+                },
+            );
+        }
+    }
+}
+
+/// An f16 value as f32 bits, computed from its value (NaNs: quiet, payload kept).
+fn f16_model(h: u64) -> u64 {
+    let (s, e, m) = (h >> 15 & 1, h >> 10 & 31, h & 1023);
+    let sign = if s == 1 { -1.0f64 } else { 1.0 };
+    if e == 31 && m != 0 {
+        return s << 31 | 0x7fc0_0000 | m << 13;
+    }
+    if e == 31 {
+        return ((sign * f64::INFINITY) as f32).to_bits() as u64;
+    }
+    let v = if e == 0 {
+        m as f64 * 2f64.powi(-24)
+    } else {
+        (1024 + m) as f64 * 2f64.powi(e as i32 - 25)
+    };
+    ((sign * v) as f32).to_bits() as u64
+}
+
+/// An f32 value as f64 bits (NaNs: quiet, payload kept).
+fn f32_model(x: u64) -> u64 {
+    let f = f32::from_bits(x as u32);
+    if f.is_nan() {
+        (x >> 31) << 63 | 0x7ff8_0000_0000_0000 | (x & 0x7f_ffff) << 29
+    } else {
+        (f as f64).to_bits()
+    }
+}
+
+#[test]
+fn float_conversions_masked() {
+    check(
+        "vcvtph2ps",
+        ALL,
+        &super::hw::float_state(2),
+        body!(|a| {
+            a.vcvtph2ps(zmm0.k1().z(), ymm1)?;
+            a.vcvtph2ps(ymm2.k2(), xmmword_ptr(rsi))?;
+            a.vcvtph2ps(xmm20, xmm21)?;
+        }),
+        &|i, o| {
+            let m = mem_off(i.gpr[6]);
+            let (v, k) = (&i.v, &i.k);
+            let conv = |src: &[u8], n: usize| {
+                let mut r = [0u8; 64];
+                for j in 0..n {
+                    set(&mut r, 4, j, f16_model(el(src, 2, j)));
+                }
+                r
+            };
+            masked(&mut o.v[0], &conv(&v[1], 16), 64, 4, Some(k[1]), true);
+            masked(
+                &mut o.v[2],
+                &conv(&i.mem[m..m + 16], 8),
+                32,
+                4,
+                Some(k[2]),
+                false,
+            );
+            masked(&mut o.v[20], &conv(&v[21], 4), 16, 4, None, false);
+        },
+    );
+    check(
+        "vcvtps2pd",
+        ALL,
+        &super::hw::float_state(4),
+        body!(|a| {
+            a.vcvtps2pd(zmm0.k1(), ymm1)?;
+            a.vcvtps2pd(ymm2.k2().z(), xmmword_ptr(rsi))?;
+            a.vcvtps2pd(xmm20, xmm21)?;
+        }),
+        &|i, o| {
+            let m = mem_off(i.gpr[6]);
+            let (v, k) = (&i.v, &i.k);
+            let conv = |src: &[u8], n: usize| {
+                let mut r = [0u8; 64];
+                for j in 0..n {
+                    set(&mut r, 8, j, f32_model(el(src, 4, j)));
+                }
+                r
+            };
+            masked(&mut o.v[0], &conv(&v[1], 8), 64, 8, Some(k[1]), false);
+            masked(
+                &mut o.v[2],
+                &conv(&i.mem[m..m + 16], 4),
+                32,
+                8,
+                Some(k[2]),
+                true,
+            );
+            masked(&mut o.v[20], &conv(&v[21], 2), 16, 8, None, false);
+        },
+    );
+}
+
+#[test]
+fn signed_saturating_packs() {
+    check(
+        "vpackss",
+        ALL,
+        &rsi_mem,
+        body!(|a| {
+            a.vpackssdw(zmm0.k1(), zmm1, zmm2)?;
+            a.vpacksswb(ymm3, ymm4, ymmword_ptr(rsi))?;
+            a.vpackssdw(xmm20.k2().z(), xmm21, xmm22)?;
+        }),
+        &|i, o| {
+            let m = mem_off(i.gpr[6]);
+            let (v, k) = (&i.v, &i.k);
+            // Per 128-bit lane: a's elements saturated, then b's.
+            let pack = |a: &[u8], b: &[u8], bytes: usize, from: usize| {
+                let to = from / 2;
+                let (lo, hi) = (-(1i64 << (8 * to - 1)), (1i64 << (8 * to - 1)) - 1);
+                let per = 16 / from;
+                let mut r = [0u8; 64];
+                for lane in 0..bytes / 16 {
+                    for j in 0..per {
+                        for (h, src) in [a, b].iter().enumerate() {
+                            let x = sx(el(src, from, lane * per + j), from).clamp(lo, hi);
+                            set(
+                                &mut r,
+                                to,
+                                lane * 2 * per + h * per + j,
+                                x as u64 & ((1 << (8 * to)) - 1),
+                            );
+                        }
+                    }
+                }
+                r
+            };
+            masked(
+                &mut o.v[0],
+                &pack(&v[1], &v[2], 64, 4),
+                64,
+                2,
+                Some(k[1]),
+                false,
+            );
+            masked(
+                &mut o.v[3],
+                &pack(&v[4], &i.mem[m..m + 32], 32, 2),
+                32,
+                1,
+                None,
+                false,
+            );
+            masked(
+                &mut o.v[20],
+                &pack(&v[21], &v[22], 16, 4),
+                16,
+                2,
+                Some(k[2]),
+                true,
+            );
+        },
+    );
+}

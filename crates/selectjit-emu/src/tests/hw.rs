@@ -971,3 +971,150 @@ fn avx512_matches_hardware_where_present() {
         );
     }
 }
+
+/// Float edge values of `ew` bytes (2: f16, 4: f32, 8: f64): NaNs quiet and signalling with
+/// payloads of both signs, ±0, ±inf, subnormals, extremes, small numbers.
+pub(super) fn float_edge(rng: &mut Rng, ew: usize) -> u64 {
+    const F16: [u64; 14] = [
+        0x7e00, 0xfe01, 0x7c01, 0xfd23, 0x0000, 0x8000, 0x7c00, 0xfc00, 0x0001, 0x83ff, 0x7bff,
+        0x0400, 0x3c00, 0xbc00,
+    ];
+    const F32: [u64; 15] = [
+        0x7fc0_0000,
+        0xffc0_0001,
+        0x7f80_0001,
+        0xff81_2345,
+        0,
+        0x8000_0000,
+        0x7f80_0000,
+        0xff80_0000,
+        1,
+        0x807f_ffff,
+        0x7f7f_ffff,
+        0x0080_0000,
+        0x3f80_0000,
+        0xbf80_0000,
+        0x3f80_0001,
+    ];
+    const F64: [u64; 14] = [
+        0x7ff8_0000_0000_0000,
+        0xfff8_0000_0000_0001,
+        0x7ff0_0000_0000_0001,
+        0xfff4_5678_9abc_def0,
+        0,
+        0x8000_0000_0000_0000,
+        0x7ff0_0000_0000_0000,
+        0xfff0_0000_0000_0000,
+        1,
+        0x800f_ffff_ffff_ffff,
+        0x7fef_ffff_ffff_ffff,
+        0x0010_0000_0000_0000,
+        0x3ff0_0000_0000_0000,
+        0xbff0_0000_0000_0000,
+    ];
+    let set: &[u64] = match ew {
+        2 => &F16,
+        4 => &F32,
+        _ => &F64,
+    };
+    if rng.below(5) == 0 {
+        rng.next()
+            & if ew == 8 {
+                u64::MAX
+            } else {
+                (1 << (8 * ew)) - 1
+            }
+    } else {
+        set[rng.below(set.len() as u64) as usize]
+    }
+}
+
+/// Vector registers and memory of float lanes of `ew` bytes (edge values; the registers often
+/// share lanes, so that compares find equal values).
+pub(super) fn float_state(ew: usize) -> impl Fn(&mut State, &mut Rng) {
+    move |st: &mut State, rng: &mut Rng| {
+        rsi_mem(st, rng);
+        for v in st.v.iter_mut() {
+            for i in 0..64 / ew {
+                v[i * ew..(i + 1) * ew].copy_from_slice(&float_edge(rng, ew).to_le_bytes()[..ew]);
+            }
+        }
+        for r in 1..32 {
+            if rng.below(3) == 0 {
+                let from = st.v[rng.below(r as u64) as usize];
+                for i in 0..64 / ew {
+                    if rng.below(2) == 0 {
+                        st.v[r][i * ew..(i + 1) * ew].copy_from_slice(&from[i * ew..(i + 1) * ew]);
+                    }
+                }
+            }
+        }
+        for i in 0..MEM / ew {
+            st.mem[i * ew..(i + 1) * ew].copy_from_slice(&float_edge(rng, ew).to_le_bytes()[..ew]);
+        }
+    }
+}
+
+#[test]
+fn avx2_float_compares_match_hardware() {
+    if !host_ok() {
+        return;
+    }
+    for imm in 0..32 {
+        v!(&format!("vcmpps {imm}"), float_state(4), |a| {
+            a.vcmpps(ymm0, ymm1, ymm2, imm)?;
+            a.vcmpps(xmm3, xmm4, xmm5, imm)?;
+            a.vcmpps(ymm6, ymm6, ymmword_ptr(rsi), imm)?;
+            a.vcmpps(xmm7, xmm8, xmm8, imm)
+        });
+        v!(&format!("vcmppd {imm}"), float_state(8), |a| {
+            a.vcmppd(ymm0, ymm1, ymm2, imm)?;
+            a.vcmppd(xmm3, xmm4, xmm5, imm)?;
+            a.vcmppd(ymm6, ymm6, ymmword_ptr(rsi), imm)?;
+            a.vcmppd(xmm7, xmm8, xmm8, imm)
+        });
+    }
+    v!("vandps vandpd", float_state(4), |a| {
+        a.vandps(ymm0, ymm1, ymm2)?;
+        a.vandps(xmm3, xmm4, xmmword_ptr(rsi))?;
+        a.vandpd(ymm5, ymm6, ymmword_ptr(rsi + 8))?;
+        a.vandpd(xmm7, xmm8, xmm9)
+    });
+}
+
+#[test]
+fn avx2_conversions_match_hardware() {
+    if !host_ok() {
+        return;
+    }
+    if !std::arch::is_x86_feature_detected!("f16c") {
+        println!("emu: host lacks F16C: vcvtph2ps not compared");
+    } else {
+        v!("vcvtph2ps", float_state(2), |a| {
+            a.vcvtph2ps(ymm0, xmm1)?;
+            a.vcvtph2ps(xmm2, xmm3)?;
+            a.vcvtph2ps(ymm4, xmmword_ptr(rsi))?;
+            a.vcvtph2ps(xmm5, qword_ptr(rsi + 2))
+        });
+    }
+    v!("vcvtps2pd", float_state(4), |a| {
+        a.vcvtps2pd(ymm0, xmm1)?;
+        a.vcvtps2pd(xmm2, xmm3)?;
+        a.vcvtps2pd(ymm4, xmmword_ptr(rsi))?;
+        a.vcvtps2pd(xmm5, qword_ptr(rsi + 4))
+    });
+}
+
+#[test]
+fn avx2_packs_match_hardware() {
+    if !host_ok() {
+        return;
+    }
+    v!("vpackss", |a| {
+        a.vpackssdw(ymm0, ymm1, ymm2)?;
+        a.vpackssdw(xmm3, xmm4, xmmword_ptr(rsi))?;
+        a.vpacksswb(ymm5, ymm6, ymmword_ptr(rsi + 4))?;
+        a.vpacksswb(xmm7, xmm8, xmm9)?;
+        a.vpackssdw(ymm10, ymm10, ymm11)
+    });
+}

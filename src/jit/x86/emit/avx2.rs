@@ -14,10 +14,11 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Bounds, Emitter, Label, P, R};
+use super::emitter::{Bounds, Cc, Emitter, Label, P, R};
 use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
+use super::pred::Pol;
 use super::regs::{XMM, YMM};
-use crate::plan::{COND, ELSE, OUT, THEN};
+use crate::plan::{COND, ELSE, OUT, RHS, THEN};
 
 /// The AVX2 vector ISA.
 pub(crate) struct Avx2;
@@ -49,7 +50,7 @@ macro_rules! xy {
 impl VecIsa for Avx2 {
     fn invariants(e: &mut Emitter) -> R {
         e.a.vpxor(XMM[ZERO], XMM[ZERO], XMM[ZERO])?;
-        if Self::uniform(e.w) {
+        if Self::uniform(e.w) && e.pred.is_none() {
             e.a.vpcmpeqd(YMM[ONES], YMM[ONES], YMM[ONES])?;
         }
         if e.packed {
@@ -250,9 +251,15 @@ impl Emitter<'_> {
             // Rows of fewer than 16 bytes: one element at a time.
             let top = self.label();
             self.bind(top);
-            self.a.cmp(byte_ptr(rdi + r8), 0)?;
+            let cc = if self.pred.is_some() {
+                let (l, r) = (self.pelem(COND, 0)?, self.pelem(RHS, 0)?);
+                self.pred_scalar(l, r)?
+            } else {
+                self.a.cmp(byte_ptr(rdi + r8), 0)?;
+                Cc::Z
+            };
             let (t, e_, o) = (self.elem(THEN, 0), self.elem(ELSE, 0), self.elem(OUT, 0));
-            self.select_elem(t, e_, o, rax, r10)?;
+            self.select_elem(t, e_, o, rax, r10, cc)?;
             self.a.inc(r8)?;
             self.a.cmp(r8, r9)?;
             self.jb(top)?;
@@ -263,7 +270,26 @@ impl Emitter<'_> {
     /// Moves the row pointers (of operands that advance along the row) forward, or back, by
     /// `k` elements (`k` is clobbered when moving back).
     fn avx2_shift_row(&mut self, k: AsmRegister64, back: bool) -> R {
-        if back {
+        if let Some(p) = self.pred {
+            // lhs and rhs by k elements of the compared width (unless constant along the row).
+            for (i, reg) in [(0, rdi), (1, r12)] {
+                if p.bcast[i] || (i == 1 && !p.binary) {
+                    continue;
+                }
+                let by = if p.cw == 1 {
+                    k
+                } else {
+                    self.a.mov(r10, k)?;
+                    self.a.shl(r10, p.cw.trailing_zeros())?;
+                    r10
+                };
+                if back {
+                    self.a.sub(reg, by)?;
+                } else {
+                    self.a.add(reg, by)?;
+                }
+            }
+        } else if back {
             self.a.sub(rdi, k)?;
         } else {
             self.a.add(rdi, k)?;
@@ -314,8 +340,6 @@ impl Emitter<'_> {
     fn avx2_body(&mut self, bytes: usize, count: usize, nt: bool, pre: bool) -> R {
         let w = self.w;
         let per = (bytes / w).max(1) as i64;
-        let (bt, be) = (self.row_bcast(THEN), self.row_bcast(ELSE));
-        let (st, se) = (splat_reg(THEN), splat_reg(ELSE));
         if w == 16 {
             self.a.mov(r11, r8)?;
             self.a.shl(r11, 4)?;
@@ -344,10 +368,16 @@ impl Emitter<'_> {
         xy!(bytes, r => {
             for v in 0..count {
                 let off = v as i64 * per;
-                let (m, d) = (r[2 * v], r[2 * v + 1]);
+                let (mut m, d) = (r[2 * v], r[2 * v + 1]);
+                // Where a set lane takes else (a mask's lanes: cond is 0), or then.
+                let mut pol = Pol::Else;
+                if self.pred.is_some() {
+                    let (reg, p) = self.lanes_mask(bytes, v, off)?;
+                    (m, pol) = (r[reg], p);
+                }
                 let c = self.elem(COND, off);
                 match w {
-                    _ if wide_masks => {}
+                    _ if wide_masks || self.pred.is_some() => {}
                     _ if self.from_bits => self.avx2_bits_mask(YMM[2 * v], v)?,
                     1 => self.a.vpcmpeqb(m, r[ZERO], c)?,
                     2 => {
@@ -372,21 +402,27 @@ impl Emitter<'_> {
                         self.a.vpcmpeqq(m, m, r[ZERO])?;
                     }
                 }
-                // d = m ? else : then
-                let t = if bt {
-                    r[st]
+                // d = m ? set : clear: set = else, clear = then for masks.
+                let (clear, set) = match pol {
+                    Pol::Else => (THEN, ELSE),
+                    Pol::Then => (ELSE, THEN),
+                };
+                let (bc, bs) = (self.row_bcast(clear), self.row_bcast(set));
+                let (splat_c, splat_s) = (splat_reg(clear), splat_reg(set));
+                let t = if bc {
+                    r[splat_c]
                 } else {
-                    self.a.vmovdqu(d, self.elem(THEN, off))?;
+                    self.a.vmovdqu(d, self.elem(clear, off))?;
                     d
                 };
-                if be {
+                if bs {
                     match w {
-                        1 | 2 => self.a.vpblendvb(d, t, r[se], m)?,
-                        4 => self.a.vblendvps(d, t, r[se], m)?,
-                        _ => self.a.vblendvpd(d, t, r[se], m)?,
+                        1 | 2 => self.a.vpblendvb(d, t, r[splat_s], m)?,
+                        4 => self.a.vblendvps(d, t, r[splat_s], m)?,
+                        _ => self.a.vblendvpd(d, t, r[splat_s], m)?,
                     }
                 } else {
-                    let e = self.elem(ELSE, off);
+                    let e = self.elem(set, off);
                     match w {
                         1 | 2 => self.a.vpblendvb(d, t, e, m)?,
                         4 => self.a.vblendvps(d, t, e, m)?,

@@ -23,6 +23,7 @@ use iced_x86::code_asm::*;
 
 use super::emitter::{Bounds, Emitter, Label, R};
 use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
+use super::pred::Pol;
 use super::regs::{XMM, YMM, ZMM};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
@@ -291,6 +292,14 @@ impl Emitter<'_> {
     /// bits at `rax` when [`Emitter::from_bits`]); a bit is set where the blend takes its
     /// memory (or second) operand.
     fn avx512_masks<V: VReg>(&mut self, vecs: usize) -> R {
+        if self.pred.is_some() {
+            let want = if self.avx512_zero_sel() {
+                Pol::Else
+            } else {
+                Pol::Then
+            };
+            return self.k_block_masks(V::BYTES, vecs, want);
+        }
         let lanes = V::BYTES / self.w;
         if self.w == 16 {
             for v in 0..vecs {
@@ -456,6 +465,7 @@ impl Emitter<'_> {
         let c = self.elem(COND, off);
         // Cond bytes of one vector: 32, 16, 8, 4 or 2.
         match w {
+            _ if self.pred.is_some() => self.k_tail_mask(off)?,
             1 => {
                 self.a.vmovdqu8(ymm8.k5().z(), c)?;
                 self.a.vptestmb(k6, ymm8, ymm8)?;

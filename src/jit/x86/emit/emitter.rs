@@ -1,10 +1,18 @@
 //! The emitter's state and its small shared pieces: the [`Emitter`] of one kernel (one small
 //! method per construct, spread over the files of `emit/`), what it knows about row lengths,
 //! labels and branches, pointer strides, and the registers' narrower names.
+//!
+//! Pointers: rdi, rsi, rdx and rcx hold the row starts of cond (a predicate's `lhs`), then,
+//! else and out ([`P`]); a comparison's `rhs` has a fifth, r12 ([`PTR`], [`Emitter::nops`]),
+//! which the prologue loads from the kernel's ninth argument and which the loops move like
+//! the others (outer loops kept in the stack frame save five pointers per level instead of
+//! four). Kernels of masks and tests have four pointers and never touch r12 outside their
+//! strided rows.
 
 use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
+use super::pred::Pred;
 use crate::jit::x86::level::Level;
 use crate::plan::{COND, RowShape, Signature};
 
@@ -35,6 +43,10 @@ pub(super) type R = Result<(), EmitError>;
 
 /// Row start pointers of cond, then, else and out.
 pub(super) const P: [AsmRegister64; 4] = [rdi, rsi, rdx, rcx];
+
+/// Row start pointers of every operand: cond (or a predicate's lhs), then, else, out and a
+/// comparison's rhs (the first [`Emitter::nops`] are in use).
+pub(super) const PTR: [AsmRegister64; 5] = [rdi, rsi, rdx, rcx, r12];
 
 /// A pointer increment in bytes.
 #[derive(Clone, Copy)]
@@ -113,6 +125,8 @@ pub(super) struct Emitter<'s> {
     pub from_bits: bool,
     pub(super) saved: Vec<AsmRegister64>,
     pub(super) frame: i32,
+    /// The predicate deciding each element, or `None` for a mask.
+    pub pred: Option<Pred>,
 }
 
 /// How a kernel stores and walks its rows (see [`crate::Variant`]).
@@ -121,6 +135,17 @@ pub(in crate::jit::x86) struct Kind {
     pub nt: bool,
     pub wide: bool,
     pub four_way: bool,
+}
+
+/// A condition of `jcc` and `cmovcc` (its nibble in the opcode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cc(pub u8);
+
+impl Cc {
+    /// ZF set (`e` / `z`).
+    pub(super) const Z: Cc = Cc(0x4);
+    /// ZF clear (`ne` / `nz`).
+    pub(super) const NZ: Cc = Cc(0x5);
 }
 
 /// A jump target inside the kernel (bound with [`Emitter::bind`]).
@@ -143,6 +168,16 @@ impl<'s> Emitter<'s> {
         match u32::try_from(v) {
             Ok(v32) => self.a.mov(gpr32(reg)?, v32)?,
             Err(_) => self.a.mov(reg, v)?,
+        }
+        Ok(())
+    }
+
+    /// `dst = src` if `cc` holds (ZF set or clear).
+    pub(super) fn cmov64(&mut self, cc: Cc, dst: AsmRegister64, src: AsmRegister64) -> R {
+        match cc {
+            Cc::Z => self.a.cmovz(dst, src)?,
+            Cc::NZ => self.a.cmovnz(dst, src)?,
+            _ => return Err(bug("cmov on a condition other than ZF")),
         }
         Ok(())
     }
@@ -176,6 +211,14 @@ impl<'s> Emitter<'s> {
     /// Whether operand `op` (then or else) has stride 0 along the row.
     pub(super) fn row_bcast(&self, op: usize) -> bool {
         self.shape.bcast(op)
+    }
+
+    /// Pointer operands: 5 with a comparison's rhs, else 4 (see [`PTR`]).
+    pub(super) fn nops(&self) -> usize {
+        match &self.pred {
+            Some(p) if p.binary => 5,
+            _ => 4,
+        }
     }
 
     /// log2 of the element width.
@@ -221,6 +264,7 @@ pub(super) fn gpr16(r: AsmRegister64) -> Result<AsmRegister16, EmitError> {
     Ok(match r {
         x if x == rax => ax,
         x if x == r12 => r12w,
+        x if x == r13 => r13w,
         _ => return Err(bug("no 16-bit name for this register")),
     })
 }
@@ -229,6 +273,7 @@ pub(super) fn gpr8(r: AsmRegister64) -> Result<AsmRegister8, EmitError> {
     Ok(match r {
         x if x == rax => al,
         x if x == r12 => r12b,
+        x if x == r13 => r13b,
         _ => return Err(bug("no 8-bit name for this register")),
     })
 }

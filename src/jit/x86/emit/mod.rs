@@ -44,7 +44,10 @@ mod avx512;
 mod emitter;
 mod encode;
 mod isa;
+mod kmask;
+mod lanes;
 mod nest;
+mod pred;
 mod regs;
 mod vector;
 
@@ -56,6 +59,7 @@ use crate::plan::{ELSE, RowShape, Signature, THEN};
 use emitter::{Bounds, Emitter};
 pub(super) use emitter::{EmitError, Kind};
 use encode::{Encoded, MAX_CACHED, SCRATCH, Scratch};
+pub(super) use pred::supported as covers_cond;
 
 /// Bytes of output per main-loop block of a vector row.
 pub(super) const BLOCK_BYTES: usize = isa::UNROLL * isa::VBYTES as usize;
@@ -166,6 +170,7 @@ impl<'s> Emitter<'s> {
             from_bits: false,
             saved: Vec::new(),
             frame: 0,
+            pred: pred::Pred::of(sig),
         };
         e.packed = vector::packs_cond(sig, generic, level);
         e

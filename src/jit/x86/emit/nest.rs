@@ -11,15 +11,12 @@ use iced_x86::code_asm::*;
 
 use super::avx2::Avx2;
 use super::avx512::Avx512;
-use super::emitter::{EmitError, Emitter, Label, P, R, Stride, gpr8, gpr16, gpr32};
+use super::emitter::{Cc, EmitError, Emitter, Label, P, PTR, R, Stride, gpr8, gpr16, gpr32};
 use crate::jit::x86::level::Level;
 use crate::plan::{ELSE, RowShape, THEN};
 
-/// Stack bytes per outer loop kept in memory: the trip counter and four pointers.
-const SLOT: i32 = 40;
-/// Stack bytes of the quarter walk: four pointer distances of a quarter, four of three
-/// quarters, the rows left after the quarters.
-const QUARTER_SLOTS: i32 = 72;
+/// Red-zone slot where a strided predicate row keeps rhs's row start while it moves r12.
+const RHS_SLOT: i32 = -8;
 /// Bytes of a page, the step of a large stack frame's entry.
 const PAGE: i32 = 4096;
 
@@ -33,6 +30,18 @@ enum Count {
 impl Emitter<'_> {
     fn uses_vectors(&self) -> bool {
         self.shape != RowShape::Strided
+    }
+
+    /// Stack bytes per outer loop kept in memory: the trip counter and the pointers (40 with
+    /// four pointers).
+    fn slot(&self) -> i32 {
+        8 + 8 * self.nops() as i32
+    }
+
+    /// Stack bytes of the quarter walk: a pointer distance of a quarter and one of three
+    /// quarters per pointer, the rows left after the quarters (72 with four pointers).
+    fn quarter_slots(&self) -> i32 {
+        16 * self.nops() as i32 + 8
     }
 
     pub(super) fn prologue(&mut self) -> R {
@@ -51,22 +60,30 @@ impl Emitter<'_> {
         if self.generic {
             self.saved.extend([r14, r15]);
         }
+        let rhs = self.nops() == 5;
+        if rhs && !self.saved.contains(&r12) {
+            self.saved.push(r12);
+        }
         for r in self.saved.clone() {
             self.a.push(r)?;
         }
+        let above = 8 * self.saved.len() as i32;
         if self.generic {
-            let above = 8 * self.saved.len() as i32;
             self.a.mov(r14, qword_ptr(rsp + (above + 8)))?;
             self.a.mov(r15, qword_ptr(rsp + (above + 16)))?;
         }
-        self.frame = SLOT * self.rank.saturating_sub(2) as i32;
+        if rhs {
+            // The ninth argument.
+            self.a.mov(r12, qword_ptr(rsp + (above + 24)))?;
+        }
+        self.frame = self.slot() * self.rank.saturating_sub(2) as i32;
         if self.packed {
             self.bits_at = self.frame;
             self.frame += self.bits_bytes();
         }
         if self.quarters {
             self.quarter_at = self.frame;
-            self.frame += QUARTER_SLOTS;
+            self.frame += self.quarter_slots();
         }
         // A frame past a page is entered a page at a time, touching each, so that it never
         // steps over a stack guard page.
@@ -80,7 +97,7 @@ impl Emitter<'_> {
             self.a.sub(rsp, left)?;
         }
         // Pointers to outer index `begin`.
-        for (op, p) in P.into_iter().enumerate() {
+        for (op, p) in PTR.into_iter().enumerate().take(self.nops()) {
             match self.stride(0, op) {
                 Stride::Zero => {}
                 Stride::Imm(1) => self.a.add(p, r8)?,
@@ -97,7 +114,7 @@ impl Emitter<'_> {
             }
         }
         self.a.sub(r9, r8)?;
-        if self.uses_vectors() {
+        if self.uses_vectors() || self.pred.is_some() {
             match self.level {
                 Level::Avx2 => self.vector_invariants::<Avx2>()?,
                 Level::Avx512 => self.vector_invariants::<Avx512>()?,
@@ -149,7 +166,8 @@ impl Emitter<'_> {
         if level == self.rank - 1 {
             return self.row();
         }
-        let steps: [Stride; 4] = std::array::from_fn(|op| self.stride(level, op));
+        let nops = self.nops();
+        let steps: Vec<Stride> = (0..nops).map(|op| self.stride(level, op)).collect();
         let top = self.label();
         if level == self.rank - 2 {
             if level > 0 {
@@ -159,14 +177,14 @@ impl Emitter<'_> {
                 }
             }
             let done = if self.quarters {
-                Some(self.quarter_rows(steps, top)?)
+                Some(self.quarter_rows(&steps, top)?)
             } else {
                 None
             };
             self.bind(top);
             self.outer(level + 1)?;
-            for op in 0..4 {
-                self.add_stride(P[op], steps[op])?;
+            for op in 0..nops {
+                self.add_stride(PTR[op], steps[op])?;
             }
             self.a.dec(rbx)?;
             self.jne(top)?;
@@ -175,7 +193,7 @@ impl Emitter<'_> {
             }
             return Ok(());
         }
-        let slot = SLOT * level as i32;
+        let slot = self.slot() * level as i32;
         if level > 0 {
             match self.count(level) {
                 Count::Const(n) => match i32::try_from(n) {
@@ -192,11 +210,11 @@ impl Emitter<'_> {
             }
         }
         self.bind(top);
-        for (op, p) in P.into_iter().enumerate() {
+        for (op, p) in PTR.into_iter().enumerate().take(nops) {
             self.a.mov(qword_ptr(rsp + (slot + 8 + 8 * op as i32)), p)?;
         }
         self.outer(level + 1)?;
-        for (op, p) in P.into_iter().enumerate() {
+        for (op, p) in PTR.into_iter().enumerate().take(nops) {
             self.a.mov(p, qword_ptr(rsp + (slot + 8 + 8 * op as i32)))?;
             self.add_stride(p, steps[op])?;
         }
@@ -209,14 +227,12 @@ impl Emitter<'_> {
     /// than four) fall through to the one-row loop at `one_at_a_time`, which the caller emits
     /// next. Returns the label to bind after that loop, where no rows are left. Rows may
     /// clobber every scratch register, so the distances live in the stack frame.
-    fn quarter_rows(
-        &mut self,
-        steps: [Stride; 4],
-        one_at_a_time: Label,
-    ) -> Result<Label, EmitError> {
+    fn quarter_rows(&mut self, steps: &[Stride], one_at_a_time: Label) -> Result<Label, EmitError> {
         let at = self.quarter_at;
+        let n = steps.len() as i32;
+        let (three, left) = (8 * n, 16 * n);
         let (top4, done) = (self.label(), self.label());
-        let moving: Vec<usize> = (0..4)
+        let moving: Vec<usize> = (0..steps.len())
             .filter(|&op| !matches!(steps[op], Stride::Zero))
             .collect();
         // rax = rows per quarter; fewer than four rows go one at a time.
@@ -225,7 +241,7 @@ impl Emitter<'_> {
         self.je(one_at_a_time)?;
         self.a.lea(r10, ptr(rax * 4))?;
         self.a.sub(rbx, r10)?;
-        self.a.mov(qword_ptr(rsp + (at + 64)), rbx)?;
+        self.a.mov(qword_ptr(rsp + (at + left)), rbx)?;
         self.a.mov(rbx, rax)?;
         for &op in &moving {
             self.a.mov(r10, rax)?;
@@ -237,30 +253,30 @@ impl Emitter<'_> {
             self.a.mov(qword_ptr(rsp + (at + 8 * op as i32)), r10)?;
             self.a.lea(r10, ptr(r10 + r10 * 2))?;
             self.a
-                .mov(qword_ptr(rsp + (at + 32 + 8 * op as i32)), r10)?;
+                .mov(qword_ptr(rsp + (at + three + 8 * op as i32)), r10)?;
         }
         self.bind(top4);
         for q in 0..4 {
             if q > 0 {
                 for &op in &moving {
-                    self.a.add(P[op], qword_ptr(rsp + (at + 8 * op as i32)))?;
+                    self.a.add(PTR[op], qword_ptr(rsp + (at + 8 * op as i32)))?;
                 }
             }
             self.row()?;
         }
         for &op in &moving {
             self.a
-                .sub(P[op], qword_ptr(rsp + (at + 32 + 8 * op as i32)))?;
-            self.add_stride(P[op], steps[op])?;
+                .sub(PTR[op], qword_ptr(rsp + (at + three + 8 * op as i32)))?;
+            self.add_stride(PTR[op], steps[op])?;
         }
         self.a.dec(rbx)?;
         self.jne(top4)?;
         // On from the first row of quarter 0 not walked to the first left over.
         for &op in &moving {
             self.a
-                .add(P[op], qword_ptr(rsp + (at + 32 + 8 * op as i32)))?;
+                .add(PTR[op], qword_ptr(rsp + (at + three + 8 * op as i32)))?;
         }
-        self.a.mov(rbx, qword_ptr(rsp + (at + 64)))?;
+        self.a.mov(rbx, qword_ptr(rsp + (at + left)))?;
         self.a.test(rbx, rbx)?;
         self.je(done)?;
         Ok(done)
@@ -271,6 +287,7 @@ impl Emitter<'_> {
             (RowShape::Select { .. }, Level::Avx2) => self.vector_row::<Avx2>(),
             (RowShape::Select { .. }, Level::Avx512) => self.vector_row::<Avx512>(),
             (RowShape::Copy { .. }, _) => self.copy_row(),
+            (RowShape::Strided, _) if self.pred.is_some() => self.pred_strided_row(),
             (RowShape::Strided, _) => self.strided_row(),
         }
     }
@@ -279,7 +296,7 @@ impl Emitter<'_> {
         if self.nt {
             self.a.sfence()?;
         }
-        if self.uses_vectors() {
+        if self.uses_vectors() || self.pred.is_some() {
             self.a.vzeroupper()?;
         }
         if self.frame > 0 {
@@ -298,8 +315,14 @@ impl Emitter<'_> {
     fn copy_row(&mut self) -> R {
         let done = self.label();
         let take_else = self.label();
-        self.a.cmp(byte_ptr(rdi), 0)?;
-        self.je(take_else)?;
+        if self.pred.is_some() {
+            // A predicate constant along the row: its operands' first elements.
+            let cc = self.pred_scalar(ptr(rdi), ptr(r12))?;
+            self.jcc(cc, take_else)?;
+        } else {
+            self.a.cmp(byte_ptr(rdi), 0)?;
+            self.je(take_else)?;
+        }
         self.copy_from(THEN, done)?;
         self.jmp(done)?;
         self.bind(take_else);
@@ -345,7 +368,7 @@ impl Emitter<'_> {
         let top = self.label();
         self.bind(top);
         self.a.cmp(byte_ptr(r10), 0)?;
-        self.select_elem(ptr(r11), ptr(rax), ptr(rbp), r12, r13)?;
+        self.select_elem(ptr(r11), ptr(rax), ptr(rbp), r12, r13, Cc::Z)?;
         for op in 0..4 {
             self.add_stride(moving[op], steps[op])?;
         }
@@ -353,8 +376,8 @@ impl Emitter<'_> {
         self.jne(top)
     }
 
-    /// One element `out = ZF ? else : then` (ZF set by a compare of the cond byte with 0),
-    /// through the temporaries `t` and `u`.
+    /// One element `out = cc ? else : then` (the flags set by a compare of the cond byte with
+    /// 0, `cc` ZF, or by a predicate), through the temporaries `t` and `u`.
     pub(super) fn select_elem(
         &mut self,
         then: AsmMemoryOperand,
@@ -362,39 +385,111 @@ impl Emitter<'_> {
         out: AsmMemoryOperand,
         t: AsmRegister64,
         u: AsmRegister64,
+        cc: Cc,
     ) -> R {
         let (t32, u32_) = (gpr32(t)?, gpr32(u)?);
+        let nz = match cc {
+            Cc::Z => false,
+            Cc::NZ => true,
+            _ => return Err(super::emitter::bug("select on a condition other than ZF")),
+        };
+        macro_rules! cmov {
+            ($d:expr, $s:expr) => {
+                if nz {
+                    self.a.cmovnz($d, $s)?
+                } else {
+                    self.a.cmovz($d, $s)?
+                }
+            };
+        }
         match self.w {
             1 => {
                 self.a.movzx(t32, byte_ptr(then))?;
                 self.a.movzx(u32_, byte_ptr(else_))?;
-                self.a.cmovz(t32, u32_)?;
+                cmov!(t32, u32_);
                 Ok(self.a.mov(byte_ptr(out), gpr8(t)?)?)
             }
             2 => {
                 self.a.movzx(t32, word_ptr(then))?;
                 self.a.movzx(u32_, word_ptr(else_))?;
-                self.a.cmovz(t32, u32_)?;
+                cmov!(t32, u32_);
                 Ok(self.a.mov(word_ptr(out), gpr16(t)?)?)
             }
             4 => {
                 self.a.mov(t32, dword_ptr(then))?;
-                self.a.cmovz(t32, dword_ptr(else_))?;
+                cmov!(t32, dword_ptr(else_));
                 Ok(self.a.mov(dword_ptr(out), t32)?)
             }
             8 => {
                 self.a.mov(t, qword_ptr(then))?;
-                self.a.cmovz(t, qword_ptr(else_))?;
+                cmov!(t, qword_ptr(else_));
                 Ok(self.a.mov(qword_ptr(out), t)?)
             }
             _ => {
                 for k in [0i32, 8] {
                     self.a.mov(t, qword_ptr(then + k))?;
-                    self.a.cmovz(t, qword_ptr(else_ + k))?;
+                    cmov!(t, qword_ptr(else_ + k));
                     self.a.mov(qword_ptr(out + k), t)?;
                 }
                 Ok(())
             }
         }
+    }
+
+    // ---- strided predicate rows ----------------------------------------------------------
+
+    /// Any strides, the choice made by a predicate: one element at a time, branch-free. The
+    /// pointers move by their (signed) byte strides: lhs in r10, then in r11, else in rax, out
+    /// in rbp and rhs in r12 itself (its row start kept in the red zone meanwhile); the
+    /// predicate's flags pick then's or else's address (`cmov`) into r13, through which the
+    /// element is copied.
+    fn pred_strided_row(&mut self) -> R {
+        let l = self.rank - 1;
+        let nops = self.nops();
+        let steps: Vec<Stride> = (0..nops).map(|op| self.stride(l, op)).collect();
+        let moving = [r10, r11, rax, rbp, r12];
+        for op in 0..4 {
+            self.a.mov(moving[op], P[op])?;
+        }
+        if nops == 5 {
+            self.a.mov(qword_ptr(rsp + RHS_SLOT), r12)?;
+        }
+        self.a.mov(r8, r9)?;
+        let top = self.label();
+        self.bind(top);
+        let cc = self.pred_scalar(ptr(r10), ptr(r12))?;
+        self.a.mov(r13, r11)?;
+        self.cmov64(cc, r13, rax)?;
+        match self.w {
+            1 => {
+                self.a.movzx(r13d, byte_ptr(r13))?;
+                self.a.mov(byte_ptr(rbp), r13b)?;
+            }
+            2 => {
+                self.a.movzx(r13d, word_ptr(r13))?;
+                self.a.mov(word_ptr(rbp), r13w)?;
+            }
+            4 => {
+                self.a.mov(r13d, dword_ptr(r13))?;
+                self.a.mov(dword_ptr(rbp), r13d)?;
+            }
+            8 => {
+                self.a.mov(r13, qword_ptr(r13))?;
+                self.a.mov(qword_ptr(rbp), r13)?;
+            }
+            _ => {
+                self.a.vmovdqu(xmm0, xmmword_ptr(r13))?;
+                self.a.vmovdqu(xmmword_ptr(rbp), xmm0)?;
+            }
+        }
+        for op in 0..nops {
+            self.add_stride(moving[op], steps[op])?;
+        }
+        self.a.dec(r8)?;
+        self.jne(top)?;
+        if nops == 5 {
+            self.a.mov(r12, qword_ptr(rsp + RHS_SLOT))?;
+        }
+        Ok(())
     }
 }

@@ -62,6 +62,7 @@ pub(super) fn packs_cond(sig: &Signature, generic: bool, level: Level) -> bool {
         Level::Avx512 => Avx512::packs(sig.width),
     };
     packs
+        && sig.is_mask()
         && !generic
         && rank >= 2
         && matches!(sig.row_shape(), RowShape::Select { .. })
@@ -80,13 +81,16 @@ impl Emitter<'_> {
                 self.splat(op)?;
             }
         }
-        if self.w == 16 {
+        if self.w == 16 && self.pred.is_none() {
             let mut sel = [0u8; 32];
             for q in [0, 8, 17, 25] {
                 sel[q] = 0xff;
             }
             let c = self.constant(&sel);
             self.a.vmovdqu(YMM[SEL], c)?;
+        }
+        if self.pred.is_some() {
+            self.pred_invariants()?;
         }
         Ok(())
     }
@@ -174,7 +178,7 @@ impl Emitter<'_> {
                 self.splat(op)?;
             }
         }
-        Ok(())
+        self.pred_row_splats()
     }
 
     /// Whether operand `op` (then or else) is read from memory along the row and is not the
@@ -294,8 +298,10 @@ impl Emitter<'_> {
             }
             // Blocks test for uniform cond bytes only where that lets them skip reading an
             // input streamed from memory; with inputs in L1 the test is pure overhead.
-            let uniform =
-                I::uniform(self.w) && !self.packed && (self.streamed(THEN) || self.streamed(ELSE));
+            let uniform = I::uniform(self.w)
+                && self.pred.is_none()
+                && !self.packed
+                && (self.streamed(THEN) || self.streamed(ELSE));
             let (top, next) = (self.label(), self.label());
             let (all_then, all_else) = (self.label(), self.label());
             self.bits_start()?;
