@@ -196,6 +196,10 @@ typedef struct SelectjitAotTable {
 // and `threads`. Smaller structs are refused.
 #define SELECTJIT_OPTIONS_SIZE_V1 24
 
+// The first version's `sizeof(SelectjitStats)`: `struct_size`, `reserved` and 23 counters
+// (`capacity` to `blocked_runs`). Smaller structs are refused.
+#define SELECTJIT_STATS_SIZE_V1 192
+
 // The largest `struct_size` accepted (any struct of the API is far smaller).
 #define SELECTJIT_STRUCT_SIZE_MAX 4096
 

@@ -140,6 +140,9 @@ pub const SELECTJIT_CMP_GE: u32 = 5;
 /// The first version's `sizeof(SelectjitOptions)`: `struct_size`, `backend`, `cache_capacity`
 /// and `threads`. Smaller structs are refused.
 pub const SELECTJIT_OPTIONS_SIZE_V1: u32 = 24;
+/// The first version's `sizeof(SelectjitStats)`: `struct_size`, `reserved` and 23 counters
+/// (`capacity` to `blocked_runs`). Smaller structs are refused.
+pub const SELECTJIT_STATS_SIZE_V1: u32 = 192;
 /// The largest `struct_size` accepted (any struct of the API is far smaller).
 pub const SELECTJIT_STRUCT_SIZE_MAX: u32 = 4096;
 
@@ -522,6 +525,15 @@ const _: () = assert!(
     std::mem::offset_of!(SelectjitOptions, tier) == SELECTJIT_OPTIONS_SIZE_V1 as usize,
     "the first version of SelectjitOptions ends where `tier` starts"
 );
+const _: () = assert!(
+    std::mem::offset_of!(SelectjitStats, blocked_runs) + 8 == SELECTJIT_STATS_SIZE_V1 as usize,
+    "the first version of SelectjitStats ends with `blocked_runs`"
+);
+
+/// The first version's `sizeof(SelectjitCond)` (it ends with `rhs`; it holds pointers, so it
+/// depends on the target).
+const COND_SIZE_V1: usize =
+    std::mem::offset_of!(SelectjitCond, rhs) + std::mem::size_of::<SelectjitTensor>();
 
 /// A C tensor read but not yet turned into a slice: the data stays a raw pointer until we know
 /// how it is used, so that no shared slice of the output's memory exists next to its `&mut`.
@@ -903,9 +915,10 @@ enum RawCond<'a> {
 /// `c` is NULL or points at `c->struct_size` readable bytes of a `SelectjitCond` whose
 /// tensors honour their lengths.
 unsafe fn read_cond<'a>(c: *const SelectjitCond) -> Result<(RawCond<'a>, bool), Fail> {
-    // SAFETY: the function's contract. The first version is the struct as it is.
-    unsafe { input_size("cond", c, std::mem::size_of::<SelectjitCond>() as u32) }?;
-    // SAFETY: non-NULL, and at least as large as this library's struct (checked above).
+    // SAFETY: the function's contract.
+    unsafe { input_size("cond", c, COND_SIZE_V1 as u32) }?;
+    // SAFETY: non-NULL, and at least as large as this library's struct, the first version
+    // (checked above). When fields are appended, read them as `SelectjitOptions::read` does.
     let c = unsafe { &*c };
     if c.reserved != 0 {
         return Err(fail(SELECTJIT_ERR_INVALID, "cond: reserved is not 0"));
@@ -1277,8 +1290,7 @@ pub unsafe extern "C" fn selectjit_engine_stats(
         }
         // SAFETY: non-NULL; the struct starts with its `uint32_t struct_size`.
         let size = unsafe { out.cast::<u32>().read_unaligned() };
-        // The first version is the struct as it is.
-        check_size("stats", size, std::mem::size_of::<SelectjitStats>() as u32)?;
+        check_size("stats", size, SELECTJIT_STATS_SIZE_V1)?;
         let fields = eng.stats().fields();
         let base = out.cast::<u8>();
         let mut end = STATS_HEADER;
@@ -1388,5 +1400,281 @@ mod tests {
             std::mem::offset_of!(SelectjitStats, blocked_runs),
             STATS_HEADER + 8 * (n - 1)
         );
+    }
+    /// Hostile and ordinary predicate calls through the C entry points, generated: codes in and
+    /// out of range, `struct_size` too small, too large or with a set unknown tail, short
+    /// buffers, broadcast operands, scalars, negation, in place with the compared operand the
+    /// output. No call panics; a failed call leaves the output as it was; the JIT and static
+    /// engines agree with the interpreter bytewise, on the status too.
+    #[test]
+    fn hostile_and_differential_predicate_calls() {
+        use proptest::prelude::*;
+        use proptest::test_runner::{Config, TestRunner};
+
+        #[derive(Debug, Clone)]
+        struct Case {
+            kind: u32,
+            op: u32,
+            cond_dtype: i32,
+            negate: bool,
+            size_delta: i64,
+            shape: Vec<usize>,
+            /// Per operand (lhs, rhs, then, else): which dims of `shape` it keeps (others 1)
+            /// and how many leading dims it drops.
+            keep: [(u8, usize); 4],
+            select_f32: bool,
+            /// 0 none, 1 out is then, 2 out is then and lhs is out, 3 out is else.
+            in_place: u8,
+            short: [usize; 4],
+            bytes: Vec<u8>,
+        }
+        let dims = proptest::collection::vec(1usize..4, 0..4);
+        let case = (
+            (
+                prop_oneof![8 => 1u32..5, 1 => Just(0u32), 1 => 5u32..9],
+                0u32..8,
+            ),
+            prop_oneof![
+                6 => prop_oneof![Just(SELECTJIT_DTYPE_F32), Just(SELECTJIT_DTYPE_I32),
+                                 Just(SELECTJIT_DTYPE_U8), Just(SELECTJIT_DTYPE_F64)],
+                1 => -3i32..20
+            ],
+            any::<bool>(),
+            prop_oneof![8 => Just(0i64), 1 => -16i64..16, 1 => Just(5000i64)],
+            dims,
+            proptest::array::uniform4((any::<u8>(), 0usize..3)),
+            any::<bool>(),
+            0u8..4,
+            proptest::array::uniform4(prop_oneof![6 => Just(0usize), 1 => 1usize..9]),
+            proptest::collection::vec(any::<u8>(), 512),
+        )
+            .prop_map(
+                |(
+                    (kind, op),
+                    cond_dtype,
+                    negate,
+                    size_delta,
+                    shape,
+                    keep,
+                    f32_,
+                    ip,
+                    short,
+                    bytes,
+                )| {
+                    Case {
+                        kind,
+                        op,
+                        cond_dtype,
+                        negate,
+                        size_delta,
+                        shape,
+                        keep,
+                        select_f32: f32_,
+                        in_place: ip,
+                        short,
+                        bytes,
+                    }
+                },
+            );
+
+        fn engine_c(backend: i32) -> *mut SelectjitEngine {
+            let o = SelectjitOptions {
+                struct_size: std::mem::size_of::<SelectjitOptions>() as u32,
+                backend,
+                threads: 1,
+                cache_capacity: 8,
+                ..SelectjitOptions::zeroed()
+            };
+            let mut e = std::ptr::null_mut();
+            // SAFETY: valid options and out pointer.
+            assert_eq!(unsafe { selectjit_engine_new(&o, &mut e) }, SELECTJIT_OK);
+            e
+        }
+
+        /// Runs the case on `engine`: (status, output bytes, output bytes before).
+        fn run(engine: *const SelectjitEngine, c: &Case) -> (c_int, Vec<u8>, Vec<u8>) {
+            let sel_w = if c.select_f32 { 4 } else { 2 };
+            let cond_w = match c.cond_dtype {
+                SELECTJIT_DTYPE_U8 => 1,
+                SELECTJIT_DTYPE_F64 => 8,
+                _ => 4,
+            };
+            let shape_of = |(mask, drop): (u8, usize)| -> Vec<usize> {
+                let start = drop.min(c.shape.len());
+                c.shape[start..]
+                    .iter()
+                    .enumerate()
+                    .map(|(i, &d)| if mask >> i & 1 == 1 { d } else { 1 })
+                    .collect()
+            };
+            let mut shapes = [
+                shape_of(c.keep[0]),
+                shape_of(c.keep[1]),
+                c.shape.clone(),
+                shape_of(c.keep[3]),
+            ];
+            let out_shape = c.shape.clone();
+            if c.in_place == 3 {
+                shapes[3] = c.shape.clone();
+            }
+            let widths = [cond_w, cond_w, sel_w, sel_w];
+            let bufs: Vec<Vec<u8>> = (0..4)
+                .map(|k| {
+                    let n = shapes[k].iter().product::<usize>() * widths[k];
+                    let n = n.saturating_sub(c.short[k]);
+                    c.bytes
+                        .iter()
+                        .cycle()
+                        .skip(k * 37)
+                        .take(n)
+                        .copied()
+                        .collect()
+                })
+                .collect();
+            let mut out = match c.in_place {
+                1 | 2 => bufs[2].clone(),
+                3 => bufs[3].clone(),
+                _ => vec![0xa5u8; out_shape.iter().product::<usize>() * sel_w],
+            };
+            let before = out.clone();
+            let t = |k: usize| SelectjitTensor {
+                data: bufs[k].as_ptr(),
+                len_bytes: bufs[k].len(),
+                shape: shapes[k].as_ptr(),
+                rank: shapes[k].len(),
+                strides: std::ptr::null(),
+                offset: 0,
+            };
+            let o = SelectjitTensorMut {
+                data: out.as_mut_ptr(),
+                len_bytes: out.len(),
+                shape: out_shape.as_ptr(),
+                rank: out_shape.len(),
+                strides: std::ptr::null(),
+                offset: 0,
+            };
+            let as_in = SelectjitTensor {
+                data: o.data,
+                len_bytes: o.len_bytes,
+                shape: o.shape,
+                rank: o.rank,
+                strides: o.strides,
+                offset: 0,
+            };
+            let (then, else_) = match c.in_place {
+                1 | 2 => (as_in_copy(&as_in), t(3)),
+                3 => (t(2), as_in_copy(&as_in)),
+                _ => (t(2), t(3)),
+            };
+            let lhs = if c.in_place == 2 {
+                as_in_copy(&as_in)
+            } else {
+                t(0)
+            };
+            let cond_dtype = if c.in_place == 2 {
+                if c.select_f32 {
+                    SELECTJIT_DTYPE_F32
+                } else {
+                    SELECTJIT_DTYPE_I16
+                }
+            } else {
+                c.cond_dtype
+            };
+            // A SelectjitCond followed by 16 more bytes (a newer header's struct).
+            #[repr(C)]
+            struct Bigger {
+                cond: SelectjitCond,
+                tail: [u8; 16],
+            }
+            let mut b = Bigger {
+                cond: SelectjitCond {
+                    struct_size: 0,
+                    kind: c.kind,
+                    op: c.op,
+                    dtype: cond_dtype,
+                    negate: c.negate as u32,
+                    reserved: 0,
+                    lhs,
+                    rhs: t(1),
+                },
+                tail: [0; 16],
+            };
+            let size = std::mem::size_of::<SelectjitCond>() as i64 + c.size_delta;
+            b.cond.struct_size = size.clamp(0, u32::MAX as i64) as u32;
+            if c.size_delta > 0 && c.size_delta <= 16 && c.bytes[0] & 1 == 1 {
+                b.tail[(c.size_delta - 1) as usize] = 1;
+            }
+            let dtype = if c.select_f32 {
+                SELECTJIT_DTYPE_F32
+            } else {
+                SELECTJIT_DTYPE_I16
+            };
+            // SAFETY: every descriptor covers its buffer (lengths at most the Vec's); the
+            // struct is followed by its 16-byte tail, so a struct_size up to that is readable,
+            // and larger ones are refused before any read.
+            let st = unsafe {
+                selectjit_select_cond(
+                    engine,
+                    dtype,
+                    SELECTJIT_MODE_NUMPY,
+                    -1,
+                    &b.cond,
+                    &then,
+                    &else_,
+                    &o,
+                )
+            };
+            (st, out, before)
+        }
+        fn as_in_copy(t: &SelectjitTensor) -> SelectjitTensor {
+            SelectjitTensor { ..*t }
+        }
+
+        let engines = [
+            engine_c(SELECTJIT_BACKEND_JIT),
+            engine_c(SELECTJIT_BACKEND_STATIC),
+            engine_c(SELECTJIT_BACKEND_INTERP),
+        ];
+        let mut runner = TestRunner::new(Config {
+            cases: 384,
+            failure_persistence: None,
+            ..Config::default()
+        });
+        let ok_calls = std::cell::Cell::new(0usize);
+        runner
+            .run(&case, |c| {
+                let (want_st, want, before) = run(engines[2], &c);
+                prop_assert_ne!(want_st, SELECTJIT_ERR_PANIC, "{}", last_error());
+                if want_st != SELECTJIT_OK {
+                    prop_assert_eq!(&want, &before, "output written on error");
+                } else {
+                    ok_calls.set(ok_calls.get() + 1);
+                }
+                for &e in &engines[..2] {
+                    let (st, got, before) = run(e, &c);
+                    prop_assert_eq!(st, want_st, "{}", last_error());
+                    if st == SELECTJIT_OK {
+                        prop_assert_eq!(&got, &want);
+                    } else {
+                        prop_assert_eq!(&got, &before, "output written on error");
+                    }
+                }
+                Ok(())
+            })
+            .unwrap();
+        // The generator reaches the successful paths too, not only the errors.
+        let ok_calls = ok_calls.get();
+        assert!(ok_calls >= 384 / 8, "only {ok_calls} successful calls");
+        for e in engines {
+            // SAFETY: from selectjit_engine_new, freed once.
+            unsafe { selectjit_engine_free(e) };
+        }
+    }
+
+    fn last_error() -> String {
+        // SAFETY: a NUL-terminated string owned by this thread.
+        unsafe { std::ffi::CStr::from_ptr(selectjit_last_error()) }
+            .to_string_lossy()
+            .into_owned()
     }
 }

@@ -544,7 +544,8 @@ static void stats_sizes(void) {
     for (size_t i = sizeof(SelectjitStats); i < sizeof(SelectjitStats) + 16; i++) ok &= big.bytes[i] == 0;
     for (size_t i = sizeof(SelectjitStats) + 16; i < sizeof big; i++) ok &= big.bytes[i] == 0xab;
     CHECK(ok, "unknown counters zero, nothing past struct_size");
-    uint32_t bad[3] = {0, sizeof(SelectjitStats) - 8, SELECTJIT_STRUCT_SIZE_MAX + 8};
+    CHECK(sizeof(SelectjitStats) >= SELECTJIT_STATS_SIZE_V1, "stats size");
+    uint32_t bad[3] = {0, SELECTJIT_STATS_SIZE_V1 - 8, SELECTJIT_STRUCT_SIZE_MAX + 8};
     for (int k = 0; k < 3; k++) {
         memset(&big, 0xab, sizeof big);
         big.s.struct_size = bad[k];
