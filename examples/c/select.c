@@ -12,8 +12,10 @@
 #include "selectjit.h"
 
 int main(void) {
-    SelectjitEngine *e = selectjit_engine_new(SELECTJIT_BACKEND_JIT, 0, 0); /* 0: defaults */
-    if (e == NULL) {
+    /* Fields left out are 0: their defaults (and the environment is not read). */
+    SelectjitOptions opts = {.struct_size = sizeof(SelectjitOptions), .backend = SELECTJIT_BACKEND_JIT};
+    SelectjitEngine *e = NULL;
+    if (selectjit_engine_new(&opts, &e) != SELECTJIT_OK) {
         fprintf(stderr, "%s\n", selectjit_last_error());
         return 1;
     }
@@ -22,7 +24,8 @@ int main(void) {
     size_t s22[2] = {2, 2};
     /* data, bytes, shape, rank, strides (NULL: row-major), offset of the first element */
     SelectjitTensor c = {cond, 4, s22, 2, NULL, 0}, t = {(uint8_t *)x, 32, s22, 2, NULL, 0},
-                    el = {(uint8_t *)y, 32, s22, 2, NULL, 0}, o = {(uint8_t *)out, 32, s22, 2, NULL, 0};
+                    el = {(uint8_t *)y, 32, s22, 2, NULL, 0};
+    SelectjitTensorMut o = {(uint8_t *)out, 32, s22, 2, NULL, 0};
     if (selectjit_select(e, SELECTJIT_DTYPE_I64, SELECTJIT_MODE_NUMPY, -1, &c, &t, &el, &o) != SELECTJIT_OK) {
         fprintf(stderr, "%s\n", selectjit_last_error());
         return 1;
