@@ -37,6 +37,13 @@ pub enum Broadcast {
 
 impl Broadcast {
     /// The mode's name as used on the command line and in messages.
+    ///
+    /// ```
+    /// use selectjit::Broadcast;
+    /// assert_eq!(Broadcast::Numpy.name(), "numpy");
+    /// assert_eq!(Broadcast::TwoStep.name(), "two-step");
+    /// assert_eq!(Broadcast::Pdpd { axis: -1 }.name(), "pdpd");
+    /// ```
     pub fn name(&self) -> &'static str {
         match self {
             Broadcast::Numpy => "numpy",
@@ -362,6 +369,18 @@ pub(crate) fn broadcast_pair(names: [&'static str; 2], a: &[usize], b: &[usize])
 }
 
 /// The output shape only.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, output_shape};
+/// // numpy: cond [3, 1], then [4], else a scalar broadcast to [3, 4].
+/// let out = output_shape(Broadcast::Numpy, &[3, 1], &[4], &[])?;
+/// assert_eq!(&out[..], &[3, 4]);
+/// // Mode `None` wants three identical shapes.
+/// assert!(output_shape(Broadcast::None, &[3, 1], &[4], &[]).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn output_shape(
     mode: Broadcast,
     cond: &[usize],
