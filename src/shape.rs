@@ -253,6 +253,22 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// Infers the output shape and each input's placement under `mode`.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, broadcast_shapes};
+/// // two-step: then [2, 3] and else [3] broadcast to [2, 3], then cond [2, 1] into it.
+/// let b = broadcast_shapes(Broadcast::TwoStep, &[2, 1], &[2, 3], &[3])?;
+/// assert_eq!(&b.out[..], &[2, 3]);
+/// // cond may not grow the output there, as it may under numpy.
+/// assert!(broadcast_shapes(Broadcast::TwoStep, &[4, 2, 3], &[2, 3], &[3]).is_err());
+/// assert_eq!(
+///     &broadcast_shapes(Broadcast::Numpy, &[4, 2, 3], &[2, 3], &[3])?.out[..],
+///     &[4, 2, 3]
+/// );
+/// # Ok(())
+/// # }
+/// ```
 pub fn broadcast_shapes(
     mode: Broadcast,
     cond: &[usize],
