@@ -51,6 +51,29 @@ pub(crate) enum Src<'a> {
 impl<'a> Operand<'a> {
     /// A view of raw little-endian elements of `dtype`: shape, strides and offset of `view`
     /// count elements of `dtype` (the byte buffer holds `len / width` of them).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, DType, Engine, Operand, TensorMut, TensorRef};
+    /// // Two f32s as raw little-endian bytes (e.g. read from a file): shape [2] counts f32s.
+    /// let bytes: Vec<u8> = [1.5f32, -2.0]
+    ///     .iter()
+    ///     .flat_map(|v| v.to_le_bytes())
+    ///     .collect();
+    /// let x = Operand::from_bytes(DType::F32, TensorRef::new(&bytes, &[2]));
+    /// assert_eq!(x.dtype(), Some(DType::F32));
+    /// let mut out = [0i32; 2]; // out = x < 0 ? 1 : 0, an i32 select on an f32 predicate
+    /// Engine::new().select(
+    ///     Cond::lt(x, 0.0f32),
+    ///     TensorRef::scalar(&[1i32]),
+    ///     TensorRef::scalar(&[0i32]),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [0, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_bytes(dtype: DType, view: TensorRef<'a, u8>) -> Operand<'a> {
         Operand {
             src: Src::View {
@@ -66,11 +89,38 @@ impl<'a> Operand<'a> {
     /// The buffer of an in-place select ([`crate::Engine::select_in_place`]) as it holds `then`
     /// (or `else`) on entry, with the output's shape and layout: `where(x > 0, x, 0)` with `x`
     /// overwritten. An error in a select that is not in place.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, InPlace, Operand, TensorMut, TensorRef};
+    /// // ReLU overwriting x: x = x > 0 ? x : 0.
+    /// let mut x = [-1.0f32, 2.0, -3.0];
+    /// Engine::new().select_in_place(
+    ///     Cond::gt(Operand::in_place(), 0.0f32),
+    ///     TensorMut::new(&mut x, &[3]),
+    ///     InPlace::Then,
+    ///     TensorRef::scalar(&[0.0f32]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(x, [0.0, 2.0, 0.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn in_place() -> Operand<'static> {
         Operand { src: Src::InPlace }
     }
 
     /// The dtype of a view or scalar (`None` for [`Operand::in_place`], which has the select's).
+    ///
+    /// ```
+    /// use selectjit::{DType, Operand, TensorRef};
+    /// assert_eq!(Operand::from(1.5f64).dtype(), Some(DType::F64));
+    /// assert_eq!(
+    ///     Operand::from(TensorRef::new(&[1u16, 2], &[2])).dtype(),
+    ///     Some(DType::U16)
+    /// );
+    /// assert_eq!(Operand::in_place().dtype(), None); // the select's dtype
+    /// ```
     pub fn dtype(&self) -> Option<DType> {
         match self.src {
             Src::View { dtype, .. } | Src::Scalar { dtype, .. } => Some(dtype),
@@ -138,6 +188,23 @@ impl<'a> From<TensorRef<'a, u8>> for Cond<'a> {
 
 impl<'a> Cond<'a> {
     /// A mask: one byte per element, any non-zero byte true.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let m = [1u8, 0, 7]; // any non-zero byte is true
+    /// let mut out = [0i8; 3];
+    /// Engine::new().select(
+    ///     Cond::mask(TensorRef::new(&m, &[3])),
+    ///     TensorRef::new(&[1i8, 2, 3], &[3]),
+    ///     TensorRef::scalar(&[-1i8]),
+    ///     TensorMut::new(&mut out, &[3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, -1, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn mask(m: TensorRef<'a, u8>) -> Cond<'a> {
         Cond {
             repr: Repr::Mask(m),
@@ -146,6 +213,25 @@ impl<'a> Cond<'a> {
     }
 
     /// `lhs OP rhs`; both operands of one dtype.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, CmpOp, Cond, Engine, TensorMut, TensorRef};
+    /// // Element-wise maximum: out = a >= b ? a : b.
+    /// let (a, b) = ([1i32, 5, -3], [2i32, 4, -3]);
+    /// let (av, bv) = (TensorRef::new(&a, &[3]), TensorRef::new(&b, &[3]));
+    /// let mut out = [0i32; 3];
+    /// Engine::new().select(
+    ///     Cond::cmp(CmpOp::Ge, av, bv),
+    ///     av,
+    ///     bv,
+    ///     TensorMut::new(&mut out, &[3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [2, 5, -3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cmp(op: CmpOp, lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond {
             repr: Repr::Cmp(op, lhs.into(), rhs.into()),
@@ -154,36 +240,169 @@ impl<'a> Cond<'a> {
     }
 
     /// `lhs == rhs` (numpy's `equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [3i64, 0, -2, 0];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = x == 0 ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::eq(xv, 0i64),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [0, 1, 0, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn eq(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::cmp(CmpOp::Eq, lhs, rhs)
     }
 
     /// `lhs != rhs` (numpy's `not_equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = x != 0 ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::ne(xv, 0.0f32),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 0, 1, 1]); // NaN != 0
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ne(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::cmp(CmpOp::Ne, lhs, rhs)
     }
 
     /// `lhs < rhs` (numpy's `less`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = x < 0 ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::lt(xv, 0.0f32),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 0, 0, 0]); // NaN compares false
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn lt(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::cmp(CmpOp::Lt, lhs, rhs)
     }
 
     /// `lhs <= rhs` (numpy's `less_equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = x <= 0 ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::le(xv, 0.0f32),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 1, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn le(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::cmp(CmpOp::Le, lhs, rhs)
     }
 
     /// `lhs > rhs` (numpy's `greater`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = x > 0 ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::gt(xv, 0.0f32),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [0, 0, 1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn gt(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::cmp(CmpOp::Gt, lhs, rhs)
     }
 
     /// `lhs >= rhs` (numpy's `greater_equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = x >= 0 ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::ge(xv, 0.0f32),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [0, 1, 1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn ge(lhs: impl Into<Operand<'a>>, rhs: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::cmp(CmpOp::Ge, lhs, rhs)
     }
 
     /// A test of `v`'s values.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef, TestOp};
+    /// let x = [1.0f64, f64::NAN, f64::NEG_INFINITY, -0.0];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = isnan(x) ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::test(TestOp::IsNan, xv),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [0, 1, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn test(op: TestOp, v: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond {
             repr: Repr::Test(op, v.into()),
@@ -192,21 +411,97 @@ impl<'a> Cond<'a> {
     }
 
     /// `isnan(v)`: false for integers and bool.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// // numpy's nan_to_num for NaN only: out = isnan(x) ? 0 : x, bit for bit (-0.0 stays).
+    /// let x = [1.5f64, f64::NAN, -0.0];
+    /// let xv = TensorRef::new(&x, &[3]);
+    /// let mut out = [9.0f64; 3];
+    /// Engine::new().select(
+    ///     Cond::isnan(xv),
+    ///     TensorRef::scalar(&[0.0]),
+    ///     xv,
+    ///     TensorMut::new(&mut out, &[3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out.map(f64::to_bits), [1.5f64, 0.0, -0.0].map(f64::to_bits));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn isnan(v: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::test(TestOp::IsNan, v)
     }
 
     /// `isinf(v)`: false for integers and bool.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [1.0f64, f64::NAN, f64::NEG_INFINITY, -0.0];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = isinf(x) ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::isinf(xv),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [0, 0, 1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn isinf(v: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::test(TestOp::IsInf, v)
     }
 
     /// `isfinite(v)`: true for integers and bool.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [1.0f64, f64::NAN, f64::NEG_INFINITY, -0.0];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = isfinite(x) ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::isfinite(xv),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 0, 0, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn isfinite(v: impl Into<Operand<'a>>) -> Cond<'a> {
         Cond::test(TestOp::IsFinite, v)
     }
 
     /// The negation (numpy's `logical_not`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let x = [-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let xv = TensorRef::new(&x, &[4]);
+    /// // out = !(x > 0) ? 1 : 0
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select(
+    ///     Cond::gt(xv, 0.0f32).not(),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 1, 0, 1]); // `!cond` works too
+    /// # Ok(())
+    /// # }
+    /// ```
     #[allow(clippy::should_implement_trait)] // `!cond` works too (`std::ops::Not`)
     pub fn not(self) -> Cond<'a> {
         Cond {
@@ -216,6 +511,13 @@ impl<'a> Cond<'a> {
     }
 
     /// Whether this is a mask (not a predicate).
+    ///
+    /// ```
+    /// use selectjit::{Cond, TensorRef};
+    /// assert!(Cond::mask(TensorRef::new(&[1u8, 0], &[2])).is_mask());
+    /// assert!(Cond::from(TensorRef::from_bools(&[true], &[1])).is_mask());
+    /// assert!(!Cond::isnan(1.0f32).is_mask());
+    /// ```
     pub fn is_mask(&self) -> bool {
         matches!(self.repr, Repr::Mask(_))
     }

@@ -62,6 +62,14 @@ impl DType {
     ];
 
     /// Width of one element in bytes.
+    ///
+    /// ```
+    /// use selectjit::DType;
+    /// assert_eq!(DType::Bool.width(), 1);
+    /// assert_eq!(DType::BF16.width(), 2);
+    /// assert_eq!(DType::F32.width(), 4);
+    /// assert_eq!(DType::Complex128.width(), 16);
+    /// ```
     pub const fn width(self) -> usize {
         match self {
             DType::Bool | DType::I8 | DType::U8 => 1,
@@ -73,6 +81,17 @@ impl DType {
     }
 
     /// The name used on the command line and in messages (`f32`, `bf16`, `complex64`, ...).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::DType;
+    /// assert_eq!(DType::BF16.name(), "bf16");
+    /// assert_eq!(DType::Complex64.to_string(), "complex64");
+    /// // Names (and numpy's aliases) parse back.
+    /// assert_eq!("float32".parse::<DType>()?, DType::F32);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             DType::Bool => "bool",

@@ -160,6 +160,17 @@ impl Error {
     }
 
     /// An I/O error on `path`.
+    ///
+    /// ```
+    /// use std::error::Error as _;
+    /// use std::io::{Error as IoError, ErrorKind};
+    /// let e = selectjit::Error::io("weights.npy", IoError::from(ErrorKind::NotFound));
+    /// assert!(e.to_string().starts_with("weights.npy: "));
+    /// assert_eq!(
+    ///     e.source().unwrap().to_string(),
+    ///     IoError::from(ErrorKind::NotFound).to_string()
+    /// );
+    /// ```
     pub fn io(path: impl Into<String>, source: std::io::Error) -> Error {
         Error::Io {
             path: path.into(),

@@ -148,6 +148,13 @@ pub mod unstable {
 }
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).
+///
+/// ```
+/// use selectjit::{Backend, default_engine};
+/// let engine = default_engine();
+/// assert!(std::ptr::eq(engine, default_engine())); // one per process
+/// assert_eq!(engine.backend(), Backend::Jit);
+/// ```
 pub fn default_engine() -> &'static Engine {
     static ENGINE: std::sync::OnceLock<Engine> = std::sync::OnceLock::new();
     ENGINE.get_or_init(Engine::new)
@@ -158,6 +165,24 @@ pub fn default_engine() -> &'static Engine {
 /// # Errors
 /// Shapes the mode refuses, buffers that do not hold what their views address, an output of
 /// the wrong shape or with overlapping elements: the output is then untouched.
+///
+/// # Examples
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, TensorMut, TensorRef};
+/// let mut out = [0u16; 3];
+/// selectjit::select(
+///     TensorRef::new(&[1, 0, 1], &[3]),
+///     TensorRef::new(&[1u16, 2, 3], &[3]),
+///     TensorRef::scalar(&[0u16]),
+///     TensorMut::new(&mut out, &[3]),
+///     Broadcast::Numpy,
+/// )?;
+/// assert_eq!(out, [1, 0, 3]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn select<T: Element>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,

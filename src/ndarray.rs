@@ -72,6 +72,21 @@ impl CondElement for u8 {
 
 /// `out = cond ? then : else` on the process-wide default engine, into a new row-major array of
 /// the broadcast shape. See the [module docs](self).
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use ndarray::array;
+/// use selectjit::Broadcast;
+/// let out = selectjit::ndarray::select(
+///     &array![true, false],
+///     &array![[1i64, 2], [3, 4]],
+///     &array![0i64],
+///     Broadcast::Numpy,
+/// )?;
+/// assert_eq!(out, array![[1, 0], [3, 0]].into_dyn());
+/// # Ok(())
+/// # }
+/// ```
 pub fn select<C, T, D1, D2, D3>(
     cond: &ArrayRef<C, D1>,
     then: &ArrayRef<T, D2>,
@@ -90,6 +105,23 @@ where
 
 /// `out = cond ? then : else` on the process-wide default engine, into `out`, whose shape must be
 /// the broadcast shape; `out` is untouched on error. See the [module docs](self).
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use ndarray::{Array2, array};
+/// use selectjit::Broadcast;
+/// let mut out = Array2::<u8>::zeros((2, 2));
+/// selectjit::ndarray::select_into(
+///     &array![[1u8], [0]],
+///     &array![7u8, 8],
+///     &array![0u8],
+///     &mut out,
+///     Broadcast::Numpy,
+/// )?;
+/// assert_eq!(out, array![[7, 8], [0, 0]]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn select_into<C, T, D1, D2, D3, D4>(
     cond: &ArrayRef<C, D1>,
     then: &ArrayRef<T, D2>,
@@ -224,6 +256,22 @@ impl<'a, T: Copy> Input<'a, T> {
 impl Engine {
     /// `out = cond ? then : else` on `ndarray` arrays or views, into a new row-major array of the
     /// broadcast shape (feature `ndarray`; see [`crate::ndarray`]).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::array;
+    /// use selectjit::{Broadcast, Engine};
+    /// let engine = Engine::new();
+    /// let out = engine.select_array(
+    ///     &array![[true], [false]],
+    ///     &array![1i64, 2],
+    ///     &array![[5i64, 6], [7, 8]],
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, array![[1, 2], [7, 8]].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select_array<C, T, D1, D2, D3>(
         &self,
         cond: &ArrayRef<C, D1>,
@@ -248,6 +296,24 @@ impl Engine {
     /// `out = cond ? then : else` on `ndarray` arrays or views, into `out` (an array or a
     /// mutable view of any strides, negative ones included) of exactly the broadcast shape
     /// (feature `ndarray`; see [`crate::ndarray`]). On error `out` is untouched.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{Array2, array, s};
+    /// use selectjit::{Broadcast, Engine};
+    /// // Into a view with its rows reversed.
+    /// let mut out = Array2::<f32>::zeros((2, 2));
+    /// Engine::new().select_array_into(
+    ///     &array![[1u8], [0]],
+    ///     &array![1.0f32, 2.0],
+    ///     &array![-1.0f32],
+    ///     &mut out.slice_mut(s![..;-1, ..]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, array![[-1.0, -1.0], [1.0, 2.0]]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select_array_into<C, T, D1, D2, D3, D4>(
         &self,
         cond: &ArrayRef<C, D1>,

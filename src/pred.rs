@@ -46,6 +46,13 @@ impl CmpOp {
     ];
 
     /// The operator as written in expressions: `==`, `!=`, `<`, `<=`, `>`, `>=`.
+    ///
+    /// ```
+    /// use selectjit::CmpOp;
+    /// assert_eq!(CmpOp::Le.symbol(), "<=");
+    /// let all: Vec<&str> = CmpOp::ALL.iter().map(|op| op.symbol()).collect();
+    /// assert_eq!(all, ["==", "!=", "<", "<=", ">", ">="]);
+    /// ```
     pub const fn symbol(self) -> &'static str {
         match self {
             CmpOp::Eq => "==",
@@ -59,6 +66,12 @@ impl CmpOp {
 
     /// numpy's name of the comparison ufunc: `equal`, `not_equal`, `less`, `less_equal`,
     /// `greater`, `greater_equal`.
+    ///
+    /// ```
+    /// use selectjit::CmpOp;
+    /// assert_eq!(CmpOp::Ne.numpy_name(), "not_equal");
+    /// assert_eq!(CmpOp::Ge.numpy_name(), "greater_equal");
+    /// ```
     pub const fn numpy_name(self) -> &'static str {
         match self {
             CmpOp::Eq => "equal",
@@ -114,6 +127,12 @@ impl TestOp {
     pub const ALL: [TestOp; 3] = [TestOp::IsNan, TestOp::IsInf, TestOp::IsFinite];
 
     /// numpy's name: `isnan`, `isinf`, `isfinite`.
+    ///
+    /// ```
+    /// use selectjit::TestOp;
+    /// let names: Vec<&str> = TestOp::ALL.iter().map(|t| t.name()).collect();
+    /// assert_eq!(names, ["isnan", "isinf", "isfinite"]);
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             TestOp::IsNan => "isnan",

@@ -37,6 +37,13 @@ pub enum Broadcast {
 
 impl Broadcast {
     /// The mode's name as used on the command line and in messages.
+    ///
+    /// ```
+    /// use selectjit::Broadcast;
+    /// assert_eq!(Broadcast::Numpy.name(), "numpy");
+    /// assert_eq!(Broadcast::TwoStep.name(), "two-step");
+    /// assert_eq!(Broadcast::Pdpd { axis: -1 }.name(), "pdpd");
+    /// ```
     pub fn name(&self) -> &'static str {
         match self {
             Broadcast::Numpy => "numpy",
@@ -246,6 +253,22 @@ pub fn numel(shape: &[usize]) -> usize {
 }
 
 /// Infers the output shape and each input's placement under `mode`.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, broadcast_shapes};
+/// // two-step: then [2, 3] and else [3] broadcast to [2, 3], then cond [2, 1] into it.
+/// let b = broadcast_shapes(Broadcast::TwoStep, &[2, 1], &[2, 3], &[3])?;
+/// assert_eq!(&b.out[..], &[2, 3]);
+/// // cond may not grow the output there, as it may under numpy.
+/// assert!(broadcast_shapes(Broadcast::TwoStep, &[4, 2, 3], &[2, 3], &[3]).is_err());
+/// assert_eq!(
+///     &broadcast_shapes(Broadcast::Numpy, &[4, 2, 3], &[2, 3], &[3])?.out[..],
+///     &[4, 2, 3]
+/// );
+/// # Ok(())
+/// # }
+/// ```
 #[doc(hidden)]
 pub fn broadcast_shapes(
     mode: Broadcast,
@@ -363,6 +386,18 @@ pub(crate) fn broadcast_pair(names: [&'static str; 2], a: &[usize], b: &[usize])
 }
 
 /// The output shape only.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, output_shape};
+/// // numpy: cond [3, 1], then [4], else a scalar broadcast to [3, 4].
+/// let out = output_shape(Broadcast::Numpy, &[3, 1], &[4], &[])?;
+/// assert_eq!(&out[..], &[3, 4]);
+/// // Mode `None` wants three identical shapes.
+/// assert!(output_shape(Broadcast::None, &[3, 1], &[4], &[]).is_err());
+/// # Ok(())
+/// # }
+/// ```
 pub fn output_shape(
     mode: Broadcast,
     cond: &[usize],

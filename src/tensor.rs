@@ -35,6 +35,13 @@ pub struct TensorMut<'a, T> {
 
 impl<'a, T> TensorRef<'a, T> {
     /// A row-major contiguous view starting at the first element of `data`.
+    ///
+    /// ```
+    /// use selectjit::TensorRef;
+    /// let v = TensorRef::new(&[1u8, 2, 3, 4, 5, 6], &[2, 3]);
+    /// assert_eq!(v.shape(), &[2, 3]);
+    /// assert_eq!((v.strides(), v.offset()), (None, 0)); // row-major from the first element
+    /// ```
     pub fn new(data: &'a [T], shape: &'a [usize]) -> Self {
         TensorRef {
             data,
@@ -47,6 +54,25 @@ impl<'a, T> TensorRef<'a, T> {
     /// A view with explicit, non-negative or negative, strides in elements (0 broadcasts),
     /// starting at the first element of `data`. With a negative stride the view would step
     /// before the buffer: use [`TensorRef::with_layout`] to say where its first element is.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// // One row read twice (stride 0 broadcasts): a [2, 3] view of 3 elements.
+    /// let row = [1i32, 2, 3];
+    /// let rows = TensorRef::with_strides(&row, &[2, 3], &[0, 1]);
+    /// let mut out = [0i32; 6];
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 0], &[2, 1]),
+    ///     rows,
+    ///     TensorRef::scalar(&[0]),
+    ///     TensorMut::new(&mut out, &[2, 3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 2, 3, 0, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_strides(data: &'a [T], shape: &'a [usize], strides: &'a [isize]) -> Self {
         TensorRef::with_layout(data, shape, strides, 0)
     }
@@ -77,29 +103,96 @@ impl<'a, T> TensorRef<'a, T> {
 
     /// The same view starting at `data[offset]` instead: the element at coordinate
     /// `[0, 0, ...]` is `data[offset]` (e.g. a contiguous block inside a larger buffer).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// // The last two elements of a larger buffer.
+    /// let buf = [9i32, 9, 1, 2];
+    /// let tail = TensorRef::new(&buf, &[2]).with_offset(2);
+    /// let mut out = [0i32; 2];
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 1], &[2]),
+    ///     tail,
+    ///     TensorRef::scalar(&[0]),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 2]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_offset(mut self, offset: usize) -> Self {
         self.offset = offset;
         self
     }
 
     /// A rank-0 view of the first element of `data`.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// let zero = TensorRef::scalar(&[0i16]);
+    /// assert!(zero.shape().is_empty()); // rank 0: broadcasts to any shape
+    /// let mut out = [7i16; 3];
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 0, 0], &[3]),
+    ///     TensorRef::new(&[4i16, 5, 6], &[3]),
+    ///     zero,
+    ///     TensorMut::new(&mut out, &[3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [4, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn scalar(data: &'a [T]) -> Self {
         TensorRef::new(data, &[])
     }
 
     /// The whole buffer the view addresses into.
+    ///
+    /// ```
+    /// use selectjit::TensorRef;
+    /// let buf = [1.0f32, 2.0, 3.0, 4.0];
+    /// let v = TensorRef::new(&buf, &[2]).with_offset(2);
+    /// assert_eq!(v.data(), &buf[..]); // the whole buffer, not only the viewed elements
+    /// ```
     pub fn data(&self) -> &'a [T] {
         self.data
     }
     /// The view's shape.
+    ///
+    /// ```
+    /// use selectjit::TensorRef;
+    /// assert_eq!(TensorRef::new(&[0u8; 6], &[3, 2]).shape(), &[3, 2]);
+    /// assert!(TensorRef::scalar(&[0u8]).shape().is_empty());
+    /// ```
     pub fn shape(&self) -> &'a [usize] {
         self.shape
     }
     /// The explicit strides, if the view has them (`None`: row-major contiguous).
+    ///
+    /// ```
+    /// use selectjit::TensorRef;
+    /// let x = [1u8, 2, 3];
+    /// assert_eq!(TensorRef::new(&x, &[3]).strides(), None);
+    /// assert_eq!(
+    ///     TensorRef::with_layout(&x, &[3], &[-1], 2).strides(),
+    ///     Some(&[-1isize][..])
+    /// );
+    /// ```
     pub fn strides(&self) -> Option<&'a [isize]> {
         self.strides
     }
     /// Index in [`TensorRef::data`] of the element at coordinate `[0, 0, ...]`.
+    ///
+    /// ```
+    /// use selectjit::TensorRef;
+    /// let x = [1u8, 2, 3, 4];
+    /// assert_eq!(TensorRef::new(&x, &[2]).offset(), 0);
+    /// assert_eq!(TensorRef::new(&x, &[2]).with_offset(2).offset(), 2);
+    /// ```
     pub fn offset(&self) -> usize {
         self.offset
     }
@@ -107,6 +200,24 @@ impl<'a, T> TensorRef<'a, T> {
 
 impl<'a> TensorRef<'a, u8> {
     /// A cond view over Rust `bool`s (always 0 or 1 bytes).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// let cond = TensorRef::from_bools(&[true, false], &[2]);
+    /// assert_eq!(cond.data(), &[1, 0]);
+    /// let mut out = [0u32; 2];
+    /// selectjit::select(
+    ///     cond,
+    ///     TensorRef::new(&[1u32, 2], &[2]),
+    ///     TensorRef::scalar(&[0u32]),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_bools(data: &'a [bool], shape: &'a [usize]) -> Self {
         let bytes: &'a [u8] = bytemuck::cast_slice(data);
         TensorRef::new(bytes, shape)
@@ -115,6 +226,27 @@ impl<'a> TensorRef<'a, u8> {
 
 impl<'a, T> TensorMut<'a, T> {
     /// A row-major contiguous view starting at the first element of `data`.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// let mut buf = [0u8; 4];
+    /// let out = TensorMut::new(&mut buf, &[2, 2]);
+    /// assert_eq!(
+    ///     (out.shape(), out.strides(), out.offset()),
+    ///     (&[2, 2][..], None, 0)
+    /// );
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 0], &[2, 1]),
+    ///     TensorRef::new(&[1u8, 2], &[2]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     out,
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(buf, [1, 2, 0, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new(data: &'a mut [T], shape: &'a [usize]) -> Self {
         TensorMut {
             data,
@@ -127,12 +259,46 @@ impl<'a, T> TensorMut<'a, T> {
     /// A view with explicit strides in elements, starting at the first element of `data`.
     /// Output strides must not make two elements overlap (so none is 0 on a dimension of more
     /// than one element).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// // Write the first column of a row-major [3, 2] buffer: stride 2.
+    /// let mut buf = [0i32; 6];
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 0, 1], &[3]),
+    ///     TensorRef::new(&[1i32, 2, 3], &[3]),
+    ///     TensorRef::scalar(&[-1]),
+    ///     TensorMut::with_strides(&mut buf, &[3], &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(buf, [1, 0, -1, 0, 3, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_strides(data: &'a mut [T], shape: &'a [usize], strides: &'a [isize]) -> Self {
         TensorMut::with_layout(data, shape, strides, 0)
     }
 
     /// A view with explicit strides in elements (negative walks backwards) whose first element,
     /// coordinate `[0, 0, ...]`, is `data[offset]`. Strides must not make two elements overlap.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// // Write through a reversed view `buf[::-1]`: stride -1, first element at index 2.
+    /// let mut buf = [0i32; 3];
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 0, 1], &[3]),
+    ///     TensorRef::new(&[1i32, 2, 3], &[3]),
+    ///     TensorRef::scalar(&[-1]),
+    ///     TensorMut::with_layout(&mut buf, &[3], &[-1], 2),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(buf, [3, -1, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_layout(
         data: &'a mut [T],
         shape: &'a [usize],
@@ -149,24 +315,71 @@ impl<'a, T> TensorMut<'a, T> {
 
     /// The same view starting at `data[offset]` instead: the element at coordinate
     /// `[0, 0, ...]` is `data[offset]`.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, TensorMut, TensorRef};
+    /// // Fill the middle two elements of a larger buffer.
+    /// let mut buf = [0u8; 4];
+    /// selectjit::select(
+    ///     TensorRef::new(&[1, 0], &[2]),
+    ///     TensorRef::scalar(&[5u8]),
+    ///     TensorRef::scalar(&[6u8]),
+    ///     TensorMut::new(&mut buf, &[2]).with_offset(1),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(buf, [0, 5, 6, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_offset(mut self, offset: usize) -> Self {
         self.offset = offset;
         self
     }
 
     /// The view's shape.
+    ///
+    /// ```
+    /// use selectjit::TensorMut;
+    /// let mut buf = [0f32; 6];
+    /// assert_eq!(TensorMut::new(&mut buf, &[2, 3]).shape(), &[2, 3]);
+    /// ```
     pub fn shape(&self) -> &'a [usize] {
         self.shape
     }
     /// The explicit strides, if the view has them (`None`: row-major contiguous).
+    ///
+    /// ```
+    /// use selectjit::TensorMut;
+    /// let mut buf = [0f32; 6];
+    /// assert_eq!(TensorMut::new(&mut buf, &[2, 3]).strides(), None);
+    /// assert_eq!(
+    ///     TensorMut::with_strides(&mut buf, &[3], &[2]).strides(),
+    ///     Some(&[2isize][..])
+    /// );
+    /// ```
     pub fn strides(&self) -> Option<&'a [isize]> {
         self.strides
     }
     /// Index in the buffer of the element at coordinate `[0, 0, ...]`.
+    ///
+    /// ```
+    /// use selectjit::TensorMut;
+    /// let mut buf = [0f32; 4];
+    /// assert_eq!(TensorMut::new(&mut buf, &[2]).with_offset(2).offset(), 2);
+    /// assert_eq!(TensorMut::with_layout(&mut buf, &[4], &[-1], 3).offset(), 3);
+    /// ```
     pub fn offset(&self) -> usize {
         self.offset
     }
     /// The whole buffer the view addresses into.
+    ///
+    /// ```
+    /// use selectjit::TensorMut;
+    /// let mut buf = [1u8, 2, 3, 4];
+    /// let tail = TensorMut::new(&mut buf, &[2]).with_offset(2);
+    /// assert_eq!(tail.data(), &[1, 2, 3, 4]); // the whole buffer
+    /// ```
     pub fn data(&self) -> &[T] {
         self.data
     }
@@ -179,10 +392,31 @@ impl<'a, T> TensorMut<'a, T> {
         self.data.as_mut_ptr()
     }
     /// The whole buffer the view addresses into, writable.
+    ///
+    /// ```
+    /// use selectjit::TensorMut;
+    /// let mut buf = [0u8; 3];
+    /// let mut out = TensorMut::new(&mut buf, &[3]);
+    /// out.data_mut().fill(7);
+    /// assert_eq!(out.data(), &[7, 7, 7]);
+    /// ```
     pub fn data_mut(&mut self) -> &mut [T] {
         self.data
     }
     /// Splits the view into its parts: buffer, shape, strides and offset of the first element.
+    ///
+    /// ```
+    /// use selectjit::TensorMut;
+    /// let mut buf = [0u8; 3];
+    /// let (data, shape, strides, offset) =
+    ///     TensorMut::with_layout(&mut buf, &[3], &[-1], 2).into_parts();
+    /// assert_eq!(
+    ///     (shape, strides, offset),
+    ///     (&[3][..], Some(&[-1isize][..]), 2)
+    /// );
+    /// data[offset] = 1; // coordinate [0]
+    /// assert_eq!(buf, [0, 0, 1]);
+    /// ```
     pub fn into_parts(self) -> (&'a mut [T], &'a [usize], Option<&'a [isize]>, usize) {
         (self.data, self.shape, self.strides, self.offset)
     }

@@ -25,6 +25,15 @@ impl Tier {
     pub const CONCRETE: [Tier; 3] = [Tier::Cranelift, Tier::Avx2, Tier::Avx512];
 
     /// The name used on the command line, in `SELECTJIT_TIER` and in messages.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::Tier;
+    /// assert_eq!(Tier::Avx512.name(), "avx512");
+    /// assert_eq!("cranelift".parse::<Tier>()?, Tier::Cranelift);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub const fn name(self) -> &'static str {
         match self {
             Tier::Auto => "auto",
@@ -35,6 +44,12 @@ impl Tier {
     }
 
     /// The CPU features kernels of this tier use (x86 tiers; none for the others).
+    ///
+    /// ```
+    /// use selectjit::Tier;
+    /// assert_eq!(Tier::Avx2.required_features(), ["avx2", "bmi2"]);
+    /// assert!(Tier::Cranelift.required_features().is_empty());
+    /// ```
     pub fn required_features(self) -> &'static [&'static str] {
         match self {
             Tier::Avx2 => &["avx2", "bmi2"],
@@ -45,6 +60,18 @@ impl Tier {
 
     /// Whether this host can run kernels of this tier (`Auto`: whether it runs any tier). A
     /// build without the `jit` feature runs none.
+    ///
+    /// ```
+    /// use selectjit::{Engine, EngineConfig, Tier};
+    /// // A named tier builds an engine exactly when this host runs it.
+    /// for tier in Tier::CONCRETE {
+    ///     assert_eq!(
+    ///         Engine::with_config(EngineConfig::new().tier(tier)).is_ok(),
+    ///         tier.available()
+    ///     );
+    /// }
+    /// assert_eq!(Tier::Auto.available(), !Tier::host_tiers().is_empty());
+    /// ```
     pub fn available(self) -> bool {
         match self {
             Tier::Auto => Tier::CONCRETE.into_iter().any(Tier::available),
@@ -86,6 +113,16 @@ impl Tier {
     }
 
     /// Why this host cannot run the tier, or `None` when it can.
+    ///
+    /// ```
+    /// use selectjit::Tier;
+    /// for tier in Tier::ALL {
+    ///     match tier.unavailable_reason() {
+    ///         None => assert!(tier.available()),
+    ///         Some(why) => assert!(!tier.available() && why.contains(tier.name())),
+    ///     }
+    /// }
+    /// ```
     pub fn unavailable_reason(self) -> Option<String> {
         if self.available() {
             return None;
@@ -132,6 +169,13 @@ impl Tier {
     }
 
     /// The tiers this host runs, the most portable first.
+    ///
+    /// ```
+    /// use selectjit::Tier;
+    /// let tiers = Tier::host_tiers();
+    /// assert!(tiers.iter().all(|t| *t != Tier::Auto && t.available()));
+    /// assert_eq!(tiers.last().copied(), Tier::best()); // the most portable first, the widest last
+    /// ```
     pub fn host_tiers() -> Vec<Tier> {
         Tier::CONCRETE
             .into_iter()
@@ -141,12 +185,32 @@ impl Tier {
 
     /// The widest tier this host runs (`None` in a build without code generation). This is
     /// what `Auto` prefers before it has measured anything.
+    ///
+    /// ```
+    /// use selectjit::{Engine, Tier};
+    /// match Tier::best() {
+    ///     Some(tier) => assert!(tier.available() && Engine::new().tier() == Some(tier)),
+    ///     None => assert!(Engine::new().tier().is_none()), // no code generation here
+    /// }
+    /// ```
     pub fn best() -> Option<Tier> {
         Tier::host_tiers().pop()
     }
 
     /// The tier named by `SELECTJIT_TIER`, `Auto` when it is unset or empty. An unknown name is an
     /// error.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Tier, env};
+    /// let tier = Tier::from_env()?;
+    /// match std::env::var(env::TIER) {
+    ///     Ok(name) if !name.trim().is_empty() => assert_eq!(tier.name(), name.trim()),
+    ///     _ => assert_eq!(tier, Tier::Auto),
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_env() -> Result<Tier> {
         match std::env::var(crate::env::TIER) {
             Ok(v) if !v.trim().is_empty() => v.trim().parse(),
@@ -155,6 +219,12 @@ impl Tier {
     }
 
     /// Whether kernels of this tier are x86-64 machine code emitted by the x86 generator.
+    ///
+    /// ```
+    /// use selectjit::Tier;
+    /// assert!(Tier::Avx2.is_x86() && Tier::Avx512.is_x86());
+    /// assert!(!Tier::Cranelift.is_x86() && !Tier::Auto.is_x86());
+    /// ```
     pub fn is_x86(self) -> bool {
         matches!(self, Tier::Avx2 | Tier::Avx512)
     }
@@ -200,6 +270,14 @@ pub struct Variant {
 
 impl Variant {
     /// The variant of `tier` with ordinary stores and 256-bit vectors.
+    ///
+    /// ```
+    /// use selectjit::{Tier, Variant};
+    /// let v = Variant::of(Tier::Avx2);
+    /// assert_eq!(v.tier, Tier::Avx2);
+    /// assert!(!v.nt && !v.wide && !v.four_way);
+    /// assert_eq!(v, Variant { tier: Tier::Avx2, ..Variant::default() });
+    /// ```
     pub fn of(tier: Tier) -> Variant {
         Variant {
             tier,

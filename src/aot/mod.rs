@@ -49,6 +49,11 @@ pub use table::AotTable;
 pub const DEFAULT_SYMBOL: &str = "selectjit_aot_table";
 
 /// The architecture of this host as tables name it (`x86_64`, `aarch64`, `s390x`, `riscv64`).
+///
+/// ```
+/// // Tables name architectures as Rust does.
+/// assert_eq!(selectjit::aot::host_arch(), std::env::consts::ARCH);
+/// ```
 pub fn host_arch() -> String {
     format::arch_name(target_lexicon::Triple::host().architecture)
 }

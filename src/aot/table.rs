@@ -101,6 +101,44 @@ impl AotTable {
     /// stays loaded): its `entries` and `keys` cover `entry_count` entries and `keys_len` bytes,
     /// and each function pointer is the kernel its key names. The checks above catch tables
     /// for another machine or format and corrupted keys, not pointers that lie.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::aot::{AOT_MAGIC, AOT_VERSION, AotTable, SelectjitAotTable};
+    /// // Tables come from objects `selectjit aot` exports and the program links (see the module
+    /// // docs); here a header without entries, for this host, built by hand.
+    /// let host = format!(
+    ///     "{}-unknown-{}",
+    ///     std::env::consts::ARCH,
+    ///     std::env::consts::OS
+    /// );
+    /// let mut triple = [0u8; 64];
+    /// triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// let raw: &'static SelectjitAotTable = Box::leak(Box::new(SelectjitAotTable {
+    ///     magic: AOT_MAGIC,
+    ///     version: AOT_VERSION,
+    ///     entry_count: 0,
+    ///     keys_len: 0,
+    ///     reserved: 0,
+    ///     checksum: 0xcbf2_9ce4_8422_2325, // FNV-1a of no entries
+    ///     triple,
+    ///     features: [0; 256],
+    ///     entries: std::ptr::null(),
+    ///     keys: std::ptr::null(),
+    /// }));
+    /// // SAFETY: a table without entries that lives for the rest of the program.
+    /// let table = unsafe { AotTable::from_raw(raw) }?;
+    /// assert_eq!((table.exact_len(), table.generic_len()), (0, 0));
+    /// // Another format version is refused.
+    /// let old: &'static SelectjitAotTable =
+    ///     Box::leak(Box::new(SelectjitAotTable { version: 1, ..*raw }));
+    /// // SAFETY: as above.
+    /// assert!(unsafe { AotTable::from_raw(old) }.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub unsafe fn from_raw(table: *const SelectjitAotTable) -> Result<AotTable> {
         if table.is_null() {
             return Err(Error::Aot("the table pointer is NULL".into()));
@@ -167,26 +205,132 @@ impl AotTable {
     }
 
     /// The target triple the kernels were exported for.
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = empty_table()?; // a table exported for this host (see `AotTable::from_raw`)
+    /// let arch = table.triple().split('-').next().unwrap();
+    /// assert_eq!(arch, selectjit::aot::host_arch());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn triple(&self) -> &str {
         &self.inner.triple
     }
 
     /// The CPU features the kernels need (Cranelift's flag names).
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = empty_table()?; // needs no CPU feature (see `AotTable::from_raw`)
+    /// assert!(table.features().is_empty());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn features(&self) -> &[String] {
         &self.inner.features
     }
 
     /// Number of exact kernels.
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = empty_table()?; // a table without kernels (see `AotTable::from_raw`)
+    /// assert_eq!(table.exact_len(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn exact_len(&self) -> usize {
         self.inner.exact.len()
     }
 
     /// Number of shape-generic kernels.
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = empty_table()?; // a table without kernels (see `AotTable::from_raw`)
+    /// assert_eq!(table.generic_len(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn generic_len(&self) -> usize {
         self.inner.generic.len()
     }
 
     /// Bytes of machine code of all kernels.
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = empty_table()?; // a table without kernels (see `AotTable::from_raw`)
+    /// assert_eq!(table.code_bytes(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn code_bytes(&self) -> usize {
         self.inner.code_bytes
     }

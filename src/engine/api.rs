@@ -149,6 +149,20 @@ impl Engine {
     /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
     /// returned [`Prepared`] runs it with only buffer-length checks (no shape inference, no
     /// hashing, no locking).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine};
+    /// let engine = Engine::new();
+    /// // cond [2, 1], then [2, 3], else a scalar: planned once, run many times.
+    /// let prepared = engine.prepare(DType::F32, &[2, 1], &[2, 3], &[], Broadcast::Numpy)?;
+    /// assert_eq!(prepared.out_shape(), &[2, 3]);
+    /// let mut out = [0.0f32; 6];
+    /// prepared.run(&[1, 0], &[1.0, 2.0, 3.0, 4.0, 5.0, 6.0], &[-1.0], &mut out)?;
+    /// assert_eq!(out, [1.0, 2.0, 3.0, -1.0, -1.0, -1.0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn prepare(
         &self,
         dtype: DType,
@@ -184,6 +198,38 @@ impl Engine {
     /// strides, negative ones included (with the offset of their first element, see
     /// [`TensorRef::with_layout`]). Every buffer is checked against its shape, strides and
     /// offset before anything is read or written; on error `out` is untouched.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, TensorMut, TensorRef};
+    /// let engine = Engine::new();
+    /// // cond [3] broadcast over the rows of then [2, 3]; else a scalar.
+    /// let mut out = [0i32; 6];
+    /// engine.select(
+    ///     TensorRef::new(&[1, 0, 1], &[3]),
+    ///     TensorRef::new(&[1, 2, 3, 4, 5, 6], &[2, 3]),
+    ///     TensorRef::scalar(&[0]),
+    ///     TensorMut::new(&mut out, &[2, 3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 0, 3, 4, 0, 6]);
+    /// // An output of the wrong shape is an error, and the output is untouched.
+    /// let mut small = [9i32; 3];
+    /// assert!(
+    ///     engine
+    ///         .select(
+    ///             TensorRef::new(&[1, 0, 1], &[3]),
+    ///             TensorRef::new(&[1, 2, 3, 4, 5, 6], &[2, 3]),
+    ///             TensorRef::scalar(&[0]),
+    ///             TensorMut::new(&mut small, &[3]),
+    ///             Broadcast::Numpy
+    ///         )
+    ///         .is_err()
+    /// );
+    /// assert_eq!(small, [9, 9, 9]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select<'c, T: Element>(
         &self,
         cond: impl Into<Cond<'c>>,
@@ -254,6 +300,23 @@ impl Engine {
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.
     /// Its shape must be the broadcast output shape; it may have any non-overlapping layout,
     /// reversed included.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, InPlace, TensorMut, TensorRef};
+    /// // x = mask ? x : -1, overwriting x.
+    /// let mut x = [1i64, 2, 3];
+    /// Engine::new().select_in_place(
+    ///     TensorRef::new(&[1, 0, 1], &[3]),
+    ///     TensorMut::new(&mut x, &[3]),
+    ///     InPlace::Then,
+    ///     TensorRef::scalar(&[-1]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(x, [1, -1, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select_in_place<'c, T: Element>(
         &self,
         cond: impl Into<Cond<'c>>,
@@ -275,6 +338,24 @@ impl Engine {
 
     /// Byte-level [`Engine::select_in_place`] for a run-time `dtype`: `inout` holds raw
     /// elements of `dtype`; shapes, strides and offsets count elements.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
+    /// // y = mask ? 1 : y on two u16 elements held as bytes (little-endian); y is `else`.
+    /// let mut y: Vec<u8> = [10u16, 20].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// Engine::new().select_in_place_dyn(
+    ///     DType::U16,
+    ///     TensorRef::new(&[0u8, 1], &[2]),
+    ///     TensorMut::new(&mut y, &[2]),
+    ///     InPlace::Else,
+    ///     TensorRef::scalar(&1u16.to_le_bytes()),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(y, [10, 0, 1, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select_in_place_dyn<'c>(
         &self,
         dtype: DType,
@@ -303,6 +384,25 @@ impl Engine {
 
     /// Byte-level select for a run-time `dtype`: each buffer holds raw little-endian elements of
     /// `dtype`; shapes, strides and offsets count elements. Used by the CLI and by the C ABI.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine, TensorMut, TensorRef};
+    /// // Two u16 elements as little-endian bytes: shapes count u16s, not bytes.
+    /// let then: Vec<u8> = [1u16, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
+    /// let mut out = [0u8; 4];
+    /// Engine::new().select_dyn(
+    ///     DType::U16,
+    ///     TensorRef::new(&[0u8, 1], &[2]),
+    ///     TensorRef::new(&then, &[2]),
+    ///     TensorRef::scalar(&9u16.to_le_bytes()),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [9, 0, 2, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn select_dyn<'c>(
         &self,
         dtype: DType,

@@ -28,6 +28,15 @@ impl Backend {
     pub const ALL: &'static [Backend] = &[Backend::Jit, Backend::Static, Backend::Interp];
 
     /// The name used on the command line (`jit`, `static`, `interp`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::Backend;
+    /// assert_eq!(Backend::Static.name(), "static");
+    /// assert_eq!("interp".parse::<Backend>()?, Backend::Interp);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn name(self) -> &'static str {
         match self {
             Backend::Jit => "jit",
@@ -151,6 +160,16 @@ impl EngineConfig {
     /// The defaults: the JIT backend, tier `Auto`, a cache of 1024 signatures, exact kernels
     /// from a signature's second sighting, every available core for calls of 1 MiB or more of
     /// output, non-temporal stores from 32 MiB. Reads no environment variable.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Engine, EngineConfig};
+    /// let engine = Engine::with_config(EngineConfig::new())?;
+    /// assert_eq!(engine.backend(), Backend::Jit);
+    /// assert_eq!(engine.stats().capacity, 1024);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn new() -> EngineConfig {
         EngineConfig::default()
     }
@@ -162,6 +181,22 @@ impl EngineConfig {
     ///
     /// # Errors
     /// A variable that is set to something else than its kind of value (the error names it).
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig, env};
+    /// let engine = Engine::with_config(EngineConfig::from_env()?)?;
+    /// // SELECTJIT_CACHE_CAPACITY, if it is set, else the default.
+    /// let capacity = match std::env::var(env::CACHE_CAPACITY) {
+    ///     Ok(v) if !v.trim().is_empty() => v.trim().parse::<usize>().unwrap().max(1),
+    ///     _ => 1024,
+    /// };
+    /// assert_eq!(engine.stats().capacity, capacity);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn from_env() -> Result<EngineConfig> {
         let mut c = EngineConfig::default();
         if let Some(n) = number::<usize>(env::CACHE_CAPACITY)? {
@@ -180,6 +215,24 @@ impl EngineConfig {
     }
 
     /// Which implementation runs the selects (default [`Backend::Jit`]).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Broadcast, Engine, EngineConfig, TensorMut, TensorRef};
+    /// // The reference interpreter: no kernels, same results.
+    /// let engine = Engine::with_config(EngineConfig::new().backend(Backend::Interp))?;
+    /// let mut out = [0u8; 2];
+    /// engine.select(
+    ///     TensorRef::new(&[0, 1], &[2]),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[2u8]),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!((engine.backend(), out), (Backend::Interp, [2, 1]));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn backend(mut self, backend: Backend) -> Self {
         self.backend = backend;
         self
@@ -188,12 +241,43 @@ impl EngineConfig {
     /// The code generator (default `Auto`: the tiers the host runs are timed on each kernel
     /// class's first calls and the fastest kept; a named tier is used for every kernel, with
     /// Cranelift for signatures an x86 tier does not cover).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig, Tier};
+    /// // Only tiers this host runs can be named (`Tier::available`).
+    /// for tier in Tier::host_tiers() {
+    ///     let engine = Engine::with_config(EngineConfig::new().tier(tier))?;
+    ///     assert_eq!(engine.tier(), Some(tier));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tier(mut self, tier: Tier) -> Self {
         self.tier = tier;
         self
     }
 
     /// Kernels kept in the LRU cache (default 1024; at least 1).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// assert_eq!(
+    ///     Engine::with_config(EngineConfig::new().cache_capacity(16))?
+    ///         .stats()
+    ///         .capacity,
+    ///     16
+    /// );
+    /// assert_eq!(
+    ///     Engine::with_config(EngineConfig::new().cache_capacity(0))?
+    ///         .stats()
+    ///         .capacity,
+    ///     1
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cache_capacity(mut self, n: usize) -> Self {
         self.cache_capacity = n.max(1);
         self
@@ -202,6 +286,26 @@ impl EngineConfig {
     /// How many times a signature is seen before its exact kernel is compiled; until then the
     /// shape-generic kernel of its pattern runs it (compiled once per pattern). 1 compiles the
     /// exact kernel on first sight; default 2.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, EngineConfig, TensorMut, TensorRef};
+    /// // Compile the exact kernel of a signature on its first call.
+    /// let engine = Engine::with_config(EngineConfig::new().exact_after(1))?;
+    /// let mut out = [0u8; 4];
+    /// engine.select(
+    ///     TensorRef::new(&[1, 0, 1, 0], &[4]),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[4]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// let stats = engine.stats();
+    /// assert_eq!(stats.generic_runs, 0); // no shape-generic kernel ran
+    /// assert_eq!(stats.compiles, u64::from(engine.tier().is_some()));
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn exact_after(mut self, n: u32) -> Self {
         self.exact_after = n;
         self
@@ -209,6 +313,21 @@ impl EngineConfig {
 
     /// Threads a large call may be split across (default: the available parallelism; 1: calls
     /// stay on the calling thread).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// assert_eq!(
+    ///     Engine::with_config(EngineConfig::new().threads(4))?.threads(),
+    ///     4
+    /// );
+    /// assert_eq!(
+    ///     Engine::with_config(EngineConfig::new().threads(0))?.threads(),
+    ///     1
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn threads(mut self, n: usize) -> Self {
         self.threads = n.max(1);
         self
@@ -217,6 +336,17 @@ impl EngineConfig {
     /// Output size in bytes from which a call may be split across the threads (default
     /// [`PARALLEL_MIN_BYTES`]); a kernel times its first such calls on one thread and on all,
     /// and keeps the faster way.
+    ///
+    /// ```
+    /// use selectjit::{EngineConfig, PARALLEL_MIN_BYTES};
+    /// let config = EngineConfig::new()
+    ///     .threads(4)
+    ///     .parallel_min_bytes(4 * PARALLEL_MIN_BYTES);
+    /// assert!(
+    ///     format!("{config:?}")
+    ///         .contains(&format!("parallel_min_bytes: {}", 4 * PARALLEL_MIN_BYTES))
+    /// );
+    /// ```
     pub fn parallel_min_bytes(mut self, n: usize) -> Self {
         self.parallel_min_bytes = n;
         self
@@ -225,12 +355,24 @@ impl EngineConfig {
     /// x86 tiers: exact kernels whose output has at least this many bytes store it
     /// non-temporally, bypassing the caches (default [`NT_MIN_BYTES`]; `usize::MAX`: never).
     /// `Auto` measures non-temporal stores against ordinary ones from a quarter of it.
+    ///
+    /// ```
+    /// use selectjit::EngineConfig;
+    /// let config = EngineConfig::new().nt_min_bytes(usize::MAX); // never non-temporal
+    /// assert!(format!("{config:?}").contains(&format!("nt_min_bytes: {}", usize::MAX)));
+    /// ```
     pub fn nt_min_bytes(mut self, n: usize) -> Self {
         self.nt_min_bytes = n;
         self
     }
 
     /// Run the Cranelift verifier on every Cranelift kernel (default: in debug builds).
+    ///
+    /// ```
+    /// use selectjit::EngineConfig;
+    /// assert!(format!("{:?}", EngineConfig::new().verify(true)).contains("verify: true"));
+    /// assert!(format!("{:?}", EngineConfig::new().verify(false)).contains("verify: false"));
+    /// ```
     pub fn verify(mut self, on: bool) -> Self {
         self.verify = on;
         self
@@ -238,6 +380,42 @@ impl EngineConfig {
 
     /// What times the calls behind the engine's measured choices (default: wall-clock time).
     /// Tests give one that makes the choices deterministic.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{
+    ///     Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef, Variant,
+    /// };
+    /// use std::sync::Arc;
+    /// use std::sync::atomic::{AtomicU64, Ordering};
+    ///
+    /// /// Counts the timed calls, and says each took 1 ns: ties, so choices are deterministic.
+    /// #[derive(Debug, Default)]
+    /// struct Counter(AtomicU64);
+    /// impl CallTimer for Counter {
+    ///     fn time(&self, _: Variant, _split: bool, call: &mut dyn FnMut()) -> u64 {
+    ///         call();
+    ///         self.0.fetch_add(1, Ordering::Relaxed);
+    ///         1
+    ///     }
+    /// }
+    /// let timer = Arc::new(Counter::default());
+    /// let engine = Engine::with_config(EngineConfig::new().timer(timer.clone()))?;
+    /// let mut out = [0u8; 16];
+    /// for _ in 0..20 {
+    ///     engine.select(
+    ///         TensorRef::new(&[1u8; 16], &[16]),
+    ///         TensorRef::scalar(&[1u8]),
+    ///         TensorRef::scalar(&[0u8]),
+    ///         TensorMut::new(&mut out, &[16]),
+    ///         Broadcast::Numpy,
+    ///     )?;
+    /// }
+    /// assert_eq!(out, [1; 16]);
+    /// assert_eq!(timer.0.load(Ordering::Relaxed), engine.stats().trial_calls);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn timer(mut self, timer: std::sync::Arc<dyn CallTimer>) -> Self {
         self.timer = Some(timer);
         self
@@ -249,6 +427,38 @@ impl EngineConfig {
     /// compiling one; with the `Static` backend (no code generation at all, for hosts that
     /// forbid it), the table's shape-generic kernel of the pattern, else the static kernels.
     /// The `Interp` backend ignores it.
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Engine, EngineConfig};
+    /// // A linked table (see `selectjit::aot`); here one without kernels.
+    /// let table = empty_table()?;
+    /// let engine = Engine::with_config(
+    ///     EngineConfig::new()
+    ///         .backend(Backend::Static)
+    ///         .aot(table.clone()),
+    /// )?;
+    /// let stats = engine.stats();
+    /// assert_eq!(
+    ///     (stats.aot_exact_kernels, stats.aot_generic_kernels),
+    ///     (table.exact_len(), table.generic_len())
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn aot(mut self, table: AotTable) -> Self {
         self.aot = Some(table);
         self

@@ -86,6 +86,23 @@ pub(crate) fn interp_bytes(
 
 /// Select over any `Clone` element type (strings, ...) through the reference interpreter. Views
 /// may have any strides and offsets, as in [`crate::Engine::select`].
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, TensorMut, TensorRef, select_generic};
+/// let then = ["a".to_string(), "b".to_string()];
+/// let mut out = vec![String::new(); 2];
+/// select_generic(
+///     TensorRef::new(&[0, 1], &[2]),
+///     TensorRef::new(&then, &[2]),
+///     TensorRef::scalar(&["-".to_string()]),
+///     TensorMut::new(&mut out, &[2]),
+///     Broadcast::Numpy,
+/// )?;
+/// assert_eq!(out, ["-", "b"]);
+/// # Ok(())
+/// # }
+/// ```
 pub fn select_generic<T: Clone>(
     cond: TensorRef<'_, u8>,
     then: TensorRef<'_, T>,

@@ -85,6 +85,14 @@ impl Engine {
     /// An engine with the default settings ([`EngineConfig::new`]): the JIT backend with the
     /// tier `Auto`. Where no code generator can run (a build without one, a host none targets)
     /// calls run on the static kernels and [`Engine::last_codegen_error`] says why.
+    ///
+    /// ```
+    /// use selectjit::{Backend, Engine, Tier};
+    /// let engine = Engine::new();
+    /// assert_eq!(engine.backend(), Backend::Jit);
+    /// // A code generator where the host (and the build) has one, the static kernels otherwise.
+    /// assert_eq!(engine.tier().is_some(), Tier::Auto.available());
+    /// ```
     pub fn new() -> Engine {
         let config = EngineConfig::new();
         let jit = Engine::codegen_for(&config);
@@ -98,6 +106,21 @@ impl Engine {
     /// run, or an invalid `SELECTJIT_MAX_ISA` (the process-wide instruction-set cap). The tier
     /// `Auto` is never an error: without any code generator the engine runs the static kernels
     /// (and its AOT table), and [`Engine::last_codegen_error`] says why.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Engine, EngineConfig, Tier};
+    /// let engine = Engine::with_config(EngineConfig::new().backend(Backend::Static).threads(1))?;
+    /// assert_eq!((engine.backend(), engine.threads()), (Backend::Static, 1));
+    /// // A named tier the host cannot run is an error, not a silent fallback.
+    /// if let Some(tier) = Tier::CONCRETE.into_iter().find(|t| !t.available()) {
+    ///     assert!(Engine::with_config(EngineConfig::new().tier(tier)).is_err());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn with_config(config: EngineConfig) -> Result<Engine> {
         crate::env::max_isa().map_err(crate::error::Error::Invalid)?;
         let jit = Engine::codegen_for(&config);
@@ -165,11 +188,33 @@ impl Engine {
     }
 
     /// The backend this engine runs.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Engine, EngineConfig};
+    /// assert_eq!(Engine::new().backend(), Backend::Jit);
+    /// let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp))?;
+    /// assert_eq!(interp.backend(), Backend::Interp);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn backend(&self) -> Backend {
         self.config.backend
     }
 
     /// Threads a large call may be split across ([`EngineConfig::threads`]).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// assert_eq!(
+    ///     Engine::with_config(EngineConfig::new().threads(2))?.threads(),
+    ///     2
+    /// );
+    /// assert!(Engine::new().threads() >= 1); // default: the available parallelism
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn threads(&self) -> usize {
         self.config.threads
     }
@@ -195,6 +240,15 @@ impl Engine {
 
     /// The tier that compiles this engine's kernels, the preferred one under `Auto` (`None`
     /// without a code generator).
+    ///
+    /// ```
+    /// use selectjit::{Engine, Tier};
+    /// let engine = Engine::new();
+    /// match engine.tier() {
+    ///     Some(tier) => assert_eq!(Some(tier), Tier::best()), // `Auto` prefers the widest tier
+    ///     None => assert!(engine.last_codegen_error().is_some()), // no code generator: says why
+    /// }
+    /// ```
     pub fn tier(&self) -> Option<Tier> {
         #[cfg(feature = "jit")]
         return self.codegen().map(CodeGen::tier);
@@ -205,6 +259,31 @@ impl Engine {
     /// Cache counters: hits, misses, evictions, compilations and their time. Hits of a
     /// thread's memo of its last kernel are added 64 at a time: the calling thread's all, other
     /// threads' up to the last 63.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Broadcast, Engine, EngineConfig, TensorMut, TensorRef};
+    /// let engine = Engine::with_config(
+    ///     EngineConfig::new()
+    ///         .backend(Backend::Static)
+    ///         .cache_capacity(8),
+    /// )?;
+    /// let mut out = [0u8; 2];
+    /// engine.select(
+    ///     TensorRef::new(&[1, 0], &[2]),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// let stats = engine.stats();
+    /// assert_eq!(
+    ///     (stats.capacity, stats.static_runs, stats.compiles),
+    ///     (8, 1, 0)
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn stats(&self) -> CacheStats {
         self.flush_memo_hits();
         let mut s = self.lock_cache().stats();
@@ -222,18 +301,92 @@ impl Engine {
 
     /// The choices `Auto` made by measuring: per kernel class, the variant kept (tier, store
     /// kind) and each candidate's fastest time. Empty for a named tier.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, EngineConfig, TensorMut, TensorRef, Tier};
+    /// let x = [1.0f32; 64];
+    /// let mut out = [0.0f32; 64];
+    /// let mut run = |engine: &Engine| -> selectjit::Result<()> {
+    ///     for _ in 0..100 {
+    ///         engine.select(
+    ///             TensorRef::new(&[1u8; 64], &[64]),
+    ///             TensorRef::new(&x, &[64]),
+    ///             TensorRef::scalar(&[0.0]),
+    ///             TensorMut::new(&mut out, &[64]),
+    ///             Broadcast::Numpy,
+    ///         )?;
+    ///     }
+    ///     Ok(())
+    /// };
+    /// let engine = Engine::new();
+    /// run(&engine)?;
+    /// let choices = engine.tier_choices();
+    /// // One per kernel class measured (none where there was only one candidate variant).
+    /// assert_eq!(choices.len() as u64, engine.stats().tier_trials);
+    /// // Each choice kept a variant of a tier this host runs, among the candidates it timed.
+    /// for choice in &choices {
+    ///     assert!(choice.chosen.tier.available());
+    ///     assert!(choice.times_ns.iter().any(|&(v, _)| v == choice.chosen));
+    /// }
+    /// // A named tier is not measured.
+    /// if let Some(best) = Tier::best() {
+    ///     let named = Engine::with_config(EngineConfig::new().tier(best))?;
+    ///     run(&named)?;
+    ///     assert!(named.tier_choices().is_empty());
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn tier_choices(&self) -> Vec<crate::tier::TierChoice> {
         self.lock_cache().choices()
     }
 
     /// Drops every cached kernel (each is freed once no caller holds it; another thread's memo
     /// of its last kernel keeps that one until the thread's next call on another signature).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, EngineConfig, TensorMut, TensorRef};
+    /// let engine = Engine::with_config(EngineConfig::new().exact_after(1))?;
+    /// let mut out = [0i32; 3];
+    /// let call = |out: &mut [i32]| {
+    ///     engine.select(
+    ///         TensorRef::new(&[1, 0, 1], &[3]),
+    ///         TensorRef::new(&[1, 2, 3], &[3]),
+    ///         TensorRef::scalar(&[0]),
+    ///         TensorMut::new(out, &[3]),
+    ///         Broadcast::Numpy,
+    ///     )
+    /// };
+    /// call(&mut out)?;
+    /// assert_eq!(engine.stats().len, usize::from(engine.tier().is_some()));
+    /// engine.clear_cache();
+    /// assert_eq!(engine.stats().len, 0);
+    /// call(&mut out)?; // compiled again (with a code generator)
+    /// assert_eq!(out, [1, 0, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn clear_cache(&self) {
         self.lock_cache().clear();
         self.forget_memo();
     }
 
     /// Why code generation last failed (the call was then served by the static kernels).
+    ///
+    /// ```
+    /// use selectjit::Engine;
+    /// let engine = Engine::new();
+    /// // `None` while the code generator has not failed; without one, why there is none.
+    /// assert_eq!(
+    ///     engine.last_codegen_error().is_some(),
+    ///     engine.tier().is_none()
+    /// );
+    /// if let Some(e) = engine.last_codegen_error() {
+    ///     assert!(!e.to_string().is_empty());
+    /// }
+    /// ```
     pub fn last_codegen_error(&self) -> Option<crate::error::Error> {
         self.last_codegen_error
             .lock()

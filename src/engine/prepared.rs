@@ -28,21 +28,86 @@ pub struct Prepared {
 
 impl Prepared {
     /// The element type the call was prepared for.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine};
+    /// let prepared = Engine::new().prepare(DType::I16, &[4], &[4], &[4], Broadcast::None)?;
+    /// assert_eq!(prepared.dtype(), DType::I16);
+    /// let mut out = [0i32; 4]; // another element type is an error
+    /// assert!(
+    ///     prepared
+    ///         .run(&[1; 4], &[1i32; 4], &[0i32; 4], &mut out)
+    ///         .is_err()
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn dtype(&self) -> DType {
         self.dtype
     }
 
     /// The output shape.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine};
+    /// // pdpd: the output has then's shape; else [3] lands on dimension 1.
+    /// let prepared = Engine::new().prepare(
+    ///     DType::U8,
+    ///     &[],
+    ///     &[2, 3, 4],
+    ///     &[3],
+    ///     Broadcast::Pdpd { axis: 1 },
+    /// )?;
+    /// assert_eq!(prepared.out_shape(), &[2, 3, 4]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn out_shape(&self) -> &[usize] {
         &self.out_shape
     }
 
     /// Whether the call runs JIT code (otherwise the static kernels or the interpreter).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig};
+    /// let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp))?;
+    /// assert!(
+    ///     !interp
+    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::None)?
+    ///         .is_jit()
+    /// );
+    /// let engine = Engine::new(); // a compiled kernel exactly when there is a code generator
+    /// assert_eq!(
+    ///     engine
+    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::None)?
+    ///         .is_jit(),
+    ///     engine.tier().is_some()
+    /// );
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn is_jit(&self) -> bool {
         self.kernel.is_some()
     }
 
     /// Runs the prepared call on typed contiguous buffers. `T` must be the prepared dtype.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine};
+    /// let prepared = Engine::new().prepare(DType::I32, &[3], &[3], &[], Broadcast::Numpy)?;
+    /// let mut out = [0i32; 3];
+    /// for (mask, expect) in [([1, 0, 1], [1, 0, 3]), ([0, 1, 0], [0, 2, 0])] {
+    ///     prepared.run(&mask, &[1, 2, 3], &[0], &mut out)?;
+    ///     assert_eq!(out, expect);
+    /// }
+    /// assert!(prepared.run(&[1, 0], &[1, 2, 3], &[0], &mut out).is_err()); // a cond too short
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run<T: Element>(
         &self,
         cond: &[u8],
@@ -66,6 +131,17 @@ impl Prepared {
     }
 
     /// Runs the prepared call on raw little-endian element bytes.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, DType, Engine};
+    /// let prepared = Engine::new().prepare(DType::U16, &[2], &[2], &[2], Broadcast::None)?;
+    /// let mut out = [0u8; 4];
+    /// prepared.run_bytes(&[0, 1], &[1, 0, 2, 0], &[7, 0, 8, 0], &mut out)?; // u16s, little-endian
+    /// assert_eq!(out, [7, 0, 2, 0]);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn run_bytes(&self, cond: &[u8], then: &[u8], else_: &[u8], out: &mut [u8]) -> Result<()> {
         let w = self.dtype.width();
         let have = [cond.len(), then.len() / w, else_.len() / w, out.len() / w];
