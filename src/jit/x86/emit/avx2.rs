@@ -14,9 +14,10 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Bounds, Cc, Emitter, Label, P, R};
+use super::emitter::{Bounds, Emitter, Label, P, R};
 use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
 use super::pred::Pol;
+use super::regs::Cc;
 use super::regs::{XMM, YMM};
 use crate::plan::{COND, ELSE, OUT, RHS, THEN};
 

@@ -13,6 +13,7 @@ use iced_x86::IcedError;
 use iced_x86::code_asm::*;
 
 use super::pred::Pred;
+use super::regs::Cc;
 use crate::jit::x86::level::Level;
 use crate::plan::{COND, RowShape, Signature};
 
@@ -135,17 +136,6 @@ pub(in crate::jit::x86) struct Kind {
     pub nt: bool,
     pub wide: bool,
     pub four_way: bool,
-}
-
-/// A condition of `jcc` and `cmovcc` (its nibble in the opcode).
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(super) struct Cc(pub u8);
-
-impl Cc {
-    /// ZF set (`e` / `z`).
-    pub(super) const Z: Cc = Cc(0x4);
-    /// ZF clear (`ne` / `nz`).
-    pub(super) const NZ: Cc = Cc(0x5);
 }
 
 /// A jump target inside the kernel (bound with [`Emitter::bind`]).

@@ -56,7 +56,7 @@ impl Emitter<'_> {
         Ok(self.a.nop()?)
     }
     /// A jump to `l` when `cc` holds.
-    pub(super) fn jcc(&mut self, cc: super::emitter::Cc, l: Label) -> R {
+    pub(super) fn jcc(&mut self, cc: super::regs::Cc, l: Label) -> R {
         self.branch(Some(cc.0), l)
     }
     pub(super) fn jmp(&mut self, l: Label) -> R {

@@ -19,8 +19,9 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Cc, EmitError, Emitter, R, bug};
+use super::emitter::{EmitError, Emitter, R, bug};
 use super::pred::{Num, POp, Pol};
+use super::regs::Cc;
 use super::regs::{XMM, YMM, ZMM};
 use crate::plan::{COND, RHS};
 

@@ -26,8 +26,9 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Cc, EmitError, Emitter, R, bug};
+use super::emitter::{EmitError, Emitter, R, bug};
 use super::pred::{Num, POp, Pol};
+use super::regs::Cc;
 use super::regs::{XMM, YMM};
 use crate::plan::{COND, RHS, RowShape};
 

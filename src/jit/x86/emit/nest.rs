@@ -11,7 +11,8 @@ use iced_x86::code_asm::*;
 
 use super::avx2::Avx2;
 use super::avx512::Avx512;
-use super::emitter::{Cc, EmitError, Emitter, Label, P, PTR, R, Stride, gpr8, gpr16, gpr32};
+use super::emitter::{EmitError, Emitter, Label, P, PTR, R, Stride, gpr8, gpr16, gpr32};
+use super::regs::Cc;
 use crate::jit::x86::level::Level;
 use crate::plan::{ELSE, RowShape, THEN};
 

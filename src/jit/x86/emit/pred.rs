@@ -39,7 +39,8 @@
 
 use iced_x86::code_asm::AsmMemoryOperand;
 
-use super::emitter::{Cc, EmitError, Emitter};
+use super::emitter::{EmitError, Emitter};
+use super::regs::Cc;
 use crate::dtype::DType;
 use crate::jit::x86::level::Level;
 use crate::plan::{COND, RHS, Signature};

@@ -1,4 +1,5 @@
-//! Register tables, so that code can pick vector registers by number at every width.
+//! Register tables, so that code can pick vector registers by number at every width, and the
+//! condition codes of branches and conditional moves.
 
 use iced_x86::code_asm::*;
 
@@ -22,3 +23,14 @@ pub(super) const ZMM: [AsmRegisterZmm; 32] = [
     zmm15, zmm16, zmm17, zmm18, zmm19, zmm20, zmm21, zmm22, zmm23, zmm24, zmm25, zmm26, zmm27,
     zmm28, zmm29, zmm30, zmm31,
 ];
+
+/// A condition of `jcc` and `cmovcc` (its nibble in the opcode).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) struct Cc(pub u8);
+
+impl Cc {
+    /// ZF set (`e` / `z`).
+    pub(super) const Z: Cc = Cc(0x4);
+    /// ZF clear (`ne` / `nz`).
+    pub(super) const NZ: Cc = Cc(0x5);
+}
