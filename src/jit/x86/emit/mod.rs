@@ -48,6 +48,7 @@ mod kmask;
 mod lanes;
 mod nest;
 mod pred;
+mod pred_emit;
 mod regs;
 mod vector;
 
