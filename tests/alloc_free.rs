@@ -102,3 +102,52 @@ fn cache_hit_does_not_allocate() {
         }
     }
 }
+
+/// The fused path allocates nothing per call once warm: a predicate with a scalar operand, one
+/// with a broadcast row of another dtype, and an in-place ReLU.
+#[test]
+fn fused_predicate_calls_do_not_allocate() {
+    use selectjit::{Cond, InPlace, Operand};
+    for backend in [Backend::Jit, Backend::Static] {
+        let e = Engine::with_config(EngineConfig::new().backend(backend).exact_after(2))
+            .expect("engine");
+        let x: Vec<f32> = (0..4096).map(|i| (i % 7) as f32 - 3.0).collect();
+        let pos: Vec<i64> = (0..64).collect();
+        let mut out = vec![0f32; 4096];
+        let mut io = x.clone();
+        let mut calls = || {
+            e.select(
+                Cond::gt(TensorRef::new(&x, &[64, 64]), 0.0f32),
+                TensorRef::new(&x, &[64, 64]),
+                TensorRef::scalar(&[0.0f32]),
+                TensorMut::new(&mut out, &[64, 64]),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+            e.select(
+                Cond::lt(TensorRef::new(&pos, &[64]), Operand::from(32i64)),
+                TensorRef::new(&x, &[64, 64]),
+                TensorRef::scalar(&[f32::NEG_INFINITY]),
+                TensorMut::new(&mut out, &[64, 64]),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+            e.select_in_place(
+                Cond::gt(Operand::in_place(), 0.0f32),
+                TensorMut::new(&mut io, &[64, 64]),
+                InPlace::Then,
+                TensorRef::scalar(&[0.0f32]),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+        };
+        for _ in 0..40 {
+            calls();
+        }
+        let before = allocs();
+        for _ in 0..10 {
+            calls();
+        }
+        assert_eq!(allocs() - before, 0, "{backend:?}");
+    }
+}

@@ -161,3 +161,89 @@ fn repeated_broadcast_and_in_place_calls() {
         }
     }
 }
+
+/// Predicate calls: each made twice in a row (the second served by the memo), alternating the
+/// predicate's kind, its operands' layouts (a view, a reversed view, a scalar, a broadcast row),
+/// the compared dtype and in place, each checked against the interpreter.
+#[test]
+fn repeated_predicate_calls_are_told_apart() {
+    use selectjit::{Cond, DType, Operand};
+    let x: Vec<f32> = [-1.5f32, 0.0, -0.0, 2.0, f32::NAN, 7.0, -8.0, 1.0]
+        .into_iter()
+        .cycle()
+        .take(16)
+        .collect();
+    let y: Vec<f32> = (0..16).map(|i| i as f32 - 6.0).collect();
+    let xb: &[u8] = bytemuck::cast_slice(&x);
+    let row = [0.5f32, -1.0, 3.0, f32::INFINITY];
+    // Each predicate, selecting `p ? x : y` over [4, 4].
+    let cases: Vec<(&str, Cond<'_>)> = vec![
+        (
+            "x > y",
+            Cond::gt(TensorRef::new(&x, &[4, 4]), TensorRef::new(&y, &[4, 4])),
+        ),
+        (
+            "x < y",
+            Cond::lt(TensorRef::new(&x, &[4, 4]), TensorRef::new(&y, &[4, 4])),
+        ),
+        ("reversed x < y", {
+            Cond::lt(
+                TensorRef::with_layout(&x, &[4, 4], &[-4, -1], 15),
+                TensorRef::new(&y, &[4, 4]),
+            )
+        }),
+        ("x > 0", Cond::gt(TensorRef::new(&x, &[4, 4]), 0.0f32)),
+        ("x >= 0", Cond::ge(TensorRef::new(&x, &[4, 4]), 0.0f32)),
+        (
+            "x > row",
+            Cond::gt(TensorRef::new(&x, &[4, 4]), TensorRef::new(&row, &[4])),
+        ),
+        ("isnan(x)", Cond::isnan(TensorRef::new(&x, &[4, 4]))),
+        (
+            "not isnan(x)",
+            Cond::isnan(TensorRef::new(&x, &[4, 4])).not(),
+        ),
+        ("x as i32 > 0", {
+            Cond::gt(
+                Operand::from_bytes(DType::I32, TensorRef::new(xb, &[4, 4])),
+                0i32,
+            )
+        }),
+    ];
+    for (name, e) in engines() {
+        for _ in 0..2 {
+            for (what, cond) in &cases {
+                let mut got = vec![];
+                for eng in [&e, &e, &interp()] {
+                    let mut out = [9.0f32; 16];
+                    eng.select(
+                        *cond,
+                        TensorRef::new(&x, &[4, 4]),
+                        TensorRef::new(&y, &[4, 4]),
+                        TensorMut::new(&mut out, &[4, 4]),
+                        Broadcast::Numpy,
+                    )
+                    .unwrap();
+                    got.push(out.map(f32::to_bits));
+                }
+                assert_eq!(got[0], got[2], "{name}: {what}");
+                assert_eq!(got[1], got[2], "{name}: {what} (again)");
+            }
+            // In place on x's description, then the same predicate on a buffer.
+            let mut io = x.clone();
+            let mut want = x.clone();
+            for (eng, b) in [(&e, &mut io), (&interp(), &mut want)] {
+                eng.select_in_place(
+                    Cond::gt(Operand::in_place(), 0.0f32),
+                    TensorMut::new(b, &[4, 4]),
+                    InPlace::Then,
+                    TensorRef::scalar(&[0.0f32]),
+                    Broadcast::Numpy,
+                )
+                .unwrap();
+            }
+            let bits = |v: &[f32]| v.iter().map(|f| f.to_bits()).collect::<Vec<_>>();
+            assert_eq!(bits(&io), bits(&want), "{name}: in place");
+        }
+    }
+}

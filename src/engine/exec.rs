@@ -2,7 +2,7 @@
 //! the static kernels, or the interpreter), and the split across threads.
 
 use super::interp::{CondBytes, interp_bytes};
-use super::layouts;
+use super::layouts::{self, Form};
 #[cfg(feature = "jit")]
 use super::policy::Pick;
 use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_contiguous};
@@ -56,12 +56,12 @@ pub(super) fn plan_checked(
 ) -> Result<layouts::Planned> {
     let c = check(mode, d[0], d[1], d[2], d[3])?;
     let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
-        return Ok((None, [0; 4])); // empty output
+        return Ok((None, [0; OPS])); // empty output
     };
     // Each kernel base: the view's first element moved by the planner's flips, which is an
     // element the validated view addresses (so the sum is in 0..len).
     let base: [usize; 4] = std::array::from_fn(|op| (c.off[op] as isize + p.base[op]) as usize);
-    Ok((Some(p.sig), base))
+    Ok((Some(p.sig), base5(base)))
 }
 
 /// [`plan_checked`] for a predicate: the signature (`None`: an empty output) and each of the
@@ -145,13 +145,13 @@ impl Engine {
         let c = CondBufs::Mask(cond.data());
         // The same description as this thread's last planned call: the same checks passed and
         // the same plan (see `layouts`).
-        let ran = layouts::with_last(width, mode, &descs, |(sig, base)| {
-            self.run_planned(sig.as_ref(), base5(*base), c, &then, &else_, out);
+        let ran = layouts::with_last(width, mode, Form::Mask, &descs, |(sig, base)| {
+            self.run_planned(sig.as_ref(), *base, c, &then, &else_, out);
         });
         if !ran {
             let (sig, base) = plan_checked(width, mode, &descs)?;
-            self.run_planned(sig.as_ref(), base5(base), c, &then, &else_, out);
-            layouts::remember(width, mode, &descs, (sig, base));
+            self.run_planned(sig.as_ref(), base, c, &then, &else_, out);
+            layouts::remember(width, mode, Form::Mask, &descs, (sig, base));
         }
         Ok(())
     }
@@ -178,7 +178,6 @@ impl Engine {
             interp_bytes(width, &c, cb, &then, &else_, out);
             return Ok(());
         }
-        let (sig, base) = plan_pred(width, mode, pred, [dt, de, od], in_place)?;
         fn buf(s: Option<PredSrc<'_>>) -> Option<&[u8]> {
             match s {
                 Some(PredSrc::Buf(b, _)) => Some(b),
@@ -186,7 +185,26 @@ impl Engine {
             }
         }
         let c = CondBufs::Pred(buf(Some(pred.lhs)), buf(pred.rhs));
-        self.run_planned(sig.as_ref(), base, c, &then, &else_, out);
+        // The same predicate on the same descriptions as this thread's last planned call: the
+        // same checks passed and the same plan (see `layouts`).
+        fn desc<'d>(s: PredSrc<'d>) -> Desc<'d> {
+            match s {
+                PredSrc::Buf(_, d) => d,
+                PredSrc::Out => layouts::IN_PLACE,
+            }
+        }
+        let mut descs: smallvec::SmallVec<[Desc<'_>; OPS]> = smallvec::smallvec![desc(pred.lhs)];
+        descs.extend(pred.rhs.map(desc));
+        descs.extend([dt, de, od]);
+        let form = Form::Pred(pred.kind, in_place);
+        let ran = layouts::with_last(width, mode, form, &descs, |(sig, base)| {
+            self.run_planned(sig.as_ref(), *base, c, &then, &else_, out);
+        });
+        if !ran {
+            let (sig, base) = plan_pred(width, mode, pred, [dt, de, od], in_place)?;
+            self.run_planned(sig.as_ref(), base, c, &then, &else_, out);
+            layouts::remember(width, mode, form, &descs, (sig, base));
+        }
         Ok(())
     }
 

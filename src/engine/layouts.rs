@@ -1,19 +1,24 @@
-//! The plan of this thread's last strided call, so that a runtime calling the same strided,
-//! broadcast or reversed layout again skips validation, broadcast inference and planning.
+//! The plan of this thread's last planned call, so that a runtime calling the same strided,
+//! broadcast or reversed layout again, or the same predicate on the same shapes, skips
+//! validation, broadcast inference and planning.
 //!
-//! [`check`](super::validate::check) and [`plan_layout`](crate::plan::plan_layout) are pure
-//! functions of the element width, the mode and the four operands' descriptions (buffer length,
-//! shape, strides and offset, all in elements): nothing else they read, no pointer. A call whose
-//! description equals the last successful one's therefore has the same outcome — valid, with
-//! the same signature and kernel base elements — and the memo returns it. Failed calls are not
-//! remembered, so an error is always reported by the checks themselves.
+//! [`check`](super::validate::check) and [`plan_layout`](crate::plan::plan_layout) (for a
+//! predicate [`check_pred`](super::validate::check_pred) and
+//! [`plan_cond`](crate::plan::plan_cond)) are pure functions of the element width, the mode,
+//! the condition's form (a mask, or a predicate's kind and whether the call is in place) and
+//! the operands' descriptions (buffer length, shape, strides and offset, all in elements):
+//! nothing else they read, no pointer. A call whose description equals the last successful
+//! one's therefore has the same outcome — valid, with the same signature and kernel base
+//! elements — and the memo returns it. Failed calls are not remembered, so an error is always
+//! reported by the checks themselves.
 
 use std::cell::RefCell;
 
 use smallvec::SmallVec;
 
 use super::validate::Desc;
-use crate::plan::Signature;
+use crate::plan::{OPS, Signature};
+use crate::pred::Kind;
 use crate::shape::Broadcast;
 
 /// A call's description: per operand its length, offset, rank, stride marker (`usize::MAX`
@@ -21,12 +26,31 @@ use crate::shape::Broadcast;
 pub(super) type Key = SmallVec<[usize; 48]>;
 
 /// The outcome of a checked and planned call: its signature (`None`: an empty output) and
-/// each operand's kernel base element.
-pub(super) type Planned = (Option<Signature>, [usize; 4]);
+/// each operand's kernel base element (a mask call's rhs: 0).
+pub(super) type Planned = (Option<Signature>, [usize; OPS]);
+
+/// The form of a call's condition, which the checks and the plan depend on besides the
+/// operands' descriptions.
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(super) enum Form {
+    Mask,
+    /// A predicate of this canonical kind; whether the call is in place.
+    Pred(Kind, bool),
+}
+
+/// The description of a predicate operand that is the in-place output: no buffer has
+/// `usize::MAX` elements, so it equals no real operand's.
+pub(super) const IN_PLACE: Desc<'static> = Desc {
+    len: usize::MAX,
+    shape: &[],
+    strides: None,
+    offset: 0,
+};
 
 struct Last {
     width: usize,
     mode: Broadcast,
+    form: Form,
     key: Key,
     planned: Planned,
 }
@@ -41,8 +65,8 @@ fn head(d: &Desc<'_>) -> [usize; 4] {
     [d.len, d.offset, d.shape.len(), marker]
 }
 
-/// The description of a call's four operands.
-fn key(ops: &[Desc<'_>; 4]) -> Key {
+/// The description of a call's operands.
+fn key(ops: &[Desc<'_>]) -> Key {
     let mut k = Key::new();
     for d in ops {
         k.extend_from_slice(&head(d));
@@ -54,14 +78,16 @@ fn key(ops: &[Desc<'_>; 4]) -> Key {
 
 /// Whether `key` describes `ops` (what [`key`] would build, compared in place: this runs on
 /// every strided call, building the key would double its cost).
-fn describes(key: &[usize], ops: &[Desc<'_>; 4]) -> bool {
+fn describes(key: &[usize], ops: &[Desc<'_>]) -> bool {
     let mut rest = key;
     for d in ops {
         let (r, s) = (d.shape.len(), d.strides.unwrap_or(&[]));
         let n = 4 + r + s.len();
+        // Word by word: these are a few words each, where a call to `memcmp` costs more than
+        // the comparison.
         if rest.len() < n
-            || rest[..4] != head(d)
-            || rest[4..4 + r] != *d.shape
+            || !rest[..4].iter().zip(head(d)).all(|(&a, b)| a == b)
+            || !rest[4..4 + r].iter().zip(d.shape).all(|(a, b)| a == b)
             || !rest[4 + r..n].iter().zip(s).all(|(&a, &b)| a == b as usize)
         {
             return false;
@@ -71,12 +97,13 @@ fn describes(key: &[usize], ops: &[Desc<'_>; 4]) -> bool {
     rest.is_empty()
 }
 
-/// Runs `f` on the remembered outcome of a call described by `width`, `mode` and `ops` if it
-/// was this thread's last planned call, and says whether it did.
+/// Runs `f` on the remembered outcome of a call described by `width`, `mode`, `form` and `ops`
+/// if it was this thread's last planned call, and says whether it did.
 pub(super) fn with_last(
     width: usize,
     mode: Broadcast,
-    ops: &[Desc<'_>; 4],
+    form: Form,
+    ops: &[Desc<'_>],
     f: impl FnOnce(&Planned),
 ) -> bool {
     LAST.with(|l| {
@@ -86,7 +113,12 @@ pub(super) fn with_last(
             return false;
         };
         match l.as_ref() {
-            Some(last) if last.width == width && last.mode == mode && describes(&last.key, ops) => {
+            Some(last)
+                if last.width == width
+                    && last.mode == mode
+                    && last.form == form
+                    && describes(&last.key, ops) =>
+            {
                 f(&last.planned);
                 true
             }
@@ -96,12 +128,19 @@ pub(super) fn with_last(
 }
 
 /// Remembers the outcome of a call that passed its checks.
-pub(super) fn remember(width: usize, mode: Broadcast, ops: &[Desc<'_>; 4], planned: Planned) {
+pub(super) fn remember(
+    width: usize,
+    mode: Broadcast,
+    form: Form,
+    ops: &[Desc<'_>],
+    planned: Planned,
+) {
     LAST.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
             *l = Some(Last {
                 width,
                 mode,
+                form,
                 key: key(ops),
                 planned,
             });

@@ -52,6 +52,75 @@ mod basics {
         .unwrap();
         assert_eq!(out, ["x", "b"]);
     }
+
+    /// The thread's memo of its last planned call tells predicate calls apart by everything
+    /// their checks and plan depend on: kind, compared dtype, in place or not, mask or predicate
+    /// on the same descriptions, and an error after a remembered call is still reported.
+    #[test]
+    fn planned_call_memo_tells_predicates_apart() {
+        use crate::{Cond, Operand};
+        for e in [
+            Engine::new(),
+            Engine::with_config(EngineConfig::new().backend(Backend::Static)).unwrap(),
+        ] {
+            let x = [-2i32, 5, 0, 7];
+            let y = [1i32, 5, -3, 9];
+            let xv = || TensorRef::new(&x, &[4]);
+            let yv = || TensorRef::new(&y, &[4]);
+            let run = |c: Cond<'_>| {
+                let mut out = [0i32; 4];
+                e.select(
+                    c,
+                    xv(),
+                    yv(),
+                    TensorMut::new(&mut out, &[4]),
+                    Broadcast::Numpy,
+                )
+                .unwrap();
+                out
+            };
+            // Each call twice in a row (the second a memo hit), alternating forms.
+            for _ in 0..2 {
+                assert_eq!(run(Cond::lt(xv(), yv())), [-2, 5, -3, 7]);
+                assert_eq!(run(Cond::lt(xv(), yv())), [-2, 5, -3, 7]);
+                assert_eq!(run(Cond::gt(xv(), yv())), [1, 5, 0, 9]);
+                assert_eq!(run(Cond::gt(xv(), yv())), [1, 5, 0, 9]);
+                assert_eq!(run(Cond::le(xv(), yv())), [-2, 5, -3, 7]);
+                assert_eq!(run(Cond::ge(xv(), yv()).not()), [-2, 5, -3, 7]);
+                let m = [1u8, 0, 0, 1];
+                assert_eq!(run(Cond::mask(TensorRef::new(&m, &[4]))), [-2, 5, -3, 7]);
+                // The same descriptions compared as u32: -2 is large.
+                let xb = bytemuck::cast_slice::<i32, u8>(&x);
+                let yb = bytemuck::cast_slice::<i32, u8>(&y);
+                let xu = Operand::from_bytes(crate::DType::U32, TensorRef::new(xb, &[4]));
+                let yu = Operand::from_bytes(crate::DType::U32, TensorRef::new(yb, &[4]));
+                assert_eq!(run(Cond::lt(xu, yu)), [1, 5, 0, 7]);
+                // In place, then the same predicate on a buffer of the output's description.
+                let mut io = x;
+                e.select_in_place(
+                    Cond::gt(Operand::in_place(), 0i32),
+                    TensorMut::new(&mut io, &[4]),
+                    InPlace::Then,
+                    TensorRef::scalar(&[0i32]),
+                    Broadcast::Numpy,
+                )
+                .unwrap();
+                assert_eq!(io, [0, 5, 0, 7]);
+                assert_eq!(run(Cond::gt(yv(), 0i32)), [-2, 5, -3, 7]);
+                // A remembered call, then one with a short output: still an error, untouched.
+                let mut short = [9i32; 3];
+                let r = e.select(
+                    Cond::gt(yv(), 0i32),
+                    xv(),
+                    yv(),
+                    TensorMut::new(&mut short, &[4]),
+                    Broadcast::Numpy,
+                );
+                assert!(r.is_err(), "{r:?}");
+                assert_eq!(short, [9; 3]);
+            }
+        }
+    }
 }
 
 #[cfg(cranelift_tier)]
