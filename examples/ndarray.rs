@@ -1,11 +1,13 @@
 //! Select on `ndarray` arrays and views (feature `ndarray`): any dimensionality, memory order
-//! and strides — reversed and sliced views included — into a new array or a mutable view.
+//! and strides — reversed and sliced views included — into a new array or a mutable view, with a
+//! mask or a predicate computed in the kernel as the condition.
 //!
 //! ```sh
 //! cargo run --release --features ndarray --example ndarray
 //! ```
 
-use ndarray::{Array2, Array3, Axis, array, s};
+use ndarray::{Array2, Array3, Axis, arr0, array, s};
+use selectjit::ndarray::{Pred, select_pred};
 use selectjit::{Broadcast, Engine, Error};
 
 fn main() -> Result<(), Error> {
@@ -15,6 +17,25 @@ fn main() -> Result<(), Error> {
     let y = selectjit::ndarray::select(&keep, &x, &ndarray::arr0(0.0f32), Broadcast::Numpy)?;
     println!("masked channels:\n{y}");
     assert_eq!(y.shape(), &[2, 3, 4]);
+
+    // A predicate instead of a mask, computed per element in the kernel (no bool array in
+    // between): ReLU, where(x > 0, x, 0), in one line.
+    let relu = select_pred(Pred::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?;
+    assert!(relu.iter().zip(&x).all(|(&r, &v)| r == v.max(0.0)));
+
+    // An i64 padding mask per batch and key over f32 attention scores [batch, heads, keys]:
+    // where(pad == 0, -inf, scores), the mask broadcast over the heads.
+    let pad = array![[1i64, 1, 1, 0], [1, 1, 0, 0]];
+    let scores = Array3::from_shape_fn((2, 3, 4), |(b, h, k)| (b + h + k) as f32 * 0.5);
+    let masked = select_pred(
+        Pred::eq(&pad.view().insert_axis(Axis(1)), 0),
+        &arr0(f32::NEG_INFINITY),
+        &scores,
+        Broadcast::Numpy,
+    )?;
+    println!("masked scores:\n{masked}");
+    assert_eq!(masked[[1, 2, 2]], f32::NEG_INFINITY);
+    assert_eq!(masked[[1, 2, 1]], scores[[1, 2, 1]]);
 
     // Views as they come: `then` reversed along the last axis (negative stride), `else` the
     // transpose of another array, cond as u8 bytes sliced with a step.

@@ -37,13 +37,50 @@
 //!   through a compact temporary. The result is the same either way.
 //!
 //! [`Engine::select_array`] and [`Engine::select_array_into`] do the same on a chosen engine.
+//!
+//! # Predicates
+//!
+//! The condition may also be a predicate computed per element inside the kernel, with no mask
+//! array in between: a [`Pred`] compares two operands (`x > 0`, `mask == 0`, `a < b`) or tests
+//! one (`isnan(x)`), each operand an array or view of any strides and dimensionality, or a
+//! scalar. [`select_pred`] and [`select_pred_into`] (and [`Engine::select_array_pred`],
+//! [`Engine::select_array_pred_into`]) take it where [`select`] and [`select_into`] take `cond`:
+//!
+//! ```
+//! use ndarray::{arr0, array};
+//! use selectjit::Broadcast;
+//! use selectjit::ndarray::{Pred, select_pred};
+//!
+//! let x = array![[-1.5f32, 2.0], [0.5, -0.0]];
+//! let relu = select_pred(Pred::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?; // where(x > 0, x, 0)
+//! assert_eq!(relu, array![[0.0, 2.0], [0.5, 0.0]].into_dyn());
+//!
+//! // An i64 key mask over f32 scores, broadcast over the rows: where(mask == 0, -inf, scores).
+//! let mask = array![[1i64, 1, 0]];
+//! let scores = array![[0.5f32, 1.0, 2.0], [3.0, 4.0, 5.0]];
+//! let masked = select_pred(Pred::eq(&mask, 0), &arr0(f32::NEG_INFINITY), &scores, Broadcast::Numpy)?;
+//! assert_eq!(masked, array![[0.5, 1.0, f32::NEG_INFINITY], [3.0, 4.0, f32::NEG_INFINITY]].into_dyn());
+//! # Ok::<(), selectjit::Error>(())
+//! ```
+//!
+//! * The operands of one predicate hold one [`Element`] type `U` (checked when it compiles; a
+//!   literal such as `0` or `0.0` takes the other operand's type), which may differ from the
+//!   selected type. Comparisons and tests follow numpy bit for bit (see [`crate::Cond`]: NaN
+//!   compares unequal to everything, `-0.0 == 0.0`, integers by their signedness).
+//! * The operands broadcast against each other with numpy's rule; their broadcast shape takes
+//!   `cond`'s place in the chosen [`Broadcast`] mode. Operand views with gaps are copied compact
+//!   first, as `cond` is.
 
-use ::ndarray::{Array, ArrayRef, Axis, Dimension, IxDyn};
+use ::ndarray::{Array, ArrayBase, ArrayRef, ArrayView, Axis, Data, Dimension, IxDyn};
 
+use crate::cond::Cond;
 use crate::dtype::Element;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
-use crate::shape::{Broadcast, output_shape};
+use crate::pred::{CmpOp, TestOp};
+use crate::shape::{
+    Broadcast, Dims, broadcast_pair, broadcast_shapes, check_shape, output_shape, strides_over,
+};
 use crate::tensor::{TensorMut, TensorRef};
 
 mod sealed {
@@ -138,6 +175,464 @@ where
     D4: Dimension,
 {
     crate::default_engine().select_array_into(cond, then, else_, out, mode)
+}
+
+/// `out = pred ? then : else` on the process-wide default engine, into a new row-major array of
+/// the broadcast shape, with the predicate computed per element in the kernel. See the
+/// [module docs](self#predicates).
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use ndarray::{arr0, array, s};
+/// use selectjit::Broadcast;
+/// use selectjit::ndarray::{Pred, select_pred};
+/// // numpy's nan_to_num for NaN only, on a reversed view: where(isnan(x), 0, x).
+/// let x = array![1.5f64, f64::NAN, -0.0];
+/// let r = x.slice(s![..;-1]);
+/// let out = select_pred(Pred::isnan(&r), &arr0(0.0), &r, Broadcast::Numpy)?;
+/// assert_eq!(out.map(|v| v.to_bits()), array![-0.0f64, 0.0, 1.5].map(|v| v.to_bits()).into_dyn());
+/// # Ok(())
+/// # }
+/// ```
+pub fn select_pred<U, T, D2, D3>(
+    pred: Pred<'_, U>,
+    then: &ArrayRef<T, D2>,
+    else_: &ArrayRef<T, D3>,
+    mode: Broadcast,
+) -> Result<Array<T, IxDyn>>
+where
+    U: Element,
+    T: Element,
+    D2: Dimension,
+    D3: Dimension,
+{
+    crate::default_engine().select_array_pred(pred, then, else_, mode)
+}
+
+/// `out = pred ? then : else` on the process-wide default engine, into `out`, whose shape must be
+/// the broadcast shape; `out` is untouched on error. See the [module docs](self#predicates).
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use ndarray::{Array2, array};
+/// use selectjit::Broadcast;
+/// use selectjit::ndarray::{Pred, select_pred_into};
+/// // Element-wise minimum: where(a < b, a, b), b broadcast over the rows.
+/// let a = array![[1i32, 5, -3], [7, 0, 2]];
+/// let b = array![2i32, 4, -3];
+/// let mut out = Array2::<i32>::zeros((2, 3));
+/// select_pred_into(Pred::lt(&a, &b), &a, &b, &mut out, Broadcast::Numpy)?;
+/// assert_eq!(out, array![[1, 4, -3], [2, 0, -3]]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn select_pred_into<U, T, D2, D3, D4>(
+    pred: Pred<'_, U>,
+    then: &ArrayRef<T, D2>,
+    else_: &ArrayRef<T, D3>,
+    out: &mut ArrayRef<T, D4>,
+    mode: Broadcast,
+) -> Result<()>
+where
+    U: Element,
+    T: Element,
+    D2: Dimension,
+    D3: Dimension,
+    D4: Dimension,
+{
+    crate::default_engine().select_array_pred_into(pred, then, else_, out, mode)
+}
+
+/// One operand of a [`Pred`]: an array or view of `U` elements (any dimensionality and strides),
+/// or one `U` by value (a rank-0 operand).
+///
+/// Converted from `&array`, `&view`, `&ArrayRef` or a value (`0.0f32`, `0i64`, or a literal
+/// that takes the other operand's type); the constructors of [`Pred`] take
+/// `impl Into<Operand>`, so it is seldom named.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use ndarray::{arr0, array};
+/// use selectjit::Broadcast;
+/// use selectjit::ndarray::{Operand, Pred, select_pred};
+/// let x = array![1.0f32, -2.0];
+/// let (lhs, rhs): (Operand<'_, f32>, Operand<'_, f32>) = ((&x).into(), 0.0.into());
+/// let out = select_pred(Pred::gt(lhs, rhs), &x, &arr0(0.0), Broadcast::Numpy)?; // Pred::gt(&x, 0.0)
+/// assert_eq!(out, array![1.0, 0.0].into_dyn());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Operand<'a, U> {
+    src: Src<'a, U>,
+}
+
+#[derive(Clone, Debug)]
+enum Src<'a, U> {
+    View(ArrayView<'a, U, IxDyn>),
+    Scalar(U),
+}
+
+impl<'a, U, S, D> From<&'a ArrayBase<S, D>> for Operand<'a, U>
+where
+    U: Element,
+    S: Data<Elem = U>,
+    D: Dimension,
+{
+    fn from(a: &'a ArrayBase<S, D>) -> Self {
+        Operand {
+            src: Src::View(a.view().into_dyn()),
+        }
+    }
+}
+
+impl<'a, U: Element, D: Dimension> From<&'a ArrayRef<U, D>> for Operand<'a, U> {
+    fn from(a: &'a ArrayRef<U, D>) -> Self {
+        Operand {
+            src: Src::View(a.view().into_dyn()),
+        }
+    }
+}
+
+impl<U: Element> From<U> for Operand<'_, U> {
+    fn from(v: U) -> Self {
+        Operand {
+            src: Src::Scalar(v),
+        }
+    }
+}
+
+impl<U: Element> Operand<'_, U> {
+    fn shape(&self) -> &[usize] {
+        match &self.src {
+            Src::View(v) => v.shape(),
+            Src::Scalar(_) => &[],
+        }
+    }
+
+    /// The operand as the engine takes it (a view with gaps copied compact, as `cond` is).
+    fn input(&self) -> OperandInput<'_, U> {
+        match &self.src {
+            Src::View(v) => OperandInput::View(Input::new(v)),
+            Src::Scalar(x) => OperandInput::Scalar(*x),
+        }
+    }
+}
+
+enum OperandInput<'a, U: Copy> {
+    View(Input<'a, U>),
+    Scalar(U),
+}
+
+impl<U: Element> OperandInput<'_, U> {
+    fn operand(&self) -> crate::cond::Operand<'_> {
+        match self {
+            OperandInput::View(i) => i.view().into(),
+            OperandInput::Scalar(x) => (*x).into(),
+        }
+    }
+}
+
+/// A predicate on `ndarray` operands, the condition of [`select_pred`] and its kin: a
+/// comparison of two operands (`==`, `!=`, `<`, `<=`, `>`, `>=`), a test of one (`isnan`,
+/// `isinf`, `isfinite`), or the negation of either, computed per element inside the kernel with
+/// numpy's semantics (those of [`crate::Cond`]).
+///
+/// Operands ([`Operand`]) are arrays or views of one [`Element`] type `U`, which may differ from
+/// the selected type, or scalars; they broadcast against each other with numpy's rule, and
+/// their broadcast shape takes `cond`'s place in the select's [`Broadcast`] mode. A `Pred`
+/// borrows its arrays; views with gaps are copied compact when the select runs.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use ndarray::{arr0, array};
+/// use selectjit::Broadcast;
+/// use selectjit::ndarray::{Pred, select_pred};
+/// let x = array![-1.0f32, 0.0, 2.0];
+/// let keep = Pred::ge(&x, 0.0); // a predicate, not yet evaluated
+/// let out = select_pred(!keep, &arr0(-1.0f32), &x, Broadcast::Numpy)?;
+/// assert_eq!(out, array![-1.0, 0.0, 2.0].into_dyn());
+/// # Ok(())
+/// # }
+/// ```
+#[derive(Clone, Debug)]
+pub struct Pred<'a, U> {
+    repr: Repr<'a, U>,
+    /// Negated: `then` and `else` trade places.
+    not: bool,
+}
+
+#[derive(Clone, Debug)]
+enum Repr<'a, U> {
+    Cmp(CmpOp, Operand<'a, U>, Operand<'a, U>),
+    Test(TestOp, Operand<'a, U>),
+}
+
+impl<'a, U: Element> Pred<'a, U> {
+    /// `lhs OP rhs`.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::array;
+    /// use selectjit::{Broadcast, CmpOp};
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // Element-wise maximum: where(a >= b, a, b).
+    /// let (a, b) = (array![1i32, 5, -3], array![2i32, 4, -3]);
+    /// let out = select_pred(Pred::cmp(CmpOp::Ge, &a, &b), &a, &b, Broadcast::Numpy)?;
+    /// assert_eq!(out, array![2, 5, -3].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn cmp(op: CmpOp, lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred {
+            repr: Repr::Cmp(op, lhs.into(), rhs.into()),
+            not: false,
+        }
+    }
+
+    /// `lhs == rhs` (numpy's `equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // An i64 padding mask over f32 scores: where(mask == 0, -inf, scores).
+    /// let mask = array![1i64, 0, 1];
+    /// let scores = array![0.5f32, 1.0, 2.0];
+    /// let out = select_pred(Pred::eq(&mask, 0), &arr0(f32::NEG_INFINITY), &scores, Broadcast::Numpy)?;
+    /// assert_eq!(out, array![0.5, f32::NEG_INFINITY, 2.0].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn eq(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred::cmp(CmpOp::Eq, lhs, rhs)
+    }
+
+    /// `lhs != rhs` (numpy's `not_equal`; true where either is NaN).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// let x = array![-1.0f32, 0.0, f32::NAN];
+    /// let out = select_pred(Pred::ne(&x, 0.0), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![1, 0, 1].into_dyn()); // NaN != 0
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ne(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred::cmp(CmpOp::Ne, lhs, rhs)
+    }
+
+    /// `lhs < rhs` (numpy's `less`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::array;
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // Element-wise minimum of a [2, 2] array and a row [2]: where(a < b, a, b).
+    /// let a = array![[1.0f64, 5.0], [-3.0, 7.0]];
+    /// let b = array![2.0f64, 4.0];
+    /// let out = select_pred(Pred::lt(&a, &b), &a, &b, Broadcast::Numpy)?;
+    /// assert_eq!(out, array![[1.0, 4.0], [-3.0, 4.0]].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn lt(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred::cmp(CmpOp::Lt, lhs, rhs)
+    }
+
+    /// `lhs <= rhs` (numpy's `less_equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// let x = array![-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let out = select_pred(Pred::le(&x, 0.0), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![1, 1, 0, 0].into_dyn()); // NaN compares false
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn le(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred::cmp(CmpOp::Le, lhs, rhs)
+    }
+
+    /// `lhs > rhs` (numpy's `greater`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // ReLU: where(x > 0, x, 0).
+    /// let x = array![-1.5f32, 2.0, f32::NAN];
+    /// let out = select_pred(Pred::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![0.0, 2.0, 0.0].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn gt(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred::cmp(CmpOp::Gt, lhs, rhs)
+    }
+
+    /// `lhs >= rhs` (numpy's `greater_equal`).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::array;
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // Clip from below at a per-column floor: where(x >= floor, x, floor).
+    /// let x = array![[1u16, 9], [4, 2]];
+    /// let floor = array![3u16, 5];
+    /// let out = select_pred(Pred::ge(&x, &floor), &x, &floor, Broadcast::Numpy)?;
+    /// assert_eq!(out, array![[3, 9], [4, 5]].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn ge(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
+        Pred::cmp(CmpOp::Ge, lhs, rhs)
+    }
+
+    /// A test of `v`'s values.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::{Broadcast, TestOp};
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// let x = array![1.0f64, f64::NAN, f64::NEG_INFINITY, -0.0];
+    /// let out = select_pred(Pred::test(TestOp::IsInf, &x), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![0, 0, 1, 0].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn test(op: TestOp, v: impl Into<Operand<'a, U>>) -> Self {
+        Pred {
+            repr: Repr::Test(op, v.into()),
+            not: false,
+        }
+    }
+
+    /// `isnan(v)`: false for integers.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // where(isnan(x), 0, x), bit for bit: -0.0 stays -0.0.
+    /// let x = array![[1.5f32, f32::NAN], [-0.0, f32::INFINITY]];
+    /// let out = select_pred(Pred::isnan(&x), &arr0(0.0f32), &x, Broadcast::Numpy)?;
+    /// let want = array![[1.5f32, 0.0], [-0.0, f32::INFINITY]];
+    /// assert_eq!(out.map(|v| v.to_bits()), want.map(|v| v.to_bits()).into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn isnan(v: impl Into<Operand<'a, U>>) -> Self {
+        Pred::test(TestOp::IsNan, v)
+    }
+
+    /// `isinf(v)`: false for integers.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // Infinities to the largest finite value: where(isinf(x), MAX, x) (sign aside).
+    /// let x = array![1.0f64, f64::INFINITY, f64::NAN];
+    /// let out = select_pred(Pred::isinf(&x), &arr0(f64::MAX), &x, Broadcast::Numpy)?;
+    /// assert_eq!(out[[1]], f64::MAX);
+    /// assert!(out[[2]].is_nan());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn isinf(v: impl Into<Operand<'a, U>>) -> Self {
+        Pred::test(TestOp::IsInf, v)
+    }
+
+    /// `isfinite(v)`: true for integers.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// // Keep the finite values, zero the others.
+    /// let x = array![1.0f32, f32::NAN, f32::NEG_INFINITY, -2.0];
+    /// let out = select_pred(Pred::isfinite(&x), &x, &arr0(0.0), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![1.0, 0.0, 0.0, -2.0].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn isfinite(v: impl Into<Operand<'a, U>>) -> Self {
+        Pred::test(TestOp::IsFinite, v)
+    }
+
+    /// The negation (numpy's `logical_not`); `!pred` works too.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::Broadcast;
+    /// use selectjit::ndarray::{Pred, select_pred};
+    /// let x = array![-1.0f32, 0.0, 2.0, f32::NAN];
+    /// let out = select_pred(Pred::gt(&x, 0.0).not(), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![1, 1, 0, 1].into_dyn()); // not(NaN > 0) is true
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[allow(clippy::should_implement_trait)] // `!pred` works too (`std::ops::Not`)
+    pub fn not(self) -> Self {
+        Pred {
+            not: !self.not,
+            ..self
+        }
+    }
+
+    /// The numpy broadcast of the operands' shapes: the shape that takes `cond`'s place.
+    fn shape(&self) -> Result<Dims> {
+        match &self.repr {
+            Repr::Cmp(_, l, r) => broadcast_pair(["lhs", "rhs"], l.shape(), r.shape()),
+            Repr::Test(_, v) => {
+                check_shape("operand", v.shape())?;
+                Ok(v.shape().into())
+            }
+        }
+    }
+
+    /// Runs `f` on this predicate as the engine's [`Cond`] over its operands' inputs.
+    fn with_cond<R>(&self, f: impl FnOnce(Cond<'_>) -> R) -> R {
+        match &self.repr {
+            Repr::Cmp(op, l, r) => {
+                let (l, r) = (l.input(), r.input());
+                f(Cond {
+                    not: self.not,
+                    ..Cond::cmp(*op, l.operand(), r.operand())
+                })
+            }
+            Repr::Test(op, v) => {
+                let v = v.input();
+                f(Cond {
+                    not: self.not,
+                    ..Cond::test(*op, v.operand())
+                })
+            }
+        }
+    }
+}
+
+impl<U: Element> std::ops::Not for Pred<'_, U> {
+    type Output = Self;
+    fn not(self) -> Self {
+        Pred::not(self)
+    }
 }
 
 /// Where a view's elements lie relative to its first element: the lowest and the highest
@@ -253,6 +748,52 @@ impl<'a, T: Copy> Input<'a, T> {
     }
 }
 
+/// A new row-major array of `shape` (checked by the caller), filled by `run`.
+fn new_array<T: Element>(
+    shape: &[usize],
+    run: impl FnOnce(TensorMut<'_, T>) -> Result<()>,
+) -> Result<Array<T, IxDyn>> {
+    let mut data = vec![T::zeroed(); shape.iter().product()];
+    run(TensorMut::new(&mut data, shape))?;
+    row_major(shape, data)
+}
+
+/// Runs `run` on `out` as the engine takes it: a dense view as it is, a view with gaps through a
+/// row-major temporary that is copied into `out` only once `run` succeeded.
+fn write_into<T: Element, D: Dimension>(
+    out: &mut ArrayRef<T, D>,
+    run: impl FnOnce(TensorMut<'_, T>) -> Result<()>,
+) -> Result<()> {
+    let shape = out.shape().to_vec();
+    let strides = out.strides().to_vec();
+    match span(&shape, &strides) {
+        Some((lo, hi)) if dense(&shape, &strides) => {
+            let first = out.as_mut_ptr().wrapping_offset(lo);
+            let len = (hi - lo) as usize + 1;
+            // SAFETY: a `&mut ArrayRef` grants unique read-write access to every element its
+            // shape and strides address from `as_mut_ptr()`, all in one allocation; the lowest
+            // is `first`, the highest `first + len - 1`, and the view is dense (checked): the
+            // range holds only its own elements, borrowed mutably here for the duration of
+            // this call.
+            let data = unsafe { std::slice::from_raw_parts_mut(first, len) };
+            run(TensorMut::with_layout(
+                data,
+                &shape,
+                &strides,
+                (-lo) as usize,
+            ))
+        }
+        Some(_) => {
+            // Gaps: the result goes through a row-major temporary, validated by the same call.
+            let tmp = new_array(&shape, run)?;
+            out.assign(&tmp);
+            Ok(())
+        }
+        // No element: shapes are still checked.
+        None => run(TensorMut::new(&mut [], &shape)),
+    }
+}
+
 impl Engine {
     /// `out = cond ? then : else` on `ndarray` arrays or views, into a new row-major array of the
     /// broadcast shape (feature `ndarray`; see [`crate::ndarray`]).
@@ -287,10 +828,9 @@ impl Engine {
         D3: Dimension,
     {
         let shape = output_shape(mode, cond.shape(), then.shape(), else_.shape())?;
-        let n: usize = shape.iter().product();
-        let mut data = vec![T::zeroed(); n];
-        self.select_inputs(cond, then, else_, TensorMut::new(&mut data, &shape), mode)?;
-        row_major(&shape, data)
+        new_array(&shape, |out| {
+            self.select_inputs(cond, then, else_, out, mode)
+        })
     }
 
     /// `out = cond ? then : else` on `ndarray` arrays or views, into `out` (an array or a
@@ -330,33 +870,90 @@ impl Engine {
         D3: Dimension,
         D4: Dimension,
     {
-        let shape = out.shape().to_vec();
-        let strides = out.strides().to_vec();
-        match span(&shape, &strides) {
-            Some((lo, hi)) if dense(&shape, &strides) => {
-                let first = out.as_mut_ptr().wrapping_offset(lo);
-                let len = (hi - lo) as usize + 1;
-                // SAFETY: a `&mut ArrayRef` grants unique read-write access to every element its
-                // shape and strides address from `as_mut_ptr()`, all in one allocation; the
-                // lowest is `first`, the highest `first + len - 1`, and the view is dense
-                // (checked): the range holds only its own elements, borrowed mutably here for
-                // the duration of this call.
-                let data = unsafe { std::slice::from_raw_parts_mut(first, len) };
-                let view = TensorMut::with_layout(data, &shape, &strides, (-lo) as usize);
-                self.select_inputs(cond, then, else_, view, mode)
-            }
-            Some(_) => {
-                // Gaps: the result goes through a row-major temporary, validated by the same
-                // call, and is copied into `out` only once it is complete.
-                let mut buf = vec![T::zeroed(); shape.iter().product()];
-                self.select_inputs(cond, then, else_, TensorMut::new(&mut buf, &shape), mode)?;
-                let tmp = row_major(&shape, buf)?;
-                out.assign(&tmp);
-                Ok(())
-            }
-            // No element: shapes are still checked.
-            None => self.select_inputs(cond, then, else_, TensorMut::new(&mut [], &shape), mode),
-        }
+        write_into(out, |o| self.select_inputs(cond, then, else_, o, mode))
+    }
+
+    /// `out = pred ? then : else` on `ndarray` arrays or views, the predicate computed per
+    /// element in the kernel, into a new row-major array of the broadcast shape (feature
+    /// `ndarray`; see [`crate::ndarray#predicates`]).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{arr0, array};
+    /// use selectjit::ndarray::Pred;
+    /// use selectjit::{Broadcast, Engine};
+    /// // ReLU of a transposed view.
+    /// let x = array![[-1.0f32, 2.0, -3.0], [4.0, -5.0, 6.0]];
+    /// let xt = x.t();
+    /// let out = Engine::new().select_array_pred(Pred::gt(&xt, 0.0), &xt, &arr0(0.0), Broadcast::Numpy)?;
+    /// assert_eq!(out, array![[0.0, 4.0], [2.0, 0.0], [0.0, 6.0]].into_dyn());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn select_array_pred<U, T, D2, D3>(
+        &self,
+        pred: Pred<'_, U>,
+        then: &ArrayRef<T, D2>,
+        else_: &ArrayRef<T, D3>,
+        mode: Broadcast,
+    ) -> Result<Array<T, IxDyn>>
+    where
+        U: Element,
+        T: Element,
+        D2: Dimension,
+        D3: Dimension,
+    {
+        let shape = output_shape(mode, &pred.shape()?, then.shape(), else_.shape())?;
+        new_array(&shape, |out| {
+            self.select_pred_inputs(&pred, then, else_, out, mode)
+        })
+    }
+
+    /// `out = pred ? then : else` on `ndarray` arrays or views, the predicate computed per
+    /// element in the kernel, into `out` (an array or a mutable view of any strides) of exactly
+    /// the broadcast shape (feature `ndarray`; see [`crate::ndarray#predicates`]). On error
+    /// `out` is untouched.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use ndarray::{Array2, arr0, array, s};
+    /// use selectjit::ndarray::Pred;
+    /// use selectjit::{Broadcast, Engine};
+    /// // where(mask == 0, -inf, scores): an i64 mask per row over f32 scores, into every other
+    /// // column of a wider array (the columns between keep their values).
+    /// let mask = array![[1i64], [0]];
+    /// let scores = array![[0.5f32, 1.5], [2.5, 3.5]];
+    /// let mut out = Array2::<f32>::from_elem((2, 4), 9.0);
+    /// Engine::new().select_array_pred_into(
+    ///     Pred::eq(&mask, 0),
+    ///     &arr0(f32::NEG_INFINITY),
+    ///     &scores,
+    ///     &mut out.slice_mut(s![.., ..;2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// let ninf = f32::NEG_INFINITY;
+    /// assert_eq!(out, array![[0.5, 9.0, 1.5, 9.0], [ninf, 9.0, ninf, 9.0]]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn select_array_pred_into<U, T, D2, D3, D4>(
+        &self,
+        pred: Pred<'_, U>,
+        then: &ArrayRef<T, D2>,
+        else_: &ArrayRef<T, D3>,
+        out: &mut ArrayRef<T, D4>,
+        mode: Broadcast,
+    ) -> Result<()>
+    where
+        U: Element,
+        T: Element,
+        D2: Dimension,
+        D3: Dimension,
+        D4: Dimension,
+    {
+        write_into(out, |o| {
+            self.select_pred_inputs(&pred, then, else_, o, mode)
+        })
     }
 
     fn select_inputs<C, T, D1, D2, D3>(
@@ -380,6 +977,35 @@ impl Engine {
         let cond_bytes =
             TensorRef::with_layout(C::as_bytes(cv.data()), cv.shape(), &c.strides, c.offset);
         self.select(cond_bytes, t.view(), e.view(), out, mode)
+    }
+
+    fn select_pred_inputs<U, T, D2, D3>(
+        &self,
+        pred: &Pred<'_, U>,
+        then: &ArrayRef<T, D2>,
+        else_: &ArrayRef<T, D3>,
+        out: TensorMut<'_, T>,
+        mode: Broadcast,
+    ) -> Result<()>
+    where
+        U: Element,
+        T: Element,
+        D2: Dimension,
+        D3: Dimension,
+    {
+        // The operands' broadcast first: its errors name them as written (`lhs`, `rhs`).
+        let pshape = pred.shape()?;
+        let (t, mut e) = (Input::new(then), Input::new(else_));
+        if let Broadcast::Pdpd { .. } = mode {
+            // pdpd is the one mode in which then and else play different parts (the output has
+            // then's shape, else goes into it), and the engine trades them for a negated
+            // predicate (`not`, `!=`) before it places them: else is laid over the output's
+            // shape here, where its part is known, so that either order places it the same.
+            let b = broadcast_shapes(mode, &pshape, then.shape(), else_.shape())?;
+            e.strides = strides_over(&e.shape, &e.strides, b.else_, &b.out).to_vec();
+            e.shape = b.out.to_vec();
+        }
+        pred.with_cond(|c| self.select(c, t.view(), e.view(), out, mode))
     }
 }
 
