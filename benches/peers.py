@@ -184,17 +184,22 @@ def openvino_peer(cond, then, else_):
     compiled = OV_CORE.compile_model(model, "CPU", config)
     req = compiled.create_infer_request()
 
-    def tensor(a, t):  # shares the numpy buffer
-        return ov.Tensor(np.ascontiguousarray(a).reshape(-1).view(UINT[a.itemsize]),
-                         list(a.shape), t)
+    # An ov.Tensor shares the numpy buffer without keeping it alive: every array a tensor views
+    # is kept with the call (np.ascontiguousarray gives a scalar a new array).
+    views = []
+
+    def tensor(a, t):
+        views.append(np.ascontiguousarray(a).reshape(-1).view(UINT[a.itemsize]))
+        return ov.Tensor(views[-1], list(a.shape), t)
     tensors = [tensor(cond, ov.Type.boolean), tensor(then, typ), tensor(else_, typ)]
     for k, t in enumerate(tensors):
         req.set_input_tensor(k, t)
-    req.set_output_tensor(tensor(out, typ))  # the result lands in `out`
+    tensors.append(tensor(out, typ))  # the result lands in `out`
+    req.set_output_tensor(tensors[-1])
 
     def call():
         req.infer()
-    call.keep = tensors
+    call.keep = (tensors, views)
     return call, lambda: out
 
 
@@ -473,17 +478,22 @@ def fused_openvino_peer(tree, vs):
     except Exception as e:
         raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
 
+    # An ov.Tensor over a numpy array shares its memory without keeping it alive: every array
+    # a tensor views is kept with the call (np.ascontiguousarray gives a scalar a new array).
+    views = []
+
     def tensor(arr, t):
-        return ov.Tensor(np.ascontiguousarray(arr).reshape(-1).view(UINT[arr.itemsize]),
-                         list(arr.shape), t)
+        views.append(np.ascontiguousarray(arr).reshape(-1).view(UINT[arr.itemsize]))
+        return ov.Tensor(views[-1], list(arr.shape), t)
     tensors = [tensor(v, types[k]) for k, v in vs.items()]
     for k, t in enumerate(tensors):
         req.set_input_tensor(k, t)
-    req.set_output_tensor(tensor(out, types[a[1]]))
+    tensors.append(tensor(out, types[a[1]]))
+    req.set_output_tensor(tensors[-1])
 
     def call():
         req.infer()
-    call.keep = tensors
+    call.keep = (tensors, views)
     return call, lambda: out
 
 
