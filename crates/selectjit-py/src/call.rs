@@ -232,9 +232,13 @@ impl<'py> Operand<'py> {
         self.view.len != 0 && other.view.len != 0 && layout::overlaps(self.range, other.range)
     }
 
-    /// Same memory, same layout: an exact in-place operand of `out`.
+    /// Same memory, same layout: an exact in-place operand of `out` (every element at the
+    /// address of `out`'s element of the same index), however either view was made (a
+    /// C-contiguous array's view has no strides, see [`layout::contiguous_view`]).
     fn same_as(&self, out: &Operand<'_>) -> bool {
-        self.arr.shape() == out.arr.shape() && self.view == out.view && self.range == out.range
+        self.range == out.range
+            && self.arr.shape() == out.arr.shape()
+            && layout::same_elements(self.arr.shape(), &self.view, &out.view)
     }
 }
 

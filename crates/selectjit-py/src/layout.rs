@@ -126,6 +126,33 @@ pub fn contiguous_view(shape: &[usize], itemsize: usize) -> Option<ElemView> {
     })
 }
 
+/// Element strides of `view` over `shape`: its own, or those of row-major order for a
+/// [`contiguous_view`] (which has none); 0 on dimensions of size 1 either way.
+fn elem_strides(shape: &[usize], view: &ElemView) -> Dims<isize> {
+    if view.strides.len() == shape.len() {
+        return view.strides.clone();
+    }
+    let mut st: Dims<isize> = smallvec![0isize; shape.len()];
+    let mut step = 1isize;
+    for (k, &d) in shape.iter().enumerate().rev() {
+        if d > 1 {
+            st[k] = step;
+        }
+        step = step.wrapping_mul(d as isize);
+    }
+    st
+}
+
+/// Whether two views of `shape` with elements of one size, over buffers of the same start
+/// and length, address each element at the same place: the same first-element offset and the
+/// same element strides, whichever of [`elem_view`] or [`contiguous_view`] made them.
+pub fn same_elements(shape: &[usize], a: &ElemView, b: &ElemView) -> bool {
+    a.len == b.len
+        && a.len != 0
+        && a.offset == b.offset
+        && elem_strides(shape, a) == elem_strides(shape, b)
+}
+
 /// Whether two byte ranges `[a0, a1)` and `[b0, b1)` (absolute addresses) intersect.
 pub fn overlaps(a: (usize, usize), b: (usize, usize)) -> bool {
     a.0 < b.1 && b.0 < a.1
@@ -237,6 +264,27 @@ mod tests {
         let v = elem_view(&[0, 3], &[-12, 4], 4).unwrap();
         assert_eq!((v.len, v.offset), (0, 0));
         assert!(overlaps((0, 10), (9, 12)) && !overlaps((0, 10), (10, 12)));
+    }
+
+    #[test]
+    fn same_elements_whichever_constructor() {
+        let shape = [2, 1, 3];
+        let c = contiguous_view(&shape, 4).unwrap();
+        let e = elem_view(&shape, &[12, 99, 4], 4).unwrap();
+        assert!(same_elements(&shape, &c, &e) && same_elements(&shape, &e, &c));
+        // The transpose's layout over the same bytes: other strides.
+        let t = elem_view(&shape, &[4, 99, 8], 4).unwrap();
+        assert_eq!((t.start, t.len, t.offset), (e.start, e.len, e.offset));
+        assert!(!same_elements(&shape, &c, &t));
+        // Reversed over the same bytes: another first element.
+        let r = elem_view(&[6], &[-4], 4).unwrap();
+        let f = contiguous_view(&[6], 4).unwrap();
+        assert_eq!(r.len, f.len);
+        assert!(!same_elements(&[6], &f, &r));
+        assert!(same_elements(&[6], &r, &elem_view(&[6], &[-4], 4).unwrap()));
+        // Views of nothing are never the same elements.
+        let z = elem_view(&[0, 3], &[12, 4], 4).unwrap();
+        assert!(!same_elements(&[0, 3], &z, &z));
     }
 
     #[test]
