@@ -129,7 +129,6 @@ impl Engine {
             }
         }
         let (t, e) = (elems(&then, w), elems(&else_, w));
-        let (t, e) = if swap { (e, t) } else { (t, e) };
         let od = Desc {
             len: numel(out_shape),
             shape: out_shape,
@@ -137,8 +136,8 @@ impl Engine {
             offset: 0,
         };
         let sig = match c {
-            CondArg::Mask(m) => plan_checked(w, mode, &[(&m).into(), t, e, od])?.0,
-            CondArg::Pred(p) => plan_pred(w, mode, &p, [t, e, od], false)?.0,
+            CondArg::Mask(m) => plan_checked(w, mode, &[(&m).into(), t, e, od], swap)?.0,
+            CondArg::Pred(p) => plan_pred(w, mode, &p, [t, e, od], false, swap)?.0,
         };
         Ok(sig.map(|s| {
             let one_pass = s.is_mask() || self.fuses(&s);
@@ -280,7 +279,8 @@ impl Engine {
         self.run_cond(T::DTYPE, mode, &cond, t, e, ob, (shape, strides, offset))
     }
 
-    /// Runs a call: `cond` resolved for `dtype`, then and else swapped where it says so.
+    /// Runs a call: `cond` resolved for `dtype`, then and else traded where it says so (once
+    /// checked: the broadcast rules and the messages see them as given).
     #[allow(clippy::too_many_arguments)]
     fn run_cond(
         &self,
@@ -293,8 +293,7 @@ impl Engine {
         out_layout: (&[usize], Option<&[isize]>, usize),
     ) -> Result<()> {
         let (c, swap) = resolve(cond, dtype)?;
-        let (t, e) = if swap { (else_, then) } else { (then, else_) };
-        self.run_bytes(dtype.width(), mode, c, t, e, out, out_layout)
+        self.run_bytes(dtype.width(), mode, c, swap, then, else_, out, out_layout)
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.

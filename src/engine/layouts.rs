@@ -2,8 +2,9 @@
 //! broadcast or reversed layout again skips validation, broadcast inference and planning.
 //!
 //! [`check`](super::validate::check) and [`plan_layout`](crate::plan::plan_layout) are pure
-//! functions of the element width, the mode and the four operands' descriptions (buffer length,
-//! shape, strides and offset, all in elements): nothing else they read, no pointer. A call whose
+//! functions of the element width, the mode, whether then and else trade places (a negated
+//! mask) and the four operands' descriptions (buffer length, shape, strides and offset, all in
+//! elements): nothing else they read, no pointer. A call whose
 //! description equals the last successful one's therefore has the same outcome — valid, with
 //! the same signature and kernel base elements — and the memo returns it. Failed calls are not
 //! remembered, so an error is always reported by the checks themselves.
@@ -27,6 +28,7 @@ pub(super) type Planned = (Option<Signature>, [usize; 4]);
 struct Last {
     width: usize,
     mode: Broadcast,
+    swap: bool,
     key: Key,
     planned: Planned,
 }
@@ -71,11 +73,12 @@ fn describes(key: &[usize], ops: &[Desc<'_>; 4]) -> bool {
     rest.is_empty()
 }
 
-/// Runs `f` on the remembered outcome of a call described by `width`, `mode` and `ops` if it
-/// was this thread's last planned call, and says whether it did.
+/// Runs `f` on the remembered outcome of a call described by `width`, `mode`, `swap` and `ops`
+/// if it was this thread's last planned call, and says whether it did.
 pub(super) fn with_last(
     width: usize,
     mode: Broadcast,
+    swap: bool,
     ops: &[Desc<'_>; 4],
     f: impl FnOnce(&Planned),
 ) -> bool {
@@ -86,7 +89,12 @@ pub(super) fn with_last(
             return false;
         };
         match l.as_ref() {
-            Some(last) if last.width == width && last.mode == mode && describes(&last.key, ops) => {
+            Some(last)
+                if last.width == width
+                    && last.mode == mode
+                    && last.swap == swap
+                    && describes(&last.key, ops) =>
+            {
                 f(&last.planned);
                 true
             }
@@ -96,12 +104,19 @@ pub(super) fn with_last(
 }
 
 /// Remembers the outcome of a call that passed its checks.
-pub(super) fn remember(width: usize, mode: Broadcast, ops: &[Desc<'_>; 4], planned: Planned) {
+pub(super) fn remember(
+    width: usize,
+    mode: Broadcast,
+    swap: bool,
+    ops: &[Desc<'_>; 4],
+    planned: Planned,
+) {
     LAST.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
             *l = Some(Last {
                 width,
                 mode,
+                swap,
                 key: key(ops),
                 planned,
             });
