@@ -23,10 +23,12 @@ use crate::pred::{CmpOp, Kind, TestOp};
 use crate::tensor::TensorRef;
 
 /// One operand of a predicate: a view of elements of some dtype (which may differ from the
-/// select's), a scalar held by value, or the in-place buffer of an in-place select.
+/// select's), a scalar held by value, the in-place buffer of an in-place select, or (for a
+/// prepared call) a placeholder for a buffer given when the call runs.
 ///
 /// Built from a typed view (`TensorRef<T>`), a value (`0.0f32`, `0i64`, ...: a rank-0 operand),
-/// raw bytes with a run-time dtype ([`Operand::from_bytes`]), or [`Operand::in_place`].
+/// raw bytes with a run-time dtype ([`Operand::from_bytes`]), [`Operand::in_place`], or
+/// [`Operand::placeholder`].
 #[derive(Clone, Copy, Debug)]
 pub struct Operand<'a> {
     pub(crate) src: Src<'a>,
@@ -46,6 +48,9 @@ pub(crate) enum Src<'a> {
     Scalar { dtype: DType, bytes: [u8; 16] },
     /// The in-place buffer (`then` or `else` of an in-place select), as it is before the call.
     InPlace,
+    /// A contiguous row-major buffer of `shape` elements of `dtype`, given when a prepared call
+    /// runs (no data here).
+    Placeholder { dtype: DType, shape: &'a [usize] },
 }
 
 impl<'a> Operand<'a> {
@@ -110,7 +115,42 @@ impl<'a> Operand<'a> {
         Operand { src: Src::InPlace }
     }
 
-    /// The dtype of a view or scalar (`None` for [`Operand::in_place`], which has the select's).
+    /// A placeholder for a prepared call ([`crate::Engine::prepare_cond`]): a contiguous
+    /// row-major buffer of `shape` elements of `dtype` (which may differ from the select's),
+    /// given to [`crate::Prepared::run_cond`] each time the call runs. It has no data, so a
+    /// select that runs at once ([`crate::Engine::select`], ...) refuses it.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, DType, Engine, Operand};
+    /// // A BERT-style masked fill, prepared once: out = mask == 0 ? -inf : scores, with an i64
+    /// // mask [2, 1, 1, 3] over f32 scores [2, 2, 3, 3].
+    /// let mask = Operand::placeholder(DType::I64, &[2, 1, 1, 3]);
+    /// let prepared = Engine::new().prepare_cond(
+    ///     DType::F32,
+    ///     Cond::eq(mask, 0i64),
+    ///     &[],
+    ///     &[2, 2, 3, 3],
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// let scores = [1.0f32; 36];
+    /// let mut out = [0.0f32; 36];
+    /// let m: [i64; 6] = [1, 1, 0, 1, 0, 0]; // the last key of batch 0 and two of batch 1 masked
+    /// prepared.run_cond(&[&m], &[f32::NEG_INFINITY], &scores, &mut out)?;
+    /// assert_eq!(out[..3], [1.0, 1.0, f32::NEG_INFINITY]); // batch 0, head 0, query 0
+    /// assert_eq!(out[18..21], [1.0, f32::NEG_INFINITY, f32::NEG_INFINITY]); // batch 1
+    /// assert_eq!(mask.dtype(), Some(DType::I64));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn placeholder(dtype: DType, shape: &'a [usize]) -> Operand<'a> {
+        Operand {
+            src: Src::Placeholder { dtype, shape },
+        }
+    }
+
+    /// The dtype of a view, scalar or placeholder (`None` for [`Operand::in_place`], which has
+    /// the select's).
     ///
     /// ```
     /// use selectjit::{DType, Operand, TensorRef};
@@ -123,7 +163,9 @@ impl<'a> Operand<'a> {
     /// ```
     pub fn dtype(&self) -> Option<DType> {
         match self.src {
-            Src::View { dtype, .. } | Src::Scalar { dtype, .. } => Some(dtype),
+            Src::View { dtype, .. }
+            | Src::Scalar { dtype, .. }
+            | Src::Placeholder { dtype, .. } => Some(dtype),
             Src::InPlace => None,
         }
     }

@@ -78,9 +78,7 @@ use crate::dtype::Element;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
 use crate::pred::{CmpOp, TestOp};
-use crate::shape::{
-    Broadcast, Dims, broadcast_pair, broadcast_shapes, check_shape, output_shape, strides_over,
-};
+use crate::shape::{Broadcast, Dims, broadcast_pair, check_shape, output_shape};
 use crate::tensor::{TensorMut, TensorRef};
 
 mod sealed {
@@ -994,17 +992,8 @@ impl Engine {
         D3: Dimension,
     {
         // The operands' broadcast first: its errors name them as written (`lhs`, `rhs`).
-        let pshape = pred.shape()?;
-        let (t, mut e) = (Input::new(then), Input::new(else_));
-        if let Broadcast::Pdpd { .. } = mode {
-            // pdpd is the one mode in which then and else play different parts (the output has
-            // then's shape, else goes into it), and the engine trades them for a negated
-            // predicate (`not`, `!=`) before it places them: else is laid over the output's
-            // shape here, where its part is known, so that either order places it the same.
-            let b = broadcast_shapes(mode, &pshape, then.shape(), else_.shape())?;
-            e.strides = strides_over(&e.shape, &e.strides, b.else_, &b.out).to_vec();
-            e.shape = b.out.to_vec();
-        }
+        pred.shape()?;
+        let (t, e) = (Input::new(then), Input::new(else_));
         pred.with_cond(|c| self.select(c, t.view(), e.view(), out, mode))
     }
 }

@@ -289,6 +289,88 @@ fn in_place_relu_compares_the_output_itself() {
 }
 
 #[test]
+fn negation_keeps_then_and_else_in_their_places() {
+    // A negated condition (`!=`, `.not()`, a negated mask) trades then and else for the
+    // kernels only: pdpd's output is still then's shape, and messages name them as given.
+    let x = [1.0f32, -1.0, 2.0];
+    let m = [1u8, 0, 1]; // x > 0
+    let then: Vec<f32> = (1..=6).map(|v| v as f32 * 10.0).collect();
+    let els = [0.5f32, 0.25, 0.125];
+    let pdpd = Broadcast::Pdpd { axis: -1 };
+    let want = [10.0f32, 0.25, 30.0, 40.0, 0.25, 60.0];
+    let xv = TensorRef::new(&x, &[3]);
+    for (name, eng) in engines() {
+        let conds = [
+            ("x > 0", Cond::gt(xv, 0.0f32)),
+            ("!(x <= 0)", Cond::le(xv, 0.0f32).not()),
+            ("x != -1", Cond::ne(xv, -1.0f32)),
+            ("!!mask", Cond::mask(TensorRef::new(&m, &[3])).not().not()),
+            (
+                "!(not mask)",
+                !Cond::mask(TensorRef::new(&[0u8, 1, 0], &[3])),
+            ),
+        ];
+        for (what, c) in conds {
+            // Twice, and with a strided then: the per-thread memo of the last layout too.
+            for st in [None, Some([3isize, 1])] {
+                let tv = match &st {
+                    Some(s) => TensorRef::with_strides(&then, &[2, 3], s),
+                    None => TensorRef::new(&then, &[2, 3]),
+                };
+                let mut out = [0.0f32; 6];
+                eng.select(
+                    c,
+                    tv,
+                    TensorRef::new(&els, &[3]),
+                    TensorMut::new(&mut out, &[2, 3]),
+                    pdpd,
+                )
+                .unwrap_or_else(|e| panic!("{name} {what}: {e}"));
+                assert_eq!(out, want, "{name} {what}");
+            }
+        }
+        // The negated mask right after the same layout un-negated: not the remembered plan.
+        let mut out = [0.0f32; 6];
+        eng.select(
+            Cond::mask(TensorRef::new(&m, &[3])).not(),
+            TensorRef::with_strides(&then, &[2, 3], &[3, 1]),
+            TensorRef::new(&els, &[3]),
+            TensorMut::new(&mut out, &[2, 3]),
+            pdpd,
+        )
+        .unwrap();
+        assert_eq!(out, [0.5, 20.0, 0.125, 0.5, 50.0, 0.125], "{name} not mask");
+        // then [3], else [2, 3] is no pdpd call, negated or not.
+        for c in [Cond::gt(xv, 0.0f32), Cond::ne(xv, -1.0f32)] {
+            let mut out = [7.0f32; 6];
+            let res = eng.select(
+                c,
+                TensorRef::new(&els, &[3]),
+                TensorRef::new(&then, &[2, 3]),
+                TensorMut::new(&mut out, &[2, 3]),
+                pdpd,
+            );
+            assert!(matches!(res, Err(Error::Broadcast(_))), "{name}: {res:?}");
+            assert_eq!(out, [7.0; 6]);
+        }
+        // A short then is named then.
+        let mut out = [7.0f32; 3];
+        let err = eng
+            .select(
+                Cond::ne(xv, 0.0f32),
+                TensorRef::with_strides(&x, &[3], &[2]),
+                xv,
+                TensorMut::new(&mut out, &[3]),
+                Broadcast::Numpy,
+            )
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("then"), "{name}: {err}");
+        assert_eq!(out, [7.0; 3]);
+    }
+}
+
+#[test]
 fn errors_write_nothing() {
     let x = [1.0f32, 2.0, 3.0];
     let y = [1.0f64, 2.0, 3.0];

@@ -3,13 +3,14 @@
 use super::Engine;
 use super::config::{Backend, InPlace};
 use super::exec::{CondArg, plan_checked, plan_pred};
-use super::prepared::Prepared;
-use super::validate::{Desc, Operand, Pred, PredSrc, contiguous_elements};
+use super::prepared::{PredArg, PredCall, Prepared};
+use super::validate::{Desc, Operand, Pred, PredSrc, check_pred, contiguous_elements};
 use crate::cond::{Cond, Repr, Src};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
-use crate::plan::{Signature, plan};
+use crate::plan::{OPS, Signature, plan, plan_cond};
+use crate::pred::Kind;
 use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -34,9 +35,10 @@ fn hit_elements<T>(
     )
 }
 
-/// A predicate operand's bytes as the engine reads them.
-fn pred_src<'a>(o: &'a crate::cond::Operand<'_>, dtype: DType) -> PredSrc<'a> {
-    match &o.src {
+/// A predicate operand's bytes as the engine reads them. A placeholder has none: it is an
+/// error in a select that runs at once.
+fn pred_src<'a>(o: &'a crate::cond::Operand<'_>, dtype: DType) -> Result<PredSrc<'a>> {
+    Ok(match &o.src {
         Src::View {
             bytes,
             shape,
@@ -52,30 +54,47 @@ fn pred_src<'a>(o: &'a crate::cond::Operand<'_>, dtype: DType) -> PredSrc<'a> {
                 offset: *offset,
             },
         ),
-        Src::Scalar { bytes, .. } => PredSrc::Buf(
-            &bytes[..dtype.width()],
-            Desc {
-                len: 1,
-                shape: &[],
-                strides: None,
-                offset: 0,
-            },
-        ),
+        Src::Scalar { bytes, .. } => PredSrc::Buf(&bytes[..dtype.width()], SCALAR),
         Src::InPlace => PredSrc::Out,
-    }
+        Src::Placeholder { .. } => {
+            return Err(Error::Invalid(
+                "a placeholder operand (Operand::placeholder) has no data: it stands for a \
+                 buffer of a prepared call (Engine::prepare_cond)"
+                    .to_string(),
+            ));
+        }
+    })
 }
 
-/// `cond` as the engine runs it for a select of `dtype`, and whether `then` and `else` trade
-/// places (a negation, or a canonical form's).
-fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> {
+/// The description of a scalar operand: one element of shape `[]`.
+const SCALAR: Desc<'static> = Desc {
+    len: 1,
+    shape: &[],
+    strides: None,
+    offset: 0,
+};
+
+/// A predicate as its kernels see it: the canonical kind, its operands in the kernel's order
+/// (`lhs`, and `rhs` for comparisons), each with its place as written (0: the condition's lhs
+/// or tested operand, 1: its rhs), and whether then and else trade places.
+pub(super) struct Canonical<'c, 'a> {
+    pub(super) kind: Kind,
+    pub(super) lhs: (&'c crate::cond::Operand<'a>, usize),
+    pub(super) rhs: Option<(&'c crate::cond::Operand<'a>, usize)>,
+    pub(super) swap: bool,
+}
+
+/// `cond`'s predicate in canonical form for a select of `dtype` (`None`: a mask): the one
+/// place where a canonical form's operand swap and a negation are turned into operand order
+/// and a then / else swap, for calls run at once and prepared calls alike.
+pub(super) fn canonical<'c, 'a>(
+    cond: &'c Cond<'a>,
+    dtype: DType,
+) -> Result<Option<Canonical<'c, 'a>>> {
     let Some((kind, swap, not)) = cond.canonical(dtype) else {
-        let Repr::Mask(m) = cond.repr else {
-            unreachable!("only masks have no canonical form")
-        };
-        return Ok((CondArg::Mask(m), cond.not));
+        return Ok(None);
     };
-    let d = kind.dtype().unwrap_or(dtype);
-    let pred = match &cond.repr {
+    Ok(Some(match &cond.repr {
         Repr::Cmp(_, l, r) => {
             let dt = |o: &crate::cond::Operand<'_>| o.dtype().unwrap_or(dtype);
             if dt(l) != dt(r) {
@@ -85,21 +104,93 @@ fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> 
                     dt(r)
                 )));
             }
-            let (l, r) = if swap { (r, l) } else { (l, r) };
-            Pred {
+            let (l, r) = if swap {
+                ((r, 1), (l, 0))
+            } else {
+                ((l, 0), (r, 1))
+            };
+            Canonical {
                 kind,
-                lhs: pred_src(l, d),
-                rhs: Some(pred_src(r, d)),
+                lhs: l,
+                rhs: Some(r),
+                swap: not,
             }
         }
-        Repr::Test(_, v) => Pred {
+        Repr::Test(_, v) => Canonical {
             kind,
-            lhs: pred_src(v, d),
+            lhs: (v, 0),
             rhs: None,
+            swap: not,
         },
-        Repr::Mask(_) => unreachable!("masks were returned above"),
+        Repr::Mask(_) => unreachable!("masks have no canonical form"),
+    }))
+}
+
+/// An operand of a prepared predicate (`what`: its name; `input`: its index among the
+/// run-time buffers, for a placeholder): its description for the checks, and where a run finds
+/// its bytes.
+fn prepared_arg<'c>(
+    o: &'c crate::cond::Operand<'_>,
+    what: &'static str,
+    input: usize,
+    width: usize,
+) -> Result<(PredSrc<'c>, PredArg)> {
+    match &o.src {
+        Src::Placeholder { shape, .. } => Ok((
+            PredSrc::Buf(
+                &[],
+                Desc {
+                    len: numel(shape),
+                    shape,
+                    strides: None,
+                    offset: 0,
+                },
+            ),
+            PredArg::Input(input),
+        )),
+        Src::Scalar { bytes, .. } => Ok((
+            PredSrc::Buf(&bytes[..width], SCALAR),
+            PredArg::Value(*bytes),
+        )),
+        // A rank-0 view is a value: its element, read now.
+        Src::View {
+            bytes,
+            shape: [],
+            strides,
+            offset,
+            ..
+        } => {
+            let l = crate::tensor::validate(what, bytes.len() / width, &[], *strides, *offset)?;
+            let mut v = [0u8; 16];
+            v[..width].copy_from_slice(&bytes[l.offset * width..(l.offset + 1) * width]);
+            Ok((PredSrc::Buf(&[], SCALAR), PredArg::Value(v)))
+        }
+        Src::View { .. } => Err(Error::Invalid(format!(
+            "{what}: a prepared call is given its operands' buffers when it runs: describe the \
+             operand with Operand::placeholder, or give a value (a rank-0 view is read now)"
+        ))),
+        Src::InPlace => Err(Error::Invalid(format!(
+            "{what}: prepared calls do not run in place (Engine::select_in_place does)"
+        ))),
+    }
+}
+
+/// `cond` as the engine runs it for a select of `dtype`, and whether `then` and `else` trade
+/// places (a negation, or a canonical form's).
+fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> {
+    let Some(c) = canonical(cond, dtype)? else {
+        let Repr::Mask(m) = cond.repr else {
+            unreachable!("only masks have no canonical form")
+        };
+        return Ok((CondArg::Mask(m), cond.not));
     };
-    Ok((CondArg::Pred(pred), not))
+    let d = c.kind.dtype().unwrap_or(dtype);
+    let pred = Pred {
+        kind: c.kind,
+        lhs: pred_src(c.lhs.0, d)?,
+        rhs: c.rhs.map(|(r, _)| pred_src(r, d)).transpose()?,
+    };
+    Ok((CondArg::Pred(pred), c.swap))
 }
 
 impl Engine {
@@ -129,7 +220,6 @@ impl Engine {
             }
         }
         let (t, e) = (elems(&then, w), elems(&else_, w));
-        let (t, e) = if swap { (e, t) } else { (t, e) };
         let od = Desc {
             len: numel(out_shape),
             shape: out_shape,
@@ -137,8 +227,8 @@ impl Engine {
             offset: 0,
         };
         let sig = match c {
-            CondArg::Mask(m) => plan_checked(w, mode, &[(&m).into(), t, e, od])?.0,
-            CondArg::Pred(p) => plan_pred(w, mode, &p, [t, e, od], false)?.0,
+            CondArg::Mask(m) => plan_checked(w, mode, &[(&m).into(), t, e, od], swap)?.0,
+            CondArg::Pred(p) => plan_pred(w, mode, &p, [t, e, od], false, swap)?.0,
         };
         Ok(sig.map(|s| {
             let one_pass = s.is_mask() || self.fuses(&s);
@@ -185,10 +275,152 @@ impl Engine {
             dtype,
             lens: [numel(cond), numel(then), numel(else_), numel(&b.out)],
             out_shape: b.out.to_vec(),
-            interp: (self.config.backend == Backend::Interp)
-                .then(|| [sc.to_vec(), sth.to_vec(), se.to_vec(), so.to_vec()]),
+            interp: (self.config.backend == Backend::Interp).then(|| {
+                let rhs = vec![0; b.out.len()];
+                [sc.to_vec(), sth.to_vec(), se.to_vec(), so.to_vec(), rhs]
+            }),
             sig,
             kernel,
+            pred: None,
+        })
+    }
+
+    /// [`Engine::prepare`] for a call whose condition is a predicate: planned once for
+    /// contiguous row-major buffers of fixed shapes, its kernel bound, run by
+    /// [`Prepared::run_cond`] with only buffer-length and dtype checks (no shape inference, no
+    /// hashing, no locking).
+    ///
+    /// Each operand of `cond` is a [placeholder](crate::Operand::placeholder) (a buffer of that
+    /// dtype and shape, given at every run) or a value fixed now: `0.0f32`, `0i64`, ... (the `0`
+    /// of `x > 0`), or a rank-0 view, whose element is read now (how a value of a run-time dtype
+    /// is given: [`from_bytes`](crate::Operand::from_bytes) of [`TensorRef::scalar`]). A view
+    /// of rank 1 or more, or the [in-place operand](crate::Operand::in_place), is an error
+    /// (prepared calls do not run in place: [`Engine::select_in_place`] does). The operands'
+    /// dtype may differ from `dtype`, the dtype of then, else and out. Everything else is as for
+    /// [`Engine::select`] with the same condition: the operands broadcast against each other
+    /// with numpy's rule and the result takes cond's place in `mode`; the values are bit for bit
+    /// those of the select. The call runs on a kernel that fuses the predicate when a tier (or
+    /// the AOT table) has one, else on the static kernels (a mask per block, then its select),
+    /// or on the interpreter of an interpreter engine ([`Prepared::is_jit`] says which).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, DType, Engine, Operand};
+    /// // out = isnan(x) ? 0 : x on rows of 3 f64s, planned once.
+    /// let engine = Engine::new();
+    /// let x = Operand::placeholder(DType::F64, &[2, 3]);
+    /// let p = engine.prepare_cond(DType::F64, Cond::isnan(x), &[], &[2, 3], Broadcast::Numpy)?;
+    /// assert_eq!(p.out_shape(), &[2, 3]);
+    /// let x = [1.0, f64::NAN, -0.0, f64::INFINITY, f64::NAN, 2.0];
+    /// let mut out = [9.0f64; 6];
+    /// p.run_cond(&[&x], &[0.0], &x, &mut out)?; // x is the operand and `else`
+    /// let want = [1.0, 0.0, -0.0, f64::INFINITY, 0.0, 2.0];
+    /// assert_eq!(out.map(f64::to_bits), want.map(f64::to_bits));
+    /// // A view is not an operand of a prepared call: its data would not be used.
+    /// let view = selectjit::TensorRef::new(&x, &[6]);
+    /// let isnan = Cond::isnan(view);
+    /// assert!(engine.prepare_cond(DType::F64, isnan, &[], &[6], Broadcast::Numpy).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn prepare_cond(
+        &self,
+        dtype: DType,
+        cond: Cond<'_>,
+        then: &[usize],
+        else_: &[usize],
+        mode: Broadcast,
+    ) -> Result<Prepared> {
+        let Some(c) = canonical(&cond, dtype)? else {
+            return Err(Error::Invalid(
+                "prepare_cond takes a predicate: prepare a call with a mask with Engine::prepare"
+                    .to_string(),
+            ));
+        };
+        let d = c.kind.dtype().unwrap_or(dtype);
+        let names = if c.kind.binary() {
+            ["lhs", "rhs"]
+        } else {
+            ["operand", "rhs"]
+        };
+        // The run-time buffers, in the order written: the placeholders' names and lengths.
+        let mut ops = vec![c.lhs];
+        ops.extend(c.rhs);
+        ops.sort_by_key(|&(_, pos)| pos);
+        let mut inputs = Vec::new();
+        let mut input_of = [usize::MAX; 2];
+        for &(o, pos) in &ops {
+            if let Src::Placeholder { shape, .. } = o.src {
+                crate::shape::check_shape(names[pos], shape)?;
+                input_of[pos] = inputs.len();
+                inputs.push((names[pos], numel(shape)));
+            }
+        }
+        let arg = |(o, pos)| prepared_arg(o, names[pos], input_of[pos], d.width());
+        let (sl, al) = arg(c.lhs)?;
+        let (sr, ar) = match c.rhs {
+            Some(r) => {
+                let (s, a) = arg(r)?;
+                (Some(s), Some(a))
+            }
+            None => (None, None),
+        };
+        let pred = Pred {
+            kind: c.kind,
+            lhs: sl,
+            rhs: sr,
+        };
+        // The predicate's shape: its operands broadcast with numpy's rule, named as written.
+        fn shape_of<'s>(o: &crate::cond::Operand<'s>) -> &'s [usize] {
+            match o.src {
+                Src::Placeholder { shape, .. } => shape,
+                _ => &[], // a value (anything else was refused above)
+            }
+        }
+        let pshape: crate::shape::Dims = match ops[..] {
+            [(l, _), (r, _)] => crate::shape::broadcast_pair(names, shape_of(l), shape_of(r))?,
+            _ => shape_of(ops[0].0).into(),
+        };
+        crate::shape::check_shape("then", then)?;
+        crate::shape::check_shape("else", else_)?;
+        let out = broadcast_shapes(mode, &pshape, then, else_)?.out;
+        let desc = |s| Desc {
+            len: numel(s),
+            shape: s,
+            strides: None,
+            offset: 0,
+        };
+        // As a select runs it: checked with then and else as given, traded for the kernels
+        // where the canonical form says so (`run_cond` trades their buffers alike).
+        let checked =
+            check_pred(mode, &pred, desc(then), desc(else_), desc(&out), false)?.traded(c.swap);
+        let st: [&[isize]; OPS] = std::array::from_fn(|op| checked.st[op].as_slice());
+        let sig = plan_cond(dtype.width(), c.kind, &checked.out, st).map(|p| {
+            debug_assert_eq!(p.base, [0; OPS], "contiguous buffers flip no dimension");
+            p.sig
+        });
+        // A prepared call is meant to be run many times: its exact kernel, at once; a predicate
+        // no tier fuses runs on the static kernels, in blocks.
+        let kernel = match (&sig, self.config.backend) {
+            (Some(_), Backend::Interp) | (None, _) => None,
+            (Some(s), _) if !self.fuses(s) => None,
+            (Some(s), _) => self.pick(s, 1),
+        };
+        Ok(Prepared {
+            dtype,
+            lens: [0, numel(then), numel(else_), numel(&out)],
+            out_shape: out.to_vec(),
+            interp: (self.config.backend == Backend::Interp)
+                .then(|| std::array::from_fn(|op| checked.st[op].to_vec())),
+            sig,
+            kernel,
+            pred: Some(PredCall {
+                kind: c.kind,
+                swap: c.swap,
+                lhs: al,
+                rhs: ar,
+                inputs,
+            }),
         })
     }
 
@@ -280,7 +512,8 @@ impl Engine {
         self.run_cond(T::DTYPE, mode, &cond, t, e, ob, (shape, strides, offset))
     }
 
-    /// Runs a call: `cond` resolved for `dtype`, then and else swapped where it says so.
+    /// Runs a call: `cond` resolved for `dtype`, then and else traded where it says so (once
+    /// checked: the broadcast rules and the messages see them as given).
     #[allow(clippy::too_many_arguments)]
     fn run_cond(
         &self,
@@ -293,8 +526,7 @@ impl Engine {
         out_layout: (&[usize], Option<&[isize]>, usize),
     ) -> Result<()> {
         let (c, swap) = resolve(cond, dtype)?;
-        let (t, e) = if swap { (else_, then) } else { (then, else_) };
-        self.run_bytes(dtype.width(), mode, c, t, e, out, out_layout)
+        self.run_bytes(dtype.width(), mode, c, swap, then, else_, out, out_layout)
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.

@@ -48,13 +48,15 @@ fn base5(b: [usize; 4]) -> [usize; OPS] {
 }
 
 /// Validates a call and plans it: its signature (`None`: an empty output) and each operand's
-/// kernel base element.
+/// kernel base element. `d` in the caller's order; the plan with then and else traded when
+/// `swap` says so (see [`super::validate::Checked::traded`]).
 pub(super) fn plan_checked(
     width: usize,
     mode: Broadcast,
     d: &[Desc<'_>; 4],
+    swap: bool,
 ) -> Result<layouts::Planned> {
-    let c = check(mode, d[0], d[1], d[2], d[3])?;
+    let c = check(mode, d[0], d[1], d[2], d[3])?.traded(swap);
     let Some(p) = plan_layout(width, &c.out, [&c.st[0], &c.st[1], &c.st[2], &c.st[3]]) else {
         return Ok((None, [0; OPS])); // empty output
     };
@@ -72,8 +74,9 @@ pub(super) fn plan_pred(
     pred: &Pred<'_>,
     d: [Desc<'_>; 3],
     in_place: bool,
+    swap: bool,
 ) -> Result<(Option<Signature>, [usize; OPS])> {
-    let c = check_pred(mode, pred, d[0], d[1], d[2], in_place)?;
+    let c = check_pred(mode, pred, d[0], d[1], d[2], in_place)?.traded(swap);
     let st: [&[isize]; OPS] = std::array::from_fn(|op| c.st[op].as_slice());
     let Some(p) = plan_cond(width, pred.kind, &c.out, st) else {
         return Ok((None, [0; OPS])); // empty output
@@ -89,13 +92,16 @@ impl Engine {
     pub(super) fn splits(&self, out_bytes: usize, outer: usize) -> bool {
         out_bytes >= self.config.parallel_min_bytes && outer >= 2 && self.config.threads >= 2
     }
-    /// `out_layout`: the output's shape, strides and offset (elements).
+    /// `out_layout`: the output's shape, strides and offset (elements). `then` and `else_` as
+    /// the caller gave them; `swap`: they trade places once checked (a negated condition, or a
+    /// canonical form's).
     #[allow(clippy::too_many_arguments)]
     pub(super) fn run_bytes(
         &self,
         width: usize,
         mode: Broadcast,
         cond: CondArg<'_>,
+        swap: bool,
         then: Operand<'_>,
         else_: Operand<'_>,
         out: &mut [u8],
@@ -109,10 +115,16 @@ impl Engine {
         };
         let cond = match cond {
             CondArg::Mask(m) => m,
-            CondArg::Pred(p) => return self.run_pred(width, mode, &p, then, else_, out, od),
+            CondArg::Pred(p) => {
+                return self.run_pred(width, mode, &p, swap, [then, else_], out, od);
+            }
         };
+        // The descriptions as given (what the checks and the memo key see), the sources as the
+        // kernels read them.
+        let descs = [(&cond).into(), then.desc(od), else_.desc(od), od];
+        let (then, else_) = if swap { (else_, then) } else { (then, else_) };
         if self.config.backend != Backend::Interp
-            && let Some(n) = same_contiguous(&[(&cond).into(), then.desc(od), else_.desc(od), od])
+            && let Some(n) = same_contiguous(&descs)
         {
             if self.config.backend == Backend::Jit {
                 let o = out.as_mut_ptr();
@@ -136,22 +148,22 @@ impl Engine {
             self.run_planned(sig.as_ref(), base5([0; 4]), c, &then, &else_, out);
             return Ok(());
         }
-        let descs = [(&cond).into(), then.desc(od), else_.desc(od), od];
         if self.config.backend == Backend::Interp {
-            let c = check(mode, descs[0], descs[1], descs[2], descs[3])?;
+            let c = check(mode, descs[0], descs[1], descs[2], descs[3])?.traded(swap);
             interp_bytes(width, &c, CondBytes::Mask(cond.data()), &then, &else_, out);
             return Ok(());
         }
         let c = CondBufs::Mask(cond.data());
         // The same description as this thread's last planned call: the same checks passed and
         // the same plan (see `layouts`).
-        let ran = layouts::with_last(width, mode, Form::Mask, &descs, |(sig, base)| {
+        let form = Form::Mask { swap };
+        let ran = layouts::with_last(width, mode, form, &descs, |(sig, base)| {
             self.run_planned(sig.as_ref(), *base, c, &then, &else_, out);
         });
         if !ran {
-            let (sig, base) = plan_checked(width, mode, &descs)?;
+            let (sig, base) = plan_checked(width, mode, &descs, swap)?;
             self.run_planned(sig.as_ref(), base, c, &then, &else_, out);
-            layouts::remember(width, mode, Form::Mask, &descs, (sig, base));
+            layouts::remember(width, mode, form, &descs, (sig, base));
         }
         Ok(())
     }
@@ -159,21 +171,24 @@ impl Engine {
     /// [`Engine::run_bytes`] of a call whose condition is a predicate: validated, planned with
     /// the predicate's operands, run by a kernel that fuses it (a tier that compiles it) or in
     /// blocks by the static kernels (a mask per block, then its select), or by the interpreter.
+    /// `then_else` as the caller gave them, traded once checked where `swap` says so.
     #[allow(clippy::too_many_arguments)]
     fn run_pred(
         &self,
         width: usize,
         mode: Broadcast,
         pred: &Pred<'_>,
-        then: Operand<'_>,
-        else_: Operand<'_>,
+        swap: bool,
+        then_else: [Operand<'_>; 2],
         out: &mut [u8],
         od: Desc<'_>,
     ) -> Result<()> {
+        let [then, else_] = then_else;
         let in_place = matches!(then, Operand::Out) || matches!(else_, Operand::Out);
         let (dt, de) = (then.desc(od), else_.desc(od));
+        let (then, else_) = if swap { (else_, then) } else { (then, else_) };
         if self.config.backend == Backend::Interp {
-            let c = check_pred(mode, pred, dt, de, od, in_place)?;
+            let c = check_pred(mode, pred, dt, de, od, in_place)?.traded(swap);
             let cb = CondBytes::Pred(pred.kind, pred.lhs, pred.rhs);
             interp_bytes(width, &c, cb, &then, &else_, out);
             return Ok(());
@@ -196,12 +211,16 @@ impl Engine {
         let mut descs: smallvec::SmallVec<[Desc<'_>; OPS]> = smallvec::smallvec![desc(pred.lhs)];
         descs.extend(pred.rhs.map(desc));
         descs.extend([dt, de, od]);
-        let form = Form::Pred(pred.kind, in_place);
+        let form = Form::Pred {
+            kind: pred.kind,
+            in_place,
+            swap,
+        };
         let ran = layouts::with_last(width, mode, form, &descs, |(sig, base)| {
             self.run_planned(sig.as_ref(), *base, c, &then, &else_, out);
         });
         if !ran {
-            let (sig, base) = plan_pred(width, mode, pred, [dt, de, od], in_place)?;
+            let (sig, base) = plan_pred(width, mode, pred, [dt, de, od], in_place, swap)?;
             self.run_planned(sig.as_ref(), base, c, &then, &else_, out);
             layouts::remember(width, mode, form, &descs, (sig, base));
         }

@@ -5,7 +5,8 @@
 //! [`check`](super::validate::check) and [`plan_layout`](crate::plan::plan_layout) (for a
 //! predicate [`check_pred`](super::validate::check_pred) and
 //! [`plan_cond`](crate::plan::plan_cond)) are pure functions of the element width, the mode,
-//! the condition's form (a mask, or a predicate's kind and whether the call is in place) and
+//! the condition's form (a mask, or a predicate's kind and whether the call is in place, and
+//! whether then and else trade places: a negation or a canonical form's) and
 //! the operands' descriptions (buffer length, shape, strides and offset, all in elements):
 //! nothing else they read, no pointer. A call whose description equals the last successful
 //! one's therefore has the same outcome — valid, with the same signature and kernel base
@@ -30,12 +31,18 @@ pub(super) type Key = SmallVec<[usize; 48]>;
 pub(super) type Planned = (Option<Signature>, [usize; OPS]);
 
 /// The form of a call's condition, which the checks and the plan depend on besides the
-/// operands' descriptions.
+/// operands' descriptions; each with whether then and else trade places after the checks.
 #[derive(Clone, Copy, PartialEq, Eq)]
 pub(super) enum Form {
-    Mask,
-    /// A predicate of this canonical kind; whether the call is in place.
-    Pred(Kind, bool),
+    Mask {
+        swap: bool,
+    },
+    /// A predicate of this canonical kind.
+    Pred {
+        kind: Kind,
+        in_place: bool,
+        swap: bool,
+    },
 }
 
 /// The description of a predicate operand that is the in-place output: no buffer has

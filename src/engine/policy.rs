@@ -71,7 +71,11 @@ impl Engine {
         {
             return true;
         }
-        self.aot_kernel(sig, false).is_some() || self.aot_kernel(sig, true).is_some()
+        // A look, not a run: nothing counted.
+        self.config
+            .aot
+            .as_ref()
+            .is_some_and(|t| t.exact(sig).is_some() || t.generic(&Pattern::of(sig)).is_some())
     }
 
     pub(super) fn pick(&self, sig: &Signature, exact_after: u32) -> Option<Pick> {

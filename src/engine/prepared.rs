@@ -2,19 +2,22 @@
 
 use super::interp::{CondBytes, interp_bytes};
 use super::policy::Pick;
-use super::validate::{Checked, Desc, Operand};
+use super::validate::{Checked, Desc, Operand, PredSrc};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
 use crate::kernels;
-use crate::plan::Signature;
+use crate::plan::{OPS, Signature};
+use crate::pred::Kind;
 
-/// A call planned once by [`crate::Engine::prepare`] for contiguous row-major buffers, with its kernel
-/// bound. `Send + Sync`; it keeps its kernel alive even after the engine's cache evicts it.
+/// A call planned once by [`crate::Engine::prepare`] (a mask) or
+/// [`crate::Engine::prepare_cond`] (a predicate) for contiguous row-major buffers, with its
+/// kernel bound. `Send + Sync`; it keeps its kernel alive even after the engine's cache evicts
+/// it. A mask call runs with [`Prepared::run`], a predicate call with [`Prepared::run_cond`].
 #[derive(Debug, Clone)]
 pub struct Prepared {
     pub(super) dtype: DType,
-    /// Elements of cond, then, else and out.
+    /// Elements of cond (0 for a predicate), then, else and out.
     pub(super) lens: [usize; 4],
     pub(super) out_shape: Vec<usize>,
     /// `None`: the output is empty.
@@ -22,8 +25,35 @@ pub struct Prepared {
     /// `None` with a signature: the static kernels run it. A tier trial (under `Auto`, while
     /// the class is measured) keeps deciding on the prepared call's own calls.
     pub(super) kernel: Option<Pick>,
-    /// Strides over the output, for an interpreter engine.
-    pub(super) interp: Option<[Vec<isize>; 4]>,
+    /// Strides over the output (cond or lhs, then, else, out, rhs), for an interpreter engine.
+    pub(super) interp: Option<[Vec<isize>; OPS]>,
+    /// `None`: the condition is a mask. Else the predicate's operands.
+    pub(super) pred: Option<PredCall>,
+}
+
+/// The predicate of a prepared call: what [`Prepared::run_cond`] needs besides the plan.
+#[derive(Debug, Clone)]
+pub(super) struct PredCall {
+    /// The canonical predicate (its dtype is the operands').
+    pub(super) kind: Kind,
+    /// `then` and `else` trade places (a negation, or a canonical form's): the plan, the
+    /// kernel and the interpreter's strides have them traded already.
+    pub(super) swap: bool,
+    /// The kernel's lhs, and its rhs for a comparison.
+    pub(super) lhs: PredArg,
+    pub(super) rhs: Option<PredArg>,
+    /// Each run-time buffer, in the order written (lhs, then rhs): its name and the elements it
+    /// must hold.
+    pub(super) inputs: Vec<(&'static str, usize)>,
+}
+
+/// Where a prepared predicate's operand comes from.
+#[derive(Debug, Clone)]
+pub(super) enum PredArg {
+    /// The run-time buffer of this index in `run_cond`'s operands.
+    Input(usize),
+    /// A value fixed when the call was prepared (little-endian, its first `width` bytes).
+    Value([u8; 16]),
 }
 
 impl Prepared {
@@ -115,13 +145,7 @@ impl Prepared {
         else_: &[T],
         out: &mut [T],
     ) -> Result<()> {
-        if T::DTYPE != self.dtype {
-            return Err(Error::DType(format!(
-                "prepared for {} but called with {}",
-                self.dtype,
-                T::DTYPE
-            )));
-        }
+        self.check_dtype(T::DTYPE)?;
         self.run_bytes(
             cond,
             bytemuck::cast_slice(then),
@@ -143,45 +167,22 @@ impl Prepared {
     /// # }
     /// ```
     pub fn run_bytes(&self, cond: &[u8], then: &[u8], else_: &[u8], out: &mut [u8]) -> Result<()> {
-        let w = self.dtype.width();
-        let have = [cond.len(), then.len() / w, else_.len() / w, out.len() / w];
-        for (k, what) in ["cond", "then", "else", "output"].into_iter().enumerate() {
-            if have[k] < self.lens[k] {
-                return Err(Error::Layout {
-                    what,
-                    msg: format!(
-                        "buffer holds {} elements, the prepared call needs {}",
-                        have[k], self.lens[k]
-                    ),
-                });
-            }
+        if self.pred.is_some() {
+            return Err(Error::Invalid(
+                "prepared for a predicate (Engine::prepare_cond): run it with run_cond or \
+                 run_cond_bytes"
+                    .to_string(),
+            ));
         }
+        if cond.len() < self.lens[0] {
+            return Err(short("cond", cond.len(), self.lens[0]));
+        }
+        self.check_lens(then, else_, out)?;
         let Some(sig) = &self.sig else {
             return Ok(());
         };
-        if let Some(st) = &self.interp {
-            let c = Checked {
-                out: self.out_shape.iter().copied().collect(),
-                st: std::array::from_fn(|k| match st.get(k) {
-                    Some(s) => s.iter().copied().collect(),
-                    None => smallvec::smallvec![0; self.out_shape.len()],
-                }),
-                off: [0; 5],
-            };
-            let d = |len| Desc {
-                len,
-                shape: &[],
-                strides: None,
-                offset: 0,
-            };
-            interp_bytes(
-                w,
-                &c,
-                CondBytes::Mask(cond),
-                &Operand::Buf(then, d(have[1])),
-                &Operand::Buf(else_, d(have[2])),
-                out,
-            );
+        if self.interp.is_some() {
+            self.interp(CondBytes::Mask(cond), then, else_, out);
             return Ok(());
         }
         let p = Ptrs {
@@ -191,10 +192,244 @@ impl Prepared {
             out: out.as_mut_ptr(),
             rhs: std::ptr::null(),
         };
+        // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
+        // above), which is what `sig` was planned from; `out` is a `&mut` borrow, so it
+        // overlaps no input.
+        unsafe { self.call(sig, p) };
+        Ok(())
+    }
+
+    /// Runs a predicate call prepared by [`crate::Engine::prepare_cond`] on typed contiguous
+    /// buffers: `operands` holds one buffer per [`crate::Operand::placeholder`] of the
+    /// condition, in the order written (`lhs`, then `rhs`; none for an operand fixed as a
+    /// value), each of the placeholder's dtype `C` (which may differ from the select's `T`) and
+    /// holding at least its shape's elements. `T` must be the prepared dtype. On error (a dtype
+    /// or a number of operands other than prepared, a buffer too short, a mask call) nothing is
+    /// written.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, DType, Engine, Operand};
+    /// // ReLU, prepared once: out = x > 0 ? x : 0 on 4 f32s.
+    /// let x = Operand::placeholder(DType::F32, &[4]);
+    /// let relu = Engine::new().prepare_cond(
+    ///     DType::F32,
+    ///     Cond::gt(x, 0.0f32),
+    ///     &[4],
+    ///     &[],
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// let mut out = [9.0f32; 4];
+    /// for x in [[-1.0f32, 2.0, -0.0, 3.0], [5.0, -5.0, f32::NAN, 0.5]] {
+    ///     relu.run_cond(&[&x], &x, &[0.0], &mut out)?; // x is the operand and `then`
+    ///     let want = x.map(|v| if v > 0.0 { v } else { 0.0 });
+    ///     assert_eq!(out.map(f32::to_bits), want.map(f32::to_bits));
+    /// }
+    /// // A buffer too short, or of another dtype, is an error, and nothing is written.
+    /// let before = out;
+    /// assert!(relu.run_cond(&[&[1.0f32; 3]], &[1.0; 4], &[0.0], &mut out).is_err());
+    /// assert!(relu.run_cond(&[&[1i32; 4]], &[1.0; 4], &[0.0], &mut out).is_err());
+    /// assert_eq!(out.map(f32::to_bits), before.map(f32::to_bits));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn run_cond<C: Element, T: Element>(
+        &self,
+        operands: &[&[C]],
+        then: &[T],
+        else_: &[T],
+        out: &mut [T],
+    ) -> Result<()> {
+        self.check_dtype(T::DTYPE)?;
+        let pred = self.pred_call()?;
+        if operands.len() != pred.inputs.len() {
+            return Err(count_error(pred, operands.len()));
+        }
+        let d = pred.kind.dtype().unwrap_or(self.dtype);
+        if !operands.is_empty() && C::DTYPE != d {
+            return Err(Error::DType(format!(
+                "the prepared predicate's operands are {d} but were given as {}",
+                C::DTYPE
+            )));
+        }
+        // At most two (checked above: as many as placeholders).
+        let mut bytes: [&[u8]; 2] = [&[], &[]];
+        for (b, o) in bytes.iter_mut().zip(operands) {
+            *b = bytemuck::cast_slice(o);
+        }
+        self.run_cond_bytes(
+            &bytes[..operands.len()],
+            bytemuck::cast_slice(then),
+            bytemuck::cast_slice(else_),
+            bytemuck::cast_slice_mut(out),
+        )
+    }
+
+    /// [`Prepared::run_cond`] on raw little-endian element bytes: each operand buffer holds
+    /// elements of its placeholder's dtype, `then`, `else` and `out` elements of the prepared
+    /// dtype; lengths are checked in elements.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, DType, Engine, Operand};
+    /// // out = a < b ? 1 : 0 as u8, on two u16 operands of shape [2] given as bytes.
+    /// let (a, b) = (
+    ///     Operand::placeholder(DType::U16, &[2]),
+    ///     Operand::placeholder(DType::U16, &[2]),
+    /// );
+    /// let p = Engine::new().prepare_cond(DType::U8, Cond::lt(a, b), &[], &[], Broadcast::Numpy)?;
+    /// let mut out = [9u8; 2];
+    /// // a = [1, 0x8000], b = [2, 1]: little-endian u16s.
+    /// p.run_cond_bytes(&[&[1, 0, 0, 0x80], &[2, 0, 1, 0]], &[1], &[0], &mut out)?;
+    /// assert_eq!(out, [1, 0]);
+    /// let rhs_missing = p.run_cond_bytes(&[&[1, 0, 0, 0x80]], &[1], &[0], &mut out);
+    /// assert!(rhs_missing.is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn run_cond_bytes(
+        &self,
+        operands: &[&[u8]],
+        then: &[u8],
+        else_: &[u8],
+        out: &mut [u8],
+    ) -> Result<()> {
+        let pred = self.pred_call()?;
+        let d = pred.kind.dtype().unwrap_or(self.dtype);
+        let cw = d.width();
+        if operands.len() != pred.inputs.len() {
+            return Err(count_error(pred, operands.len()));
+        }
+        for (&(what, need), b) in pred.inputs.iter().zip(operands) {
+            if b.len() / cw < need {
+                return Err(Error::Layout {
+                    what,
+                    msg: format!(
+                        "buffer holds {} elements of {d}, the prepared call needs {need}",
+                        b.len() / cw
+                    ),
+                });
+            }
+        }
+        self.check_lens(then, else_, out)?;
+        let Some(sig) = &self.sig else {
+            return Ok(());
+        };
+        let (then, else_) = if pred.swap {
+            (else_, then)
+        } else {
+            (then, else_)
+        };
+        fn bytes<'x>(a: &'x PredArg, operands: &[&'x [u8]], width: usize) -> &'x [u8] {
+            match a {
+                PredArg::Input(i) => operands[*i],
+                PredArg::Value(v) => &v[..width],
+            }
+        }
+        let l = bytes(&pred.lhs, operands, cw);
+        let r = pred.rhs.as_ref().map(|a| bytes(a, operands, cw));
+        if self.interp.is_some() {
+            let src = |b| {
+                PredSrc::Buf(
+                    b,
+                    Desc {
+                        len: 0,
+                        shape: &[],
+                        strides: None,
+                        offset: 0,
+                    },
+                )
+            };
+            self.interp(
+                CondBytes::Pred(pred.kind, src(l), r.map(src)),
+                then,
+                else_,
+                out,
+            );
+            return Ok(());
+        }
+        let p = Ptrs {
+            cond: l.as_ptr(),
+            then: then.as_ptr(),
+            else_: else_.as_ptr(),
+            out: out.as_mut_ptr(),
+            rhs: r.map_or(std::ptr::null(), <[u8]>::as_ptr),
+        };
+        // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
+        // above: an operand buffer in elements of its dtype, a value one element), which is
+        // what `sig` was planned from (then and else traded together with their buffers);
+        // `out` is a `&mut` borrow, so it overlaps no input.
+        unsafe { self.call(sig, p) };
+        Ok(())
+    }
+
+    /// `dtype` is the prepared one.
+    fn check_dtype(&self, dtype: DType) -> Result<()> {
+        if dtype != self.dtype {
+            return Err(Error::DType(format!(
+                "prepared for {} but called with {dtype}",
+                self.dtype
+            )));
+        }
+        Ok(())
+    }
+
+    /// The predicate, or the error of a mask call run as a predicate call.
+    fn pred_call(&self) -> Result<&PredCall> {
+        self.pred.as_ref().ok_or_else(|| {
+            Error::Invalid(
+                "prepared for a mask (Engine::prepare): run it with run or run_bytes".to_string(),
+            )
+        })
+    }
+
+    /// Then, else and out hold the prepared elements.
+    fn check_lens(&self, then: &[u8], else_: &[u8], out: &[u8]) -> Result<()> {
+        let w = self.dtype.width();
+        let have = [then.len() / w, else_.len() / w, out.len() / w];
+        for (k, what) in ["then", "else", "output"].into_iter().enumerate() {
+            if have[k] < self.lens[k + 1] {
+                return Err(short(what, have[k], self.lens[k + 1]));
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs the interpreter on checked buffers (an interpreter engine's call).
+    fn interp(&self, cond: CondBytes<'_>, then: &[u8], else_: &[u8], out: &mut [u8]) {
+        let Some(st) = &self.interp else {
+            return;
+        };
+        let w = self.dtype.width();
+        let c = Checked {
+            out: self.out_shape.iter().copied().collect(),
+            st: std::array::from_fn(|k| st[k].iter().copied().collect()),
+            off: [0; OPS],
+        };
+        let d = |len| Desc {
+            len,
+            shape: &[],
+            strides: None,
+            offset: 0,
+        };
+        interp_bytes(
+            w,
+            &c,
+            cond,
+            &Operand::Buf(then, d(then.len() / w)),
+            &Operand::Buf(else_, d(else_.len() / w)),
+            out,
+        );
+    }
+
+    /// Runs the bound kernel (or the static kernels) over the whole call.
+    ///
+    /// # Safety
+    /// Every pointer of `p` is the first element of a buffer holding at least the elements its
+    /// contiguous shape needs, as `sig` was planned from, and `p.out` overlaps no input.
+    unsafe fn call(&self, sig: &Signature, p: Ptrs) {
         match &self.kernel {
-            // SAFETY: every buffer holds at least the elements of its contiguous shape (checked
-            // above), which is what `sig` was planned from; `out` is a `&mut` borrow, so it
-            // overlaps no input.
+            // SAFETY: the function's contract.
             Some(Pick::Kernel(k)) => unsafe { k.run(sig, p, 0, sig.outer()) },
             #[cfg(feature = "jit")]
             Some(Pick::Trial(t)) => match t.winner() {
@@ -205,9 +440,31 @@ impl Prepared {
                     t.call(&mut |k| unsafe { k.run(sig, p, 0, sig.outer()) });
                 }
             },
-            // SAFETY: as above.
+            // SAFETY: the function's contract (the static kernels run a predicate in blocks).
             None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
         }
-        Ok(())
     }
+}
+
+/// The error of a buffer that holds `have` elements where `need` are prepared.
+fn short(what: &'static str, have: usize, need: usize) -> Error {
+    Error::Layout {
+        what,
+        msg: format!("buffer holds {have} elements, the prepared call needs {need}"),
+    }
+}
+
+/// The error of `given` operand buffers for a predicate that takes another number.
+fn count_error(p: &PredCall, given: usize) -> Error {
+    let names: Vec<&str> = p.inputs.iter().map(|&(n, _)| n).collect();
+    Error::Invalid(format!(
+        "the prepared predicate takes {} operand buffer(s), one per placeholder ({}); {given} \
+         given",
+        names.len(),
+        if names.is_empty() {
+            "none: its operands are values".to_string()
+        } else {
+            names.join(", ")
+        }
+    ))
 }

@@ -2,7 +2,7 @@
 //! broadcast inferred, before anything is read or written.
 
 use crate::error::{Error, Result, ShapeFmt};
-use crate::plan::{OPS, RHS};
+use crate::plan::{ELSE, OPS, RHS, THEN};
 use crate::pred::Kind;
 use crate::shape::{
     Broadcast, Dims, Placement, Strides, broadcast_pair, broadcast_shapes, strides_over,
@@ -37,6 +37,19 @@ pub(crate) struct Checked {
     pub out: Dims,
     pub st: [Strides; OPS],
     pub off: [usize; OPS],
+}
+
+impl Checked {
+    /// The call with then and else traded (`swap`: a negated condition, or a canonical form's)
+    /// once checked: the broadcast rules and the messages see them as the caller gave them
+    /// (pdpd's output is then's shape), the kernels and the interpreter in the traded order.
+    pub(crate) fn traded(mut self, swap: bool) -> Checked {
+        if swap {
+            self.st.swap(THEN, ELSE);
+            self.off.swap(THEN, ELSE);
+        }
+        self
+    }
 }
 
 /// Validates all four operands and infers the broadcast. Nothing is read before this passes.

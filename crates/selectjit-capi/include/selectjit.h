@@ -282,7 +282,9 @@ typedef struct SelectjitTensorMut {
 } SelectjitTensorMut;
 
 // The condition of `selectjit_select_cond`: a mask, or a predicate computed per element with
-// numpy's semantics. Zero-initialise it and set `struct_size` to `sizeof(SelectjitCond)`.
+// numpy's semantics (and of `selectjit_prepare_cond`: a predicate whose operands are
+// placeholders or rank-0 values, see there). Zero-initialise it and set `struct_size` to
+// `sizeof(SelectjitCond)`.
 //
 // `lhs` is the mask (`SELECTJIT_COND_MASK`), the compared or tested operand; `rhs` the second
 // operand of a comparison (unused otherwise). Both hold elements of `dtype`, which may differ
@@ -491,10 +493,59 @@ int selectjit_prepared_run(const struct SelectjitPrepared *p,
                            uint8_t *out,
                            size_t out_len);
 
+// `selectjit_prepare` for a call whose condition is a predicate (`cond->kind` not
+// `SELECTJIT_COND_MASK`): planned once for contiguous buffers of fixed shapes, its kernel bound
+// (one that fuses the predicate where the engine has one, else the static kernels). Each of
+// `cond->lhs` and `cond->rhs` (comparisons only) is either
+//
+// - a placeholder: `data` NULL (`len_bytes` 0, `strides` NULL, `offset` 0) and the shape of a
+//   contiguous buffer of `cond->dtype` given to `selectjit_prepared_run_cond` at every run; or
+// - a value fixed now: a rank-0 tensor with data (the BERT fill's `0` of `mask == 0`), read
+//   during this call.
+//
+// `negate` and the other fields as for `selectjit_select_cond`; prepared calls do not run in
+// place. Returns NULL on error (see `selectjit_last_error`).
+//
+// # Safety
+// `engine` comes from `selectjit_engine_new`; `cond` points at `cond->struct_size` readable
+// bytes of a `SelectjitCond` whose tensors honour their lengths; shape pointers cover their
+// ranks.
+struct SelectjitPrepared *selectjit_prepare_cond(const struct SelectjitEngine *engine,
+                                                 int dtype,
+                                                 int mode,
+                                                 int64_t pdpd_axis,
+                                                 const struct SelectjitCond *cond,
+                                                 const size_t *then_shape,
+                                                 size_t then_rank,
+                                                 const size_t *else_shape,
+                                                 size_t else_rank);
+
+// Runs a call prepared by `selectjit_prepare_cond` on contiguous buffers (lengths in bytes):
+// `lhs` and `rhs` are the buffers of the condition's placeholders (`cond->lhs`,
+// `cond->rhs`), elements of `cond->dtype` holding at least their shapes' elements; NULL, 0
+// for an operand fixed as a value when prepared (and for the rhs of a test). `then`, `else`
+// and `out` hold elements of the prepared dtype. A call prepared by `selectjit_prepare` is an
+// error here (and a predicate call in `selectjit_prepared_run`). On error nothing is written.
+//
+// # Safety
+// `p` comes from `selectjit_prepare_cond`; each pointer covers the length given with it;
+// `out` overlaps no input.
+int selectjit_prepared_run_cond(const struct SelectjitPrepared *p,
+                                const uint8_t *lhs,
+                                size_t lhs_len,
+                                const uint8_t *rhs,
+                                size_t rhs_len,
+                                const uint8_t *then,
+                                size_t then_len,
+                                const uint8_t *else_,
+                                size_t else_len,
+                                uint8_t *out,
+                                size_t out_len);
+
 // Destroys a prepared call (NULL is ignored).
 //
 // # Safety
-// `p` is NULL or from `selectjit_prepare`, not freed before.
+// `p` is NULL or from `selectjit_prepare` or `selectjit_prepare_cond`, not freed before.
 void selectjit_prepared_free(struct SelectjitPrepared *p);
 
 // Fills `*out` with the engine's counters. The caller sets `out->struct_size` (at least the

@@ -1,6 +1,6 @@
 /* Exercises the C ABI: values, broadcasting, every backend, strides, in place, prepared calls,
- * statistics, options (an older header's struct too), predicates, and the error paths (each
- * leaving the output untouched). Counts its checks; exits 1 on any failure. */
+ * statistics, options (an older header's struct too), predicates (prepared ones too), and the
+ * error paths (each leaving the output untouched). Counts its checks; exits 1 on any failure. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
 #include <math.h>
 #include <stdint.h>
@@ -817,6 +817,227 @@ static void predicate_errors(void) {
     selectjit_engine_free(e);
 }
 
+/* A placeholder operand of selectjit_prepare_cond: no data, the shape of the buffer given at
+ * every run. */
+static SelectjitTensor placeholder(const size_t *shape, size_t rank) {
+    return tensor(NULL, 0, shape, rank, NULL);
+}
+
+/* Prepared predicate calls (selectjit_prepare_cond / selectjit_prepared_run_cond) against
+ * expectations computed here and against selectjit_select_cond on the same call, bytewise:
+ * ReLU run twice, a BERT-style masked fill (i64 mask [2,1,1,4] over f32 scores [2,3,4,4]) and
+ * its negation, every comparison of two u64 placeholders (above INT64_MAX), a value on the
+ * left, broadcast placeholders, the tests. */
+static void prepared_predicates(int backend) {
+    SelectjitEngine *e = engine(backend, 0, 1);
+    enum { N = 8 };
+    size_t sn[1] = {N};
+    /* ReLU: out = x > 0 ? x : 0, x the placeholder and then. */
+    float zero = 0.0f, x[N], out[N], want[N];
+    SelectjitCond relu = cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_GT, SELECTJIT_DTYPE_F32, placeholder(sn, 1),
+                                 tensor(&zero, 4, NULL, 0, NULL));
+    SelectjitPrepared *p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &relu, sn, 1, NULL, 0);
+    CHECK(p != NULL, "prepare relu (backend %d)", backend);
+    float rounds[2][N] = {{-1.5f, 2.0f, -0.0f, NAN, 3.0f, -INFINITY, INFINITY, 1e-45f},
+                          {5.0f, -5.0f, 0.0f, -NAN, 1e-45f, -1e-45f, 7.0f, -7.0f}};
+    for (int r = 0; r < 2; r++) {
+        memcpy(x, rounds[r], sizeof x);
+        for (int i = 0; i < N; i++) want[i] = x[i] > 0 ? x[i] : 0.0f, out[i] = 42.0f;
+        int s = selectjit_prepared_run_cond(p, (uint8_t *)x, sizeof x, NULL, 0, (uint8_t *)x, sizeof x,
+                                            (uint8_t *)&zero, 4, (uint8_t *)out, sizeof out);
+        CHECK(s == SELECTJIT_OK, "relu round %d (backend %d) -> %s", r, backend, selectjit_status_name(s));
+        CHECK(memcmp(out, want, sizeof want) == 0, "relu round %d values (backend %d)", r, backend);
+    }
+    selectjit_prepared_free(p);
+
+    /* BERT's masked fill: out = mask == 0 ? -inf : scores. */
+    enum { B = 2, H = 3, L = 4, M = B * H * L * L };
+    size_t ms[4] = {B, 1, 1, L}, ss[4] = {B, H, L, L};
+    int64_t mask[B * L] = {1, 1, 0, 1, 1, 0, 0, 0}, zero_i = 0;
+    float scores[M], fill = -INFINITY, fo[M], fw[M], so[M];
+    for (int i = 0; i < M; i++) scores[i] = (float)i * 0.5f - 10.0f;
+    for (int i = 0; i < M; i++) fw[i] = mask[(i / (H * L * L)) * L + i % L] == 0 ? fill : scores[i];
+    SelectjitCond bert = cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_EQ, SELECTJIT_DTYPE_I64, placeholder(ms, 4),
+                                 tensor(&zero_i, 8, NULL, 0, NULL));
+    p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &bert, NULL, 0, ss, 4);
+    CHECK(p != NULL, "prepare masked fill (backend %d)", backend);
+    memset(fo, 0, sizeof fo);
+    CHECK(selectjit_prepared_run_cond(p, (uint8_t *)mask, sizeof mask, NULL, 0, (uint8_t *)&fill, 4,
+                                      (uint8_t *)scores, sizeof scores, (uint8_t *)fo, sizeof fo) == 0,
+          "masked fill run (backend %d)", backend);
+    CHECK(memcmp(fo, fw, sizeof fw) == 0, "masked fill values (backend %d)", backend);
+    selectjit_prepared_free(p);
+    /* The same through selectjit_select_cond: identical bytes. */
+    SelectjitCond bert_view = bert;
+    bert_view.lhs = tensor(mask, sizeof mask, ms, 4, NULL);
+    SelectjitTensor ft = tensor(&fill, 4, NULL, 0, NULL), st = tensor(scores, sizeof scores, ss, 4, NULL);
+    SelectjitTensorMut sot = out_tensor(so, sizeof so, ss, 4, NULL);
+    CHECK(selectjit_select_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &bert_view, &ft, &st, &sot) == 0 &&
+              memcmp(so, fo, sizeof fo) == 0,
+          "masked fill as selectjit_select_cond (backend %d)", backend);
+    /* Negated (mask != 0, negate: then and else keep their places for the shapes). */
+    SelectjitCond keep = bert;
+    keep.op = SELECTJIT_CMP_NE;
+    keep.negate = 1;
+    p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &keep, NULL, 0, ss, 4);
+    CHECK(p != NULL, "prepare negated fill");
+    memset(fo, 0, sizeof fo);
+    CHECK(selectjit_prepared_run_cond(p, (uint8_t *)mask, sizeof mask, NULL, 0, (uint8_t *)&fill, 4,
+                                      (uint8_t *)scores, sizeof scores, (uint8_t *)fo, sizeof fo) == 0 &&
+              memcmp(fo, fw, sizeof fw) == 0,
+          "negated masked fill (backend %d)", backend);
+    selectjit_prepared_free(p);
+
+    /* Two u64 placeholders, every comparison, negated or not; then / else u16. */
+    uint64_t xu[N] = {0, 1, UINT64_MAX, (uint64_t)INT64_MAX + 1, 5, 9, 3, 2};
+    uint64_t yu[N] = {1, 1, 0, (uint64_t)INT64_MAX, 5, 8, 4, 2};
+    uint16_t tv[N], ev[N], uo[N], uw[N];
+    for (int i = 0; i < N; i++) tv[i] = (uint16_t)(100 + i), ev[i] = (uint16_t)(200 + i);
+    for (uint32_t op = SELECTJIT_CMP_EQ; op <= SELECTJIT_CMP_GE; op++) {
+        for (int neg = 0; neg < 2; neg++) {
+            SelectjitCond c = cond_of(SELECTJIT_COND_CMP, op, SELECTJIT_DTYPE_U64, placeholder(sn, 1), placeholder(sn, 1));
+            c.negate = (uint32_t)neg;
+            p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_U16, SELECTJIT_MODE_NUMPY, -1, &c, sn, 1, sn, 1);
+            CHECK(p != NULL, "prepare u64 op %u neg %d", op, neg);
+            for (int i = 0; i < N; i++) uw[i] = (cmp_u64(op, xu[i], yu[i]) ^ neg) ? tv[i] : ev[i], uo[i] = 0xdead;
+            int s = selectjit_prepared_run_cond(p, (uint8_t *)xu, sizeof xu, (uint8_t *)yu, sizeof yu, (uint8_t *)tv,
+                                                sizeof tv, (uint8_t *)ev, sizeof ev, (uint8_t *)uo, sizeof uo);
+            CHECK(s == SELECTJIT_OK && memcmp(uo, uw, sizeof uw) == 0, "u64 op %u neg %d values (backend %d)", op, neg,
+                  backend);
+            selectjit_prepared_free(p);
+        }
+    }
+    /* A value on the left: 0.0 < x (f64), x the rhs placeholder; lhs passed as NULL, 0. */
+    double xd[N] = {1.5, -0.0, 0.0, NAN, INFINITY, -INFINITY, -2.0, 3.0}, zd = 0.0;
+    SelectjitCond lv = cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_LT, SELECTJIT_DTYPE_F64, tensor(&zd, 8, NULL, 0, NULL),
+                               placeholder(sn, 1));
+    p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_U16, SELECTJIT_MODE_NUMPY, -1, &lv, sn, 1, sn, 1);
+    CHECK(p != NULL, "prepare 0 < x");
+    for (int i = 0; i < N; i++) uw[i] = 0.0 < xd[i] ? tv[i] : ev[i];
+    CHECK(selectjit_prepared_run_cond(p, NULL, 0, (uint8_t *)xd, sizeof xd, (uint8_t *)tv, sizeof tv, (uint8_t *)ev,
+                                      sizeof ev, (uint8_t *)uo, sizeof uo) == 0 &&
+              memcmp(uo, uw, sizeof uw) == 0,
+          "0 < x values (backend %d)", backend);
+    selectjit_prepared_free(p);
+    /* Broadcast placeholders: lhs [4] against rhs [2,1] gives the cond [2,4]. */
+    int64_t l4[4] = {1, 3, 5, 7}, r2[2] = {3, 6};
+    size_t s4[1] = {4}, s21[2] = {2, 1}, s24[2] = {2, 4};
+    float t8[8] = {1, 2, 3, 4, 5, 6, 7, 8}, minus0 = -0.0f, o8[8], w8[8];
+    for (int i = 0; i < 8; i++) w8[i] = l4[i % 4] < r2[i / 4] ? t8[i] : -0.0f;
+    SelectjitCond bc = cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_LT, SELECTJIT_DTYPE_I64, placeholder(s4, 1),
+                               placeholder(s21, 2));
+    p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &bc, s24, 2, NULL, 0);
+    CHECK(p != NULL, "prepare broadcast cmp");
+    CHECK(selectjit_prepared_run_cond(p, (uint8_t *)l4, sizeof l4, (uint8_t *)r2, sizeof r2, (uint8_t *)t8, sizeof t8,
+                                      (uint8_t *)&minus0, 4, (uint8_t *)o8, sizeof o8) == 0 &&
+              memcmp(o8, w8, sizeof w8) == 0,
+          "broadcast cmp values (backend %d)", backend);
+    selectjit_prepared_free(p);
+    /* The tests on f32, negated or not. */
+    float xf[N] = {1.5f, -0.0f, NAN, -NAN, INFINITY, -INFINITY, 1e-45f, 3.0f};
+    uint32_t kinds[3] = {SELECTJIT_COND_ISNAN, SELECTJIT_COND_ISINF, SELECTJIT_COND_ISFINITE};
+    for (int k = 0; k < 3; k++) {
+        for (int neg = 0; neg < 2; neg++) {
+            SelectjitCond c = cond_of(kinds[k], 0, SELECTJIT_DTYPE_F32, placeholder(sn, 1), tensor(NULL, 0, NULL, 0, NULL));
+            c.negate = (uint32_t)neg;
+            p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_U16, SELECTJIT_MODE_NUMPY, -1, &c, sn, 1, sn, 1);
+            CHECK(p != NULL, "prepare test %d neg %d", k, neg);
+            for (int i = 0; i < N; i++) {
+                int t = k == 0 ? isnan(xf[i]) != 0 : k == 1 ? isinf(xf[i]) != 0 : isfinite(xf[i]) != 0;
+                uw[i] = (t ^ neg) ? tv[i] : ev[i];
+            }
+            CHECK(selectjit_prepared_run_cond(p, (uint8_t *)xf, sizeof xf, NULL, 0, (uint8_t *)tv, sizeof tv, (uint8_t *)ev,
+                                              sizeof ev, (uint8_t *)uo, sizeof uo) == 0 &&
+                      memcmp(uo, uw, sizeof uw) == 0,
+                  "test %d neg %d values (backend %d)", k, neg, backend);
+            selectjit_prepared_free(p);
+        }
+    }
+    selectjit_engine_free(e);
+}
+
+/* Hostile prepared predicate calls: NULL from selectjit_prepare_cond with a message, or an error
+ * code from the run with the output untouched. */
+static void prepared_predicate_errors(void) {
+    SelectjitEngine *e = engine(SELECTJIT_BACKEND_JIT, 0, 1);
+    enum { N = 4 };
+    size_t sn[1] = {N}, s3[1] = {3};
+    ptrdiff_t one[1] = {1};
+    float x[N] = {1, -1, 2, -2}, zero = 0.0f, out[N], keep[N] = {42, 42, 42, 42};
+    SelectjitCond c = cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_GT, SELECTJIT_DTYPE_F32, placeholder(sn, 1),
+                              tensor(&zero, 4, NULL, 0, NULL));
+    struct { SelectjitCond c; const char *msg; } bad[8];
+    int n = 0;
+    SelectjitCond k;
+    k = c; k.kind = SELECTJIT_COND_MASK; bad[n].c = k; bad[n++].msg = "selectjit_prepare";
+    k = c; k.lhs = tensor(x, sizeof x, sn, 1, NULL); bad[n].c = k; bad[n++].msg = "placeholder";
+    k = c; k.lhs.strides = one; bad[n].c = k; bad[n++].msg = "strides must be NULL";
+    k = c; k.rhs = placeholder(s3, 1); bad[n].c = k; bad[n++].msg = "dim 0";
+    k = c; k.struct_size = 8; bad[n].c = k; bad[n++].msg = "struct_size";
+    k = c; k.rhs = tensor(&zero, 2, NULL, 0, NULL); bad[n].c = k; bad[n++].msg = "rhs";
+    for (int i = 0; i < n; i++) {
+        SelectjitPrepared *p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &bad[i].c, sn, 1, NULL, 0);
+        CHECK(p == NULL, "bad prepared cond %d accepted", i);
+        CHECK(strstr(selectjit_last_error(), bad[i].msg) != NULL, "bad prepared cond %d message: %s", i,
+              selectjit_last_error());
+        selectjit_prepared_free(p);
+    }
+    CHECK(selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, NULL, sn, 1, NULL, 0) == NULL &&
+              strstr(selectjit_last_error(), "NULL") != NULL,
+          "NULL cond");
+    CHECK(selectjit_prepare_cond(NULL, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, sn, 1, NULL, 0) == NULL,
+          "NULL engine");
+    CHECK(selectjit_prepare_cond(e, 99, SELECTJIT_MODE_NUMPY, -1, &c, sn, 1, NULL, 0) == NULL, "bad dtype");
+    CHECK(selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, s3, 1, NULL, 0) == NULL &&
+              strstr(selectjit_last_error(), "broadcast") != NULL,
+          "then [3] against the predicate [4]");
+
+    SelectjitPrepared *p = selectjit_prepare_cond(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, &c, sn, 1, NULL, 0);
+    CHECK(p != NULL, "prepare x > 0");
+    const uint8_t *xb = (const uint8_t *)x, *zb = (const uint8_t *)&zero;
+    uint8_t *ob = (uint8_t *)out;
+    struct { int got, want; const char *msg; } runs[8];
+    int m = 0;
+#define RUN(call, code, text) do { memcpy(out, keep, sizeof out); runs[m].got = (call); runs[m].want = (code); runs[m].msg = (text); \
+        CHECK(memcmp(out, keep, sizeof out) == 0, "run error %d: output untouched", m); m++; } while (0)
+    RUN(selectjit_prepared_run_cond(p, xb, 12, NULL, 0, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_LAYOUT, "3 elements of f32");
+    RUN(selectjit_prepared_run_cond(p, xb, 16, zb, 4, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_INVALID, "rhs: the prepared condition");
+    RUN(selectjit_prepared_run_cond(p, NULL, 16, NULL, 0, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_NULL_POINTER, "lhs is NULL");
+    RUN(selectjit_prepared_run_cond(p, ob, 16, NULL, 0, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_OVERLAP, "overlaps");
+    RUN(selectjit_prepared_run_cond(p, xb, 16, NULL, 0, xb, 16, zb, 4, ob, 12), SELECTJIT_ERR_LAYOUT, "output");
+    RUN(selectjit_prepared_run(p, xb, 4, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_INVALID, "prepared for a predicate");
+    RUN(selectjit_prepared_run_cond(NULL, xb, 16, NULL, 0, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_NULL_POINTER, "NULL");
+    SelectjitPrepared *mp = selectjit_prepare(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, -1, sn, 1, sn, 1, NULL, 0);
+    RUN(selectjit_prepared_run_cond(mp, xb, 16, NULL, 0, xb, 16, zb, 4, ob, 16), SELECTJIT_ERR_INVALID, "prepared for a mask");
+#undef RUN
+    for (int i = 0; i < m; i++) {
+        CHECK(runs[i].got == runs[i].want, "run error %d -> %s (want %s)", i, selectjit_status_name(runs[i].got),
+              selectjit_status_name(runs[i].want));
+    }
+    /* The messages: the last one is the thread's last error; the others checked one by one. */
+    CHECK(strstr(selectjit_last_error(), runs[m - 1].msg) != NULL, "mask call message: %s", selectjit_last_error());
+    for (int i = 0; i < m - 1; i++) {
+        memcpy(out, keep, sizeof out);
+        switch (i) {
+        case 0: selectjit_prepared_run_cond(p, xb, 12, NULL, 0, xb, 16, zb, 4, ob, 16); break;
+        case 1: selectjit_prepared_run_cond(p, xb, 16, zb, 4, xb, 16, zb, 4, ob, 16); break;
+        case 2: selectjit_prepared_run_cond(p, NULL, 16, NULL, 0, xb, 16, zb, 4, ob, 16); break;
+        case 3: selectjit_prepared_run_cond(p, ob, 16, NULL, 0, xb, 16, zb, 4, ob, 16); break;
+        case 4: selectjit_prepared_run_cond(p, xb, 16, NULL, 0, xb, 16, zb, 4, ob, 12); break;
+        case 5: selectjit_prepared_run(p, xb, 4, xb, 16, zb, 4, ob, 16); break;
+        default: selectjit_prepared_run_cond(NULL, xb, 16, NULL, 0, xb, 16, zb, 4, ob, 16); break;
+        }
+        CHECK(strstr(selectjit_last_error(), runs[i].msg) != NULL, "run error %d message: %s", i, selectjit_last_error());
+    }
+    /* And a good run after all that. */
+    float want[N] = {1, 0, 2, 0};
+    CHECK(selectjit_prepared_run_cond(p, xb, 16, NULL, 0, xb, 16, zb, 4, ob, 16) == 0 && memcmp(out, want, sizeof want) == 0,
+          "x > 0 ? x : 0");
+    selectjit_prepared_free(mp);
+    selectjit_prepared_free(p);
+    selectjit_engine_free(e);
+}
+
 int main(void) {
     onnx_example(SELECTJIT_BACKEND_JIT);
     onnx_example(SELECTJIT_BACKEND_STATIC);
@@ -837,6 +1058,10 @@ int main(void) {
     predicates(SELECTJIT_BACKEND_STATIC);
     predicates(SELECTJIT_BACKEND_INTERP);
     predicate_errors();
+    prepared_predicates(SELECTJIT_BACKEND_JIT);
+    prepared_predicates(SELECTJIT_BACKEND_STATIC);
+    prepared_predicates(SELECTJIT_BACKEND_INTERP);
+    prepared_predicate_errors();
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
