@@ -472,16 +472,16 @@ impl Engine {
     ) -> Result<()> {
         let cond = cond.into();
         // A cache hit of one contiguous shape: straight to this thread's memo of its kernel.
-        // Only the checks that call needs, in line; everything else out of line.
-        if let Cond {
-            repr: Repr::Mask(cond),
-            not: false,
-        } = cond
+        // Only the checks that call needs, in line; everything else out of line. The mask is
+        // looked at where it lies (moving the condition out of its enum would copy it through
+        // the stack, which costs as much as the rest of the hit).
+        if let Repr::Mask(m) = &cond.repr
+            && !cond.not
             && self.config.backend == Backend::Jit
-            && let Some(n) = hit_elements(&cond, &then, &else_, &out)
+            && let Some(n) = hit_elements(m, &then, &else_, &out)
         {
             let p = Ptrs {
-                cond: cond.data().as_ptr(),
+                cond: m.data().as_ptr(),
                 then: then.data().as_ptr().cast(),
                 else_: else_.data().as_ptr().cast(),
                 out: out.data_ptr().cast(),
