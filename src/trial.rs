@@ -64,9 +64,12 @@ impl std::fmt::Debug for TierTrial {
 
 #[cfg(feature = "jit")]
 impl TierTrial {
+    /// `kernels`: the candidates, the preferred one first. Those with ordinary stores are
+    /// probed before those with non-temporal stores (see [`Trial::grouped`]), each group in
+    /// the order given.
     pub(crate) fn new(
         class: KernelClass,
-        kernels: Vec<(Variant, Arc<Kernel>)>,
+        mut kernels: Vec<(Variant, Arc<Kernel>)>,
         timer: Arc<dyn CallTimer>,
     ) -> TierTrial {
         assert!(
@@ -74,9 +77,11 @@ impl TierTrial {
             "{} candidate variants: more than a trial compares",
             kernels.len()
         );
+        kernels.sort_by_key(|(v, _)| v.nt);
+        let ordinary = kernels.iter().filter(|(v, _)| !v.nt).count();
         TierTrial {
             class,
-            trial: Trial::new(kernels.len(), TIER_PAIRS),
+            trial: Trial::grouped(kernels.len(), ordinary, TIER_PAIRS),
             kernels,
             winner: OnceLock::new(),
             timer,

@@ -164,10 +164,19 @@ fn the_slower_variant_is_never_kept() {
             "{name}: kept {} of {cands:?}",
             c.chosen
         );
+        // Every candidate timed, the preferred first: those with ordinary stores, then those
+        // with non-temporal stores (whose calls slow down the calls after them), each group
+        // in the order offered.
+        let (mut ordered, nt): (Vec<Variant>, Vec<Variant>) = cands.iter().partition(|v| !v.nt);
+        ordered.extend(nt);
+        assert_eq!(
+            ordered[0], cands[0],
+            "{name}: the preferred has ordinary stores"
+        );
         assert_eq!(
             c.times_ns.iter().map(|t| t.0).collect::<Vec<_>>(),
-            cands,
-            "{name}: every candidate timed, the preferred first"
+            ordered,
+            "{name}: every candidate timed, ordinary stores first"
         );
         for &(v, ns) in &c.times_ns {
             assert_eq!(ns, cost(v), "{name}: {v}");
@@ -278,5 +287,62 @@ fn named_tiers_never_measure() {
             "{tier}"
         );
         assert!(e.tier_choices().is_empty());
+    }
+}
+
+/// Every probe of a candidate with ordinary stores comes before the first probe of one with
+/// non-temporal stores (whose calls slow down the calls after them), and the choice still
+/// goes to the fastest.
+#[test]
+fn ordinary_stores_are_probed_before_non_temporal_ones() {
+    #[derive(Debug, Default)]
+    struct Logged(std::sync::Mutex<Vec<Variant>>);
+    impl CallTimer for Logged {
+        fn time(&self, v: Variant, _split: bool, call: &mut dyn FnMut()) -> u64 {
+            call();
+            self.0.lock().unwrap().push(v);
+            // Non-temporal four-way AVX2 fastest, everything else slower.
+            if v.nt && v.four_way && v.tier == Tier::Avx2 {
+                100
+            } else {
+                200
+            }
+        }
+    }
+    let log = Arc::new(Logged::default());
+    let e = Engine::with_config(
+        EngineConfig::new()
+            .tier(Tier::Auto)
+            .threads(1)
+            .exact_after(1)
+            .nt_min_bytes(8 << 20)
+            .timer(log.clone()),
+    )
+    .unwrap();
+    let n = 2 << 20;
+    let cands = candidates(&e, n);
+    if !cands.iter().any(|v| v.nt) || !cands.iter().any(|v| !v.nt) {
+        println!("this host offers one store kind ({cands:?}): nothing to order");
+        return;
+    }
+    run_checked(&e, n, 6 * cands.len() + 2);
+    let probes = log.0.lock().unwrap().clone();
+    assert_eq!(probes.len(), 6 * cands.len(), "{probes:?}");
+    let first_nt = probes.iter().position(|v| v.nt).unwrap();
+    assert!(probes[first_nt..].iter().all(|v| v.nt), "{probes:?}");
+    assert_eq!(first_nt, 6 * cands.iter().filter(|v| !v.nt).count());
+    // Each candidate in pairs, round robin within its group.
+    for pair in probes.chunks(2) {
+        assert_eq!(pair[0], pair[1], "{probes:?}");
+    }
+    let chosen = e.tier_choices()[0].chosen;
+    let want = Variant {
+        tier: Tier::Avx2,
+        nt: true,
+        wide: false,
+        four_way: true,
+    };
+    if cands.contains(&want) {
+        assert_eq!(chosen, want);
     }
 }
