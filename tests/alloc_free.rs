@@ -3,7 +3,7 @@
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::cell::Cell;
 
-use selectjit::{Backend, Broadcast, Engine, EngineConfig, TensorMut, TensorRef};
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 struct Counting;
 
@@ -140,7 +140,23 @@ fn fused_predicate_calls_do_not_allocate() {
                 Broadcast::Numpy,
             )
             .unwrap();
+            // A predicate 256x smaller than the output: evaluated once into the thread's
+            // mask scratch, then the mask's select.
+            e.select(
+                Cond::eq(TensorRef::new(&pos[..16], &[16]), Operand::from(0i64)),
+                TensorRef::scalar(&[f32::NEG_INFINITY]),
+                TensorRef::new(&x, &[256, 16]),
+                TensorMut::new(&mut out, &[256, 16]),
+                Broadcast::Numpy,
+            )
+            .unwrap();
         };
+        let pos16 = TensorRef::new(&pos[..16], &[16]);
+        assert_eq!(
+            e.hoisted_pred_shape(DType::F32, Cond::eq(pos16, Operand::from(0i64)), &[256, 16])
+                .unwrap(),
+            Some(vec![16])
+        );
         for _ in 0..40 {
             calls();
         }

@@ -6,7 +6,9 @@
 //!   ±0, ±inf, subnormals, integer extremes, u64 above i64::MAX), broadcast operands, negation.
 //! * Differential, with proptest (shrinking): random shapes, broadcast modes, negative strides,
 //!   compared dtypes other than the selected one, in place with the output as the compared
-//!   operand; every engine bytewise against the interpreter.
+//!   operand; every engine bytewise against the interpreter. The same with a predicate at
+//!   least 256 times smaller than the output, which the engine evaluates once at its own
+//!   shape before the select (a padding mask broadcast over heads and queries).
 //! * Errors: nothing is written.
 
 mod common;
@@ -598,6 +600,76 @@ fn run_case(eng: &Engine, c: &Case) -> Result<Vec<u8>, String> {
         }
     };
     res.map(|()| ob).map_err(|e| e.to_string())
+}
+
+/// A [`Case`] whose predicate the engine hoists: a dim of 256..=400 elements that the
+/// predicate's operands do not have, inserted into the output at `at` (then and else may have
+/// it).
+fn hoisted_case() -> impl Strategy<Value = Case> {
+    (
+        case(),
+        256usize..=400,
+        any::<prop::sample::Index>(),
+        any::<(bool, bool)>(),
+    )
+        .prop_map(|(mut c, big, at, (t, e))| {
+            let at = at.index(c.out_shape.len() + 1);
+            c.out_shape.insert(at, big);
+            for (k, has) in c.has.iter_mut().enumerate() {
+                has.insert(at, [false, false, t, e][k]);
+            }
+            c
+        })
+}
+
+/// Whether `eng` evaluates `c`'s predicate once at its own shape (operand shapes only).
+fn hoists(eng: &Engine, c: &Case) -> bool {
+    let shape = |k: usize| -> Vec<usize> {
+        c.out_shape
+            .iter()
+            .zip(&c.has[k])
+            .map(|(&d, &h)| if h { d } else { 1 })
+            .collect()
+    };
+    let (sl, sr) = (shape(0), shape(1));
+    let (lb, rb) = (
+        vec![0u8; sl.iter().product::<usize>() * c.cmp_dtype.width()],
+        vec![0u8; sr.iter().product::<usize>() * c.cmp_dtype.width()],
+    );
+    let lhs = Operand::from_bytes(c.cmp_dtype, TensorRef::new(&lb, &sl));
+    let rhs = Operand::from_bytes(c.cmp_dtype, TensorRef::new(&rb, &sr));
+    let cond = match c.op {
+        Some(op) => Cond::cmp(op, lhs, rhs),
+        None => Cond::test(c.test, lhs),
+    };
+    eng.hoisted_pred_shape(c.sel_dtype, cond, &c.out_shape)
+        .is_ok_and(|s| s.is_some())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+    ))]
+
+    /// Predicates far smaller than the output: evaluated once, then the mask's select, on
+    /// every engine (the interpreter evaluates them per element).
+    #[test]
+    fn hoisted_predicates_match_the_interpreter(c in hoisted_case()) {
+        thread_local! {
+            static ENGINES: Vec<(String, Engine)> = engines();
+        }
+        ENGINES.with(|e| {
+            let want = run_case(&e[0].1, &c);
+            // Calls the interpreter refuses (an order on complex operands, ...) are refused
+            // alike below, hoisted or not.
+            prop_assert!(want.is_err() || hoists(&e[1].1, &c), "not hoisted");
+            for (name, eng) in &e[1..] {
+                let got = run_case(eng, &c);
+                prop_assert_eq!(&got, &want, "{} differs from the interpreter", name);
+            }
+            Ok(())
+        })?;
+    }
 }
 
 proptest! {

@@ -236,6 +236,27 @@ impl Engine {
         }))
     }
 
+    /// The shape at which [`Engine::select_dyn`] evaluates this call's predicate once, before
+    /// the select, when it does (a predicate far smaller than its output: a mask of that shape,
+    /// then the mask's select); `None` for a mask and every other predicate. Not a stable API:
+    /// for `selectjit explain` and the benchmarks.
+    #[doc(hidden)]
+    pub fn hoisted_pred_shape<'c>(
+        &self,
+        dtype: DType,
+        cond: impl Into<Cond<'c>>,
+        out_shape: &[usize],
+    ) -> Result<Option<Vec<usize>>> {
+        let cond = cond.into();
+        Ok(match resolve(&cond, dtype)?.0 {
+            CondArg::Mask(_) => None,
+            CondArg::Pred(p) if self.config.backend != Backend::Interp => {
+                super::exec::hoisted_shape(&p, out_shape).map(|s| s.to_vec())
+            }
+            CondArg::Pred(_) => None,
+        })
+    }
+
     /// Plans a call once for contiguous buffers of the given shapes, and binds its kernel: the
     /// returned [`Prepared`] runs it with only buffer-length checks (no shape inference, no
     /// hashing, no locking).

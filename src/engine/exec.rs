@@ -86,6 +86,37 @@ pub(super) fn plan_pred(
     Ok((Some(p.sig), base))
 }
 
+/// Predicates of at most this many elements may be hoisted (a mask that stays in L1).
+pub(crate) const HOIST_MAX: usize = 16 * 1024;
+/// ... when the output has at least this many elements per predicate element.
+pub(crate) const HOIST_RATIO: usize = 256;
+
+/// The shape at which a call evaluates its predicate once, before the select, instead of per
+/// output element in the kernel: a predicate of no more than [`HOIST_MAX`] elements broadcast
+/// over an output of at least [`HOIST_RATIO`] times as many (an attention padding mask
+/// `[batch, 1, 1, keys]` compared to 0 and broadcast over heads and queries). The kernel that
+/// fuses it would compare every mask element once per output row, reading the mask's dtype
+/// (i64: twice the output's bytes of f32) from L1 or L2 per row; a byte mask of the same shape
+/// costs a quarter of that and nothing per row but its bytes. `None` for every other call, and
+/// for predicates on the in-place output. Malformed shapes give `None`: the fused path reports
+/// them.
+pub(crate) fn hoisted_shape(pred: &Pred<'_>, out_shape: &[usize]) -> Option<crate::shape::Dims> {
+    fn shape<'d>(s: PredSrc<'d>) -> Option<&'d [usize]> {
+        match s {
+            PredSrc::Buf(_, d) => Some(d.shape),
+            PredSrc::Out => None,
+        }
+    }
+    let l = shape(pred.lhs)?;
+    let pshape: crate::shape::Dims = match pred.rhs {
+        Some(r) => crate::shape::broadcast_pair(["lhs", "rhs"], l, shape(r)?).ok()?,
+        None => l.into(),
+    };
+    let n = crate::shape::numel(&pshape);
+    let total = crate::shape::numel(out_shape);
+    (n > 0 && n <= HOIST_MAX && n.checked_mul(HOIST_RATIO)? <= total).then_some(pshape)
+}
+
 impl Engine {
     /// Whether a call with `out_bytes` of output and `outer` outer indices may be split across
     /// threads.
@@ -186,6 +217,13 @@ impl Engine {
         let [then, else_] = then_else;
         let in_place = matches!(then, Operand::Out) || matches!(else_, Operand::Out);
         let (dt, de) = (then.desc(od), else_.desc(od));
+        if self.config.backend != Backend::Interp
+            && let Some(pshape) = hoisted_shape(pred, od.shape)
+        {
+            // Validated as the fused call would be: the same errors, nothing written.
+            check_pred(mode, pred, dt, de, od, in_place)?;
+            return self.run_hoisted(width, mode, pred, &pshape, swap, [then, else_], out, od);
+        }
         let (then, else_) = if swap { (else_, then) } else { (then, else_) };
         if self.config.backend == Backend::Interp {
             let c = check_pred(mode, pred, dt, de, od, in_place)?.traded(swap);
@@ -225,6 +263,75 @@ impl Engine {
             layouts::remember(width, mode, form, &descs, (sig, base));
         }
         Ok(())
+    }
+
+    /// A validated predicate call whose predicate is far smaller than its output (see
+    /// [`hoisted_shape`]): the predicate once at its own shape `pshape` into this thread's mask
+    /// scratch (a select of 1 and 0, by the kernel that fuses it), then the select on that mask.
+    /// `then_else` as the caller gave them.
+    #[allow(clippy::too_many_arguments)]
+    fn run_hoisted(
+        &self,
+        width: usize,
+        mode: Broadcast,
+        pred: &Pred<'_>,
+        pshape: &[usize],
+        swap: bool,
+        then_else: [Operand<'_>; 2],
+        out: &mut [u8],
+        od: Desc<'_>,
+    ) -> Result<()> {
+        thread_local! {
+            static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
+        }
+        let n = crate::shape::numel(pshape);
+        let mut mask = SCRATCH.take();
+        mask.clear();
+        mask.resize(n, 0);
+        let scalar = |b: &'static [u8]| {
+            Operand::Buf(
+                b,
+                Desc {
+                    len: 1,
+                    shape: &[],
+                    strides: None,
+                    offset: 0,
+                },
+            )
+        };
+        let md = Desc {
+            len: n,
+            shape: pshape,
+            strides: None,
+            offset: 0,
+        };
+        let r = self
+            .run_pred(
+                1,
+                Broadcast::Numpy,
+                pred,
+                false,
+                [scalar(&[1]), scalar(&[0])],
+                &mut mask,
+                md,
+            )
+            .and_then(|()| {
+                let [then, else_] = then_else;
+                let m = TensorRef::new(&mask[..], pshape);
+                let layout = (od.shape, od.strides, od.offset);
+                self.run_bytes(
+                    width,
+                    mode,
+                    CondArg::Mask(m),
+                    swap,
+                    then,
+                    else_,
+                    out,
+                    layout,
+                )
+            });
+        SCRATCH.set(mask);
+        r
     }
 
     /// Runs a validated, planned call (`None`: empty output, nothing to do) on the JIT or the

@@ -919,7 +919,8 @@ pub struct FusedMeasurement {
     pub fused_ns: f64,
     /// What ran the fused call: the kernel variant that fuses it (`avx2`, `cranelift`, ...),
     /// or `blocked` when no tier fuses it and the static kernels ran it in blocks (a mask
-    /// block, then its select).
+    /// block, then its select); `hoisted <variant>` when the predicate is far smaller than the
+    /// output: evaluated once at its own shape into a byte mask, then that mask's select.
     pub fused_tier: String,
     /// The signature of the fused call.
     pub signature: String,
@@ -1000,6 +1001,25 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     )?;
     let (sig, one_pass) =
         plan.ok_or_else(|| Error::Invalid(format!("{}: empty output", case.name)))?;
+    // A predicate far smaller than the output is evaluated once at its own shape, then the
+    // select runs on that byte mask: its kernel is the mask select's.
+    let hoisted = auto.hoisted_pred_shape(inp.dtype, inp.cond()?, &inp.out_shape)?;
+    let mask_zeros = vec![0u8; hoisted.as_deref().map_or(0, numel)];
+    let sig = match &hoisted {
+        None => sig,
+        Some(ps) => {
+            auto.plan_select_dyn(
+                inp.dtype,
+                Cond::mask(TensorRef::new(&mask_zeros, ps)),
+                TensorRef::new(t.bytes, t.shape),
+                TensorRef::new(e.bytes, e.shape),
+                &inp.out_shape,
+                Broadcast::Numpy,
+            )?
+            .ok_or_else(|| Error::Invalid(format!("{}: empty output", case.name)))?
+            .0
+        }
+    };
     let mut out_fused = PageBuf::zeroed(ob);
     let t0 = Instant::now();
     inp.run(&auto, &mut out_fused)?;
@@ -1014,9 +1034,16 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
         )));
     }
     let fused_tier = match (one_pass, blocked) {
-        (_, false) => auto
-            .kernel(&sig)
-            .map_or("static".into(), |k| k.variant().to_string()),
+        (_, false) => {
+            let v = auto
+                .kernel(&sig)
+                .map_or("static".into(), |k| k.variant().to_string());
+            if hoisted.is_some() {
+                format!("hoisted {v}")
+            } else {
+                v
+            }
+        }
         (false, true) => "blocked".to_string(),
         // A tier covers the signature but its kernel did not run it: say why.
         (true, true) => format!(
@@ -1183,7 +1210,8 @@ pub fn fused_row(m: &FusedMeasurement) -> String {
 /// What the fused table's columns mean.
 pub const FUSED_NOTES: &str = "fused cases: times in us per call (median of interleaved rounds), single-threaded; \
 fused = the select with its predicate on the auto engine, with what ran it (a kernel variant, or blocked: \
-the static kernels, a mask block then its select, when no tier fuses the predicate); static = the same call \
+the static kernels, a mask block then its select, when no tier fuses the predicate; hoisted: a predicate at \
+least 256x smaller than the output, evaluated once at its own shape into a byte mask, then that mask's select); static = the same call \
 on the static kernels; unfused = the mask (a tight Rust loop, or the engine's own comparison into a u8 mask, \
 the faster) then the select on it; copy = the copy roofline of the fused traffic (variables + output, no mask)";
 

@@ -3,12 +3,12 @@
 use std::fmt::Write as _;
 
 use selectjit::broadcast_shapes;
-use selectjit::unstable::ShapeFmt;
 use selectjit::unstable::{CodeGen, CodeGenOptions, MachineCode};
 use selectjit::unstable::{Pattern, plan};
+use selectjit::unstable::{ShapeFmt, numel};
 use selectjit::unstable::{contiguous_strides, strides_over};
 use selectjit::{Broadcast, DType, Engine, EngineConfig, KernelClass, Result, Tier};
-use selectjit::{TensorMut, TensorRef};
+use selectjit::{Cond, TensorMut, TensorRef};
 
 use crate::pred::{CondSpec, Named};
 
@@ -180,6 +180,30 @@ pub fn explain_cond(
         sig.numel()
     );
     let _ = writeln!(s, "signature  {sig}");
+    // A predicate far smaller than the output: evaluated once at its own shape into a byte
+    // mask, then the pass over the output is that mask's select.
+    let hoisted = engine.hoisted_pred_shape(dtype, spec.cond()?, &b.out)?;
+    let zeros = vec![0u8; hoisted.as_deref().map_or(0, numel)];
+    let (sig, one_pass) = match &hoisted {
+        None => (sig, one_pass),
+        Some(ps) => {
+            let mask = Cond::mask(TensorRef::new(&zeros, ps));
+            let Some((msig, _)) =
+                engine.plan_select_dyn(dtype, mask, t.view(), e.view(), &b.out, mode)?
+            else {
+                return Ok(s);
+            };
+            let _ = writeln!(
+                s,
+                "hoisted    the predicate has {} elements ({}), at least 256x fewer than the \
+                 output: evaluated once into a byte mask of that shape, then that mask's select \
+                 over the output: {msig}",
+                numel(ps),
+                ShapeFmt(ps)
+            );
+            (msig, true)
+        }
+    };
     let codegen = engine.codegen();
     match codegen {
         Some(c) => {
@@ -240,7 +264,14 @@ pub fn explain_cond(
             variant = k.variant();
         }
     }
-    let _ = writeln!(s, "fused      yes, by {variant}");
+    if hoisted.is_some() {
+        let _ = writeln!(
+            s,
+            "fused      hoisted: no mask of the output's size; the pass over the output by {variant}"
+        );
+    } else {
+        let _ = writeln!(s, "fused      yes, by {variant}");
+    }
     match codegen.machine_code(variant, &sig) {
         Ok((tier, code)) => {
             let asm = match code {

@@ -1063,7 +1063,8 @@ fn run_predicate_errors_leave_no_output() {
 }
 
 /// `explain --cond-expr`: the predicate, its operands, the signature with the predicate, and
-/// whether a kernel fuses it (by which variant, with its machine code) or it runs blocked.
+/// whether a kernel fuses it (by which variant, with its machine code), evaluates it once
+/// (a predicate far smaller than the output) or it runs blocked.
 #[test]
 fn explain_shows_a_predicate_and_how_it_runs() {
     let d = Dir::new();
@@ -1120,6 +1121,60 @@ fn explain_shows_a_predicate_and_how_it_runs() {
             "{t}"
         );
     }
+    // A padding mask 256x smaller than the scores it fills: hoisted, and the pass over the
+    // output is the byte mask's select.
+    let o = bin()
+        .args([
+            "explain",
+            "--dtype",
+            "f32",
+            "--then",
+            "",
+            "--else",
+            "2,4,64,16",
+        ])
+        .args(["--cond-expr", "mask == 0", "--var", "mask=i64:2,1,1,16"])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        t.contains(
+            "hoisted    the predicate has 32 elements ([2,1,1,16]), at least 256x fewer than the \
+             output: evaluated once into a byte mask of that shape, then that mask's select \
+             over the output: w4 dims[2, 256, 16] cond[16, 0, 1] "
+        ),
+        "{t}"
+    );
+    assert!(
+        t.contains(
+            "fused      hoisted: no mask of the output's size; the pass over the output by "
+        ) && t.contains("machine code"),
+        "{t}"
+    );
+    // One output element fewer than 256 per predicate element: fused.
+    let o = bin()
+        .args([
+            "explain",
+            "--dtype",
+            "f32",
+            "--then",
+            "",
+            "--else",
+            "2,4,63,16",
+        ])
+        .args([
+            "--cond-expr",
+            "mask == 0",
+            "--var",
+            "mask=i64:2,1,1,16",
+            "--no-measure",
+        ])
+        .output()
+        .unwrap();
+    let t = String::from_utf8_lossy(&o.stdout);
+    assert!(!t.contains("hoisted"), "{t}");
+    assert!(t.contains("fused      yes, by "), "{t}");
     let o = bin()
         .args(["explain", "--dtype", "f32", "--then", "4", "--else", ""])
         .args(["--cond-expr", "x > 0", "--var", "x=i32:4"])
