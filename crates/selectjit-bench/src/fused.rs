@@ -18,8 +18,8 @@ use serde::{Deserialize, Deserializer, Serialize};
 
 use selectjit::unstable::{Signature, numel};
 use selectjit::{
-    Backend, Broadcast, CmpOp, Cond, DType, Engine, Error, KernelClass, Operand, Result, TensorMut,
-    TensorRef, TestOp, Tier, output_shape,
+    Backend, Broadcast, CmpOp, Cond, DType, Engine, Error, Operand, Result, TensorMut, TensorRef,
+    TestOp, Tier, output_shape,
 };
 
 use crate::expr::{CondExpr, Term, WhereExpr, context, parse_where, scalar_bytes};
@@ -946,8 +946,8 @@ pub struct FusedMeasurement {
     pub fused_over_roofline: f64,
 }
 
-/// Calls the `auto` engine until its measured choice for the signature's class is made (at
-/// most 64 calls, each checked).
+/// [`crate::settle_choice`] for a fused case: calls back to back until `auto` has chosen,
+/// then the chosen variant's call checked.
 fn settle(
     e: &Engine,
     inp: &FusedInputs,
@@ -955,20 +955,9 @@ fn settle(
     out: &mut [u8],
     check: &dyn Fn(&str, &[u8]) -> Result<()>,
 ) -> Result<()> {
-    for _ in 0..64 {
-        out.fill(0);
-        inp.run(e, out)?;
-        check("fused (auto)", out)?;
-        let st = e.stats();
-        if e.tier_choices()
-            .iter()
-            .any(|c| c.class == KernelClass::of(sig))
-            || st.tier_trials == 0 && st.trial_compiles == 0
-        {
-            return Ok(());
-        }
-    }
-    Err(Error::Invalid("auto did not choose within 64 calls".into()))
+    crate::settle_choice(e, sig, out, &mut |o| inp.run(e, o), &|o| {
+        check("fused (auto)", o)
+    })
 }
 
 /// Measures one fused case.
@@ -1073,16 +1062,19 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     inp.engine_mask(&masked, &mut mask_e)?;
     inp.run_masked(&masked, &mask_e, &mut out_e)?;
     check("unfused (engine mask)", &out_e)?;
-    // Let `auto` settle its choices for the mask and the masked select before timing.
+    // Let `auto` settle its choices for the mask and the masked select before timing: calls
+    // back to back, as in `settle`, then one checked.
     for _ in 0..64 {
-        out_e.fill(0);
         inp.engine_mask(&masked, &mut mask_e)?;
         inp.run_masked(&masked, &mask_e, &mut out_e)?;
-        check("unfused (engine mask)", &out_e)?;
         if masked.stats().tier_trials == masked.tier_choices().len() as u64 {
             break;
         }
     }
+    out_e.fill(0);
+    inp.engine_mask(&masked, &mut mask_e)?;
+    inp.run_masked(&masked, &mask_e, &mut out_e)?;
+    check("unfused (engine mask)", &out_e)?;
 
     let inp = &inp;
     let mut fs: Vec<Box<dyn FnMut() + '_>> = vec![

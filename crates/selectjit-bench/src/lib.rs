@@ -585,8 +585,38 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     })
 }
 
-/// Calls `e` until its measured choice for the case is made (at most 64 calls, each checked),
-/// and returns the variant that runs the case.
+/// Calls `e` until its measured choice for the case is made (at most 64 calls), then checks
+/// a call of the variant chosen on a zeroed output, and returns that variant.
+///
+/// The calls the trial times run back to back, as a caller's loop would: nothing between them
+/// touches memory. (Zeroing and checking the output between calls moved three times the
+/// output's bytes through the caches, so every probe started cold, and variants with
+/// non-temporal stores won trials of cache-sized outputs that they lose in a loop.) Every
+/// candidate's output is checked by the tests (`tests/tier_choice.rs`).
+pub(crate) fn settle_choice(
+    e: &Engine,
+    sig: &selectjit::unstable::Signature,
+    out: &mut [u8],
+    run: &mut dyn FnMut(&mut [u8]) -> Result<()>,
+    check: &dyn Fn(&[u8]) -> Result<()>,
+) -> Result<()> {
+    for _ in 0..64 {
+        run(out)?;
+        let st = e.stats();
+        if e.tier_choices()
+            .iter()
+            .any(|c| c.class == selectjit::KernelClass::of(sig))
+            || st.tier_trials == 0 && st.trial_compiles == 0
+        {
+            out.fill(0);
+            run(out)?;
+            return check(out);
+        }
+    }
+    Err(Error::Invalid("auto did not choose within 64 calls".into()))
+}
+
+/// [`settle_choice`] for a select case; returns the variant that runs it.
 fn settle(
     e: &Engine,
     inp: &Inputs,
@@ -594,20 +624,9 @@ fn settle(
     check: &dyn Fn(&str, &[u8]) -> Result<()>,
 ) -> Result<String> {
     let sig = signature(inp).ok_or_else(|| Error::Invalid("empty case".into()))?;
-    for _ in 0..64 {
-        out.fill(0);
-        inp.run(e, out)?;
-        check("auto", out)?;
-        let k = e.kernel(&sig);
-        if e.tier_choices()
-            .iter()
-            .any(|c| c.class == selectjit::KernelClass::of(&sig))
-            || e.stats().tier_trials == 0 && e.stats().trial_compiles == 0
-        {
-            return Ok(k.map_or("static".into(), |k| k.variant().to_string()));
-        }
-    }
-    Err(Error::Invalid("auto did not choose within 64 calls".into()))
+    settle_choice(e, &sig, out, &mut |o| inp.run(e, o), &|o| check("auto", o))?;
+    Ok(e.kernel(&sig)
+        .map_or("static".into(), |k| k.variant().to_string()))
 }
 
 /// The signature of `inp`'s call.
