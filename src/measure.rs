@@ -125,6 +125,20 @@ impl Trial {
             .collect()
     }
 
+    /// The choice from what was recorded between the two groups of a grouped trial: the
+    /// fastest option of the first group, unless the fastest of the others was faster than it
+    /// by more than the fraction `margin` (then that one).
+    pub(crate) fn decided_first_group(&self, margin: f64) -> usize {
+        let t = self.times();
+        let first = self.first as usize;
+        let best = |r: std::ops::Range<usize>| r.min_by_key(|&i| t[i]);
+        let a = best(0..first).expect("at least one option");
+        match best(first..t.len()) {
+            Some(b) if t[b] != u64::MAX && (t[b] as f64) < (1.0 - margin) * t[a] as f64 => b,
+            _ => a,
+        }
+    }
+
     /// The choice from what was recorded: `prefer` unless another option was faster by more
     /// than the fraction `margin` (the fastest of those, then).
     pub(crate) fn decided(&self, prefer: usize, margin: f64) -> usize {
@@ -277,6 +291,15 @@ mod tests {
         assert_eq!(order, [&head[..], &head, &tail, &tail].concat());
         assert_eq!(t.times(), [300, 250, 200, 100, 400]);
         assert_eq!(t.decided(0, 0.0), 3);
+        // Between the groups: the second group's fastest only when faster by the margin.
+        assert_eq!(t.decided_first_group(0.05), 3);
+        assert_eq!(t.decided_first_group(0.70), 1);
+        let close = Trial::grouped(3, 2, 1);
+        while let Some(i) = close.next() {
+            close.record(i, [100, 90, 87][i]);
+        }
+        assert_eq!(close.decided_first_group(0.05), 1);
+        assert_eq!(close.decided_first_group(0.0), 2);
         // A first group of every option (or none) is the plain round robin.
         for first in [0, 3, 9] {
             let g = Trial::grouped(3, first, 1);

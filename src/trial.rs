@@ -34,6 +34,15 @@ pub(crate) fn wall_clock() -> Arc<dyn CallTimer> {
 #[cfg(feature = "jit")]
 const TIER_PAIRS: u32 = 3;
 
+/// How much faster than the fastest variant with ordinary stores a variant with
+/// non-temporal stores must be to be chosen: an output stored non-temporally is no longer in
+/// the caches, a cost to whatever reads it next that the select's own time does not show, and
+/// on a shared host the trial's times of an output the size of the caches differ by more than
+/// the two store kinds do (nan_to_zero_f64_1m, 8 MiB: ordinary 177-206 µs and non-temporal
+/// 195-202 µs in trials, ordinary 150-160 µs in a caller's loop).
+#[cfg(feature = "jit")]
+const NT_MARGIN: f64 = 0.05;
+
 /// A kernel class's measured choice in progress: one signature compiled as every candidate
 /// variant (the preferred one first), its calls timed in turn until the fastest is known.
 #[cfg(feature = "jit")]
@@ -110,7 +119,7 @@ impl TierTrial {
     pub(crate) fn current(&self) -> &Arc<Kernel> {
         match self.winner() {
             Some(k) => k,
-            None => &self.kernels[self.trial.decided(0, 0.0)].1,
+            None => &self.kernels[self.trial.decided_first_group(NT_MARGIN)].1,
         }
     }
 
@@ -125,7 +134,10 @@ impl TierTrial {
             let ns = self.timer.time(*v, false, &mut || run(k));
             self.probe_ns.fetch_add(ns, Ordering::Relaxed);
             if self.trial.record(i, ns) {
-                return self.winner.set(self.trial.decided(0, 0.0)).is_ok();
+                return self
+                    .winner
+                    .set(self.trial.decided_first_group(NT_MARGIN))
+                    .is_ok();
             }
             return false;
         }

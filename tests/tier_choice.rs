@@ -346,3 +346,30 @@ fn ordinary_stores_are_probed_before_non_temporal_ones() {
         assert_eq!(chosen, want);
     }
 }
+
+/// A variant with non-temporal stores is kept only when it beats every variant with ordinary
+/// stores by 5%: 3% faster, an ordinary-store variant is kept; 10% faster, it is chosen.
+#[test]
+fn non_temporal_stores_must_win_by_a_margin() {
+    let n = 2 << 20;
+    for (cost, nt_wins) in [
+        (
+            (|v: Variant| if v.nt { 97 } else { 100 + v.wide as u64 }) as Cost,
+            false,
+        ),
+        (
+            |v: Variant| if v.nt { 90 } else { 100 + v.wide as u64 },
+            true,
+        ),
+    ] {
+        let e = auto(cost);
+        let cands = candidates(&e, n);
+        if !cands.iter().any(|v| v.nt) || !cands.iter().any(|v| !v.nt) {
+            println!("this host offers one store kind ({cands:?}): no margin to apply");
+            return;
+        }
+        run_checked(&e, n, 6 * cands.len() + 2);
+        let c = &e.tier_choices()[0];
+        assert_eq!(c.chosen.nt, nt_wins, "{c}");
+    }
+}
