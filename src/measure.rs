@@ -128,6 +128,7 @@ impl Trial {
     /// The choice from what was recorded between the two groups of a grouped trial: the
     /// fastest option of the first group, unless the fastest of the others was faster than it
     /// by more than the fraction `margin` (then that one).
+    #[cfg(any(feature = "jit", test))]
     pub(crate) fn decided_first_group(&self, margin: f64) -> usize {
         let t = self.times();
         let first = self.first as usize;
