@@ -104,17 +104,25 @@ fn cache_hit_does_not_allocate() {
 }
 
 /// The fused path allocates nothing per call once warm: a predicate with a scalar operand, one
-/// with a broadcast row of another dtype, and an in-place ReLU.
+/// with a broadcast row of another dtype, an in-place ReLU, and a hoisted predicate (a 1 MiB
+/// output), on one thread (a call split across the pool's threads hands it its parts).
 #[test]
 fn fused_predicate_calls_do_not_allocate() {
     use selectjit::{Cond, InPlace, Operand};
     for backend in [Backend::Jit, Backend::Static] {
-        let e = Engine::with_config(EngineConfig::new().backend(backend).exact_after(2))
-            .expect("engine");
+        let e = Engine::with_config(
+            EngineConfig::new()
+                .backend(backend)
+                .exact_after(2)
+                .threads(1),
+        )
+        .expect("engine");
         let x: Vec<f32> = (0..4096).map(|i| (i % 7) as f32 - 3.0).collect();
         let pos: Vec<i64> = (0..64).collect();
         let mut out = vec![0f32; 4096];
         let mut io = x.clone();
+        let big: Vec<f32> = (0..1 << 18).map(|i| (i % 5) as f32).collect();
+        let mut big_out = vec![0f32; 1 << 18];
         let mut calls = || {
             e.select(
                 Cond::gt(TensorRef::new(&x, &[64, 64]), 0.0f32),
@@ -145,16 +153,20 @@ fn fused_predicate_calls_do_not_allocate() {
             e.select(
                 Cond::eq(TensorRef::new(&pos[..16], &[16]), Operand::from(0i64)),
                 TensorRef::scalar(&[f32::NEG_INFINITY]),
-                TensorRef::new(&x, &[256, 16]),
-                TensorMut::new(&mut out, &[256, 16]),
+                TensorRef::new(&big, &[1 << 14, 16]),
+                TensorMut::new(&mut big_out, &[1 << 14, 16]),
                 Broadcast::Numpy,
             )
             .unwrap();
         };
         let pos16 = TensorRef::new(&pos[..16], &[16]);
         assert_eq!(
-            e.hoisted_pred_shape(DType::F32, Cond::eq(pos16, Operand::from(0i64)), &[256, 16])
-                .unwrap(),
+            e.hoisted_pred_shape(
+                DType::F32,
+                Cond::eq(pos16, Operand::from(0i64)),
+                &[1 << 14, 16]
+            )
+            .unwrap(),
             Some(vec![16])
         );
         for _ in 0..40 {

@@ -602,17 +602,19 @@ fn run_case(eng: &Engine, c: &Case) -> Result<Vec<u8>, String> {
     res.map(|()| ob).map_err(|e| e.to_string())
 }
 
-/// A [`Case`] whose predicate the engine hoists: a dim of 256..=400 elements that the
-/// predicate's operands do not have, inserted into the output at `at` (then and else may have
-/// it).
+/// A [`Case`] whose predicate the engine hoists: a dim that the predicate's operands do not
+/// have, inserted into the output at `at` (then and else may have it), long enough for an
+/// output of at least 2^18 elements (and at least 256 per predicate element).
 fn hoisted_case() -> impl Strategy<Value = Case> {
     (
         case(),
-        256usize..=400,
+        0usize..64,
         any::<prop::sample::Index>(),
         any::<(bool, bool)>(),
     )
-        .prop_map(|(mut c, big, at, (t, e))| {
+        .prop_map(|(mut c, extra, at, (t, e))| {
+            let rest: usize = c.out_shape.iter().product();
+            let big = (1usize << 18).div_ceil(rest) + extra;
             let at = at.index(c.out_shape.len() + 1);
             c.out_shape.insert(at, big);
             for (k, has) in c.has.iter_mut().enumerate() {
@@ -648,7 +650,7 @@ fn hoists(eng: &Engine, c: &Case) -> bool {
 
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(
-        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(64)
+        std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(32)
     ))]
 
     /// Predicates far smaller than the output: evaluated once, then the mask's select, on

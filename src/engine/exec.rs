@@ -88,12 +88,16 @@ pub(super) fn plan_pred(
 
 /// Predicates of at most this many elements may be hoisted (a mask that stays in L1).
 pub(crate) const HOIST_MAX: usize = 16 * 1024;
-/// ... when the output has at least this many elements per predicate element.
+/// ... when the output has at least this many elements per predicate element,
 pub(crate) const HOIST_RATIO: usize = 256;
+/// ... and at least this many elements: a hoisted call plans two calls (~1 µs), which only
+/// outputs of this size (tens of µs of work) make negligible.
+pub(crate) const HOIST_MIN_OUTPUT: usize = 1 << 18;
 
 /// The shape at which a call evaluates its predicate once, before the select, instead of per
 /// output element in the kernel: a predicate of no more than [`HOIST_MAX`] elements broadcast
-/// over an output of at least [`HOIST_RATIO`] times as many (an attention padding mask
+/// over an output of at least [`HOIST_RATIO`] times as many, and of at least
+/// [`HOIST_MIN_OUTPUT`] elements (an attention padding mask
 /// `[batch, 1, 1, keys]` compared to 0 and broadcast over heads and queries). The kernel that
 /// fuses it would compare every mask element once per output row, reading the mask's dtype
 /// (i64: twice the output's bytes of f32) from L1 or L2 per row; a byte mask of the same shape
@@ -114,7 +118,8 @@ pub(crate) fn hoisted_shape(pred: &Pred<'_>, out_shape: &[usize]) -> Option<crat
     };
     let n = crate::shape::numel(&pshape);
     let total = crate::shape::numel(out_shape);
-    (n > 0 && n <= HOIST_MAX && n.checked_mul(HOIST_RATIO)? <= total).then_some(pshape)
+    (n > 0 && n <= HOIST_MAX && total >= HOIST_MIN_OUTPUT && n.checked_mul(HOIST_RATIO)? <= total)
+        .then_some(pshape)
 }
 
 impl Engine {

@@ -1203,7 +1203,7 @@ pub fn fused_row(m: &FusedMeasurement) -> String {
 pub const FUSED_NOTES: &str = "fused cases: times in us per call (median of interleaved rounds), single-threaded; \
 fused = the select with its predicate on the auto engine, with what ran it (a kernel variant, or blocked: \
 the static kernels, a mask block then its select, when no tier fuses the predicate; hoisted: a predicate at \
-least 256x smaller than the output, evaluated once at its own shape into a byte mask, then that mask's select); static = the same call \
+least 256x smaller than an output of at least 2^18 elements, evaluated once at its own shape into a byte mask, then that mask's select); static = the same call \
 on the static kernels; unfused = the mask (a tight Rust loop, or the engine's own comparison into a u8 mask, \
 the faster) then the select on it; copy = the copy roofline of the fused traffic (variables + output, no mask)";
 

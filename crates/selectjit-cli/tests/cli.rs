@@ -1131,18 +1131,18 @@ fn explain_shows_a_predicate_and_how_it_runs() {
             "--then",
             "",
             "--else",
-            "2,4,64,16",
+            "2,8,128,128",
         ])
-        .args(["--cond-expr", "mask == 0", "--var", "mask=i64:2,1,1,16"])
+        .args(["--cond-expr", "mask == 0", "--var", "mask=i64:2,1,1,128"])
         .output()
         .unwrap();
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
         t.contains(
-            "hoisted    the predicate has 32 elements ([2,1,1,16]), at least 256x fewer than the \
-             output: evaluated once into a byte mask of that shape, then that mask's select \
-             over the output: w4 dims[2, 256, 16] cond[16, 0, 1] "
+            "hoisted    the predicate has 256 elements ([2,1,1,128]), at least 256x fewer than \
+             the output: evaluated once into a byte mask of that shape, then that mask's select \
+             over the output: w4 dims[2, 1024, 128] cond[128, 0, 1] "
         ),
         "{t}"
     );
@@ -1152,7 +1152,7 @@ fn explain_shows_a_predicate_and_how_it_runs() {
         ) && t.contains("machine code"),
         "{t}"
     );
-    // One output element fewer than 256 per predicate element: fused.
+    // An output under 2^18 elements: fused.
     let o = bin()
         .args([
             "explain",
@@ -1161,13 +1161,13 @@ fn explain_shows_a_predicate_and_how_it_runs() {
             "--then",
             "",
             "--else",
-            "2,4,63,16",
+            "2,8,127,128",
         ])
         .args([
             "--cond-expr",
             "mask == 0",
             "--var",
-            "mask=i64:2,1,1,16",
+            "mask=i64:2,1,1,128",
             "--no-measure",
         ])
         .output()
