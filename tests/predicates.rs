@@ -402,6 +402,23 @@ fn errors_write_nothing() {
         Broadcast::Numpy,
     );
     check(res, &out, "lhs dim 0 is 3 but rhs dim 0 is 2");
+    // The same as `>`, which runs as `<` with its operands swapped: still named as written.
+    let res = e.select(
+        Cond::gt(t, TensorRef::new(&x[..2], &[2])),
+        t,
+        t,
+        TensorMut::new(&mut out, &[3]),
+        Broadcast::Numpy,
+    );
+    check(res, &out, "rhs dim 0 is 2 but lhs dim 0 is 3");
+    let res = e.select(
+        Cond::ge(TensorRef::new(&x[..2], &[3]), t),
+        t,
+        t,
+        TensorMut::new(&mut out, &[3]),
+        Broadcast::Numpy,
+    );
+    check(res, &out, "lhs:");
     // A predicate that would grow the output in the two-step mode.
     let z = [0.0f32; 6];
     let res = e.select(

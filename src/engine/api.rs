@@ -189,6 +189,7 @@ fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> 
         kind: c.kind,
         lhs: pred_src(c.lhs.0, d)?,
         rhs: c.rhs.map(|(r, _)| pred_src(r, d)).transpose()?,
+        swapped: c.lhs.1 == 1,
     };
     Ok((CondArg::Pred(pred), c.swap))
 }
@@ -390,6 +391,7 @@ impl Engine {
             kind: c.kind,
             lhs: sl,
             rhs: sr,
+            swapped: c.lhs.1 == 1,
         };
         // The predicate's shape: its operands broadcast with numpy's rule, named as written.
         fn shape_of<'s>(o: &crate::cond::Operand<'s>) -> &'s [usize] {

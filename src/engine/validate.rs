@@ -92,12 +92,15 @@ pub(crate) enum PredSrc<'a> {
     Out,
 }
 
-/// A call's predicate: its canonical kind, its operands (rhs for comparisons only).
+/// A call's predicate: its canonical kind, its operands (rhs for comparisons only), and
+/// whether the canonical form swapped them (`a > b` runs as `b < a`; errors name the operands
+/// as the caller wrote them).
 #[derive(Clone, Copy)]
 pub(crate) struct Pred<'a> {
     pub kind: Kind,
     pub lhs: PredSrc<'a>,
     pub rhs: Option<PredSrc<'a>>,
+    pub swapped: bool,
 }
 
 /// [`check`] for a call whose condition is a predicate: its operands validated, broadcast
@@ -111,10 +114,10 @@ pub(crate) fn check_pred(
     out: Desc,
     in_place: bool,
 ) -> Result<Checked> {
-    let names: [&'static str; 2] = if pred.kind.binary() {
-        ["lhs", "rhs"]
-    } else {
-        ["operand", "rhs"]
+    let names: [&'static str; 2] = match (pred.kind.binary(), pred.swapped) {
+        (true, false) => ["lhs", "rhs"],
+        (true, true) => ["rhs", "lhs"],
+        (false, _) => ["operand", "rhs"],
     };
     let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
     // Each operand's description (the output's for the in-place buffer) and layout.
