@@ -355,22 +355,11 @@ trait Num: Element + std::fmt::Debug {
     fn edges() -> Vec<Self>;
 }
 
-fn cmp_ord<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
-    match op {
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
-        CmpOp::Lt => a < b,
-        CmpOp::Le => a <= b,
-        CmpOp::Gt => a > b,
-        CmpOp::Ge => a >= b,
-    }
-}
-
 macro_rules! float_num {
     ($t:ty, $to:expr, [$($bits:expr),* $(,)?]) => {
         impl Num for $t {
             fn cmp(op: CmpOp, a: Self, b: Self) -> bool {
-                cmp_ord(op, $to(a), $to(b))
+                common::cmp_ord(op, $to(a), $to(b))
             }
             fn test(op: TestOp, a: Self) -> bool {
                 let v: f64 = $to(a);
@@ -434,7 +423,7 @@ macro_rules! int_num {
     ($($t:ty),*) => {$(
         impl Num for $t {
             fn cmp(op: CmpOp, a: Self, b: Self) -> bool {
-                cmp_ord(op, a, b)
+                common::cmp_ord(op, a, b)
             }
             fn test(op: TestOp, _: Self) -> bool {
                 op == TestOp::IsFinite

@@ -32,21 +32,10 @@ trait Num: Element + Copy + std::fmt::Debug {
     fn from_bits64(b: u64) -> Self;
 }
 
-fn cmp_ord<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
-    match op {
-        CmpOp::Eq => a == b,
-        CmpOp::Ne => a != b,
-        CmpOp::Lt => a < b,
-        CmpOp::Le => a <= b,
-        CmpOp::Gt => a > b,
-        CmpOp::Ge => a >= b,
-    }
-}
-
 macro_rules! int_num {
     ($($t:ty),*) => {$(
         impl Num for $t {
-            fn cmp(op: CmpOp, a: Self, b: Self) -> bool { cmp_ord(op, a, b) }
+            fn cmp(op: CmpOp, a: Self, b: Self) -> bool { common::cmp_ord(op, a, b) }
             fn test(op: TestOp, _: Self) -> bool { op == TestOp::IsFinite }
             fn edges() -> Vec<Self> { vec![<$t>::MIN, <$t>::MAX, 0, 1, <$t>::MAX / 2 + 1] }
             fn from_bits64(b: u64) -> Self { b as $t }
@@ -59,7 +48,7 @@ macro_rules! float_num {
     ($t:ty, $bits:ty, $to:expr) => {
         impl Num for $t {
             fn cmp(op: CmpOp, a: Self, b: Self) -> bool {
-                cmp_ord(op, $to(a), $to(b))
+                common::cmp_ord(op, $to(a), $to(b))
             }
             fn test(op: TestOp, a: Self) -> bool {
                 let v = $to(a);

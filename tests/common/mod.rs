@@ -1,8 +1,19 @@
 //! Helpers shared by the integration tests: the engines every backend and tier test runs.
 #![allow(dead_code)]
 
-use selectjit::Tier;
-use selectjit::{Backend, Engine, EngineConfig};
+use selectjit::{Backend, CmpOp, Engine, EngineConfig, Tier};
+
+/// The oracle of the predicate tests: `op` with Rust's own operators (IEEE for floats).
+pub fn cmp_ord<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
+    match op {
+        CmpOp::Eq => a == b,
+        CmpOp::Ne => a != b,
+        CmpOp::Lt => a < b,
+        CmpOp::Le => a <= b,
+        CmpOp::Gt => a > b,
+        CmpOp::Ge => a >= b,
+    }
+}
 
 /// The code-generation tiers to test on this host, each with whether its kernels run in the
 /// built-in emulator (x86 tiers the CPU lacks). Prints a line for every tier not run natively.

@@ -1123,19 +1123,15 @@ fn explain_shows_a_predicate_and_how_it_runs() {
     }
     // A padding mask 256x smaller than the scores it fills: hoisted, and the pass over the
     // output is the byte mask's select.
-    let o = bin()
-        .args([
-            "explain",
-            "--dtype",
-            "f32",
-            "--then",
-            "",
-            "--else",
-            "2,8,128,128",
-        ])
-        .args(["--cond-expr", "mask == 0", "--var", "mask=i64:2,1,1,128"])
-        .output()
-        .unwrap();
+    let padding_mask = |scores: &str, extra: &[&str]| {
+        bin()
+            .args(["explain", "--dtype", "f32", "--then", "", "--else", scores])
+            .args(["--cond-expr", "mask == 0", "--var", "mask=i64:2,1,1,128"])
+            .args(extra)
+            .output()
+            .unwrap()
+    };
+    let o = padding_mask("2,8,128,128", &[]);
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     assert!(
@@ -1153,25 +1149,7 @@ fn explain_shows_a_predicate_and_how_it_runs() {
         "{t}"
     );
     // An output under 2^18 elements: fused.
-    let o = bin()
-        .args([
-            "explain",
-            "--dtype",
-            "f32",
-            "--then",
-            "",
-            "--else",
-            "2,8,127,128",
-        ])
-        .args([
-            "--cond-expr",
-            "mask == 0",
-            "--var",
-            "mask=i64:2,1,1,128",
-            "--no-measure",
-        ])
-        .output()
-        .unwrap();
+    let o = padding_mask("2,8,127,128", &["--no-measure"]);
     let t = String::from_utf8_lossy(&o.stdout);
     assert!(!t.contains("hoisted"), "{t}");
     assert!(t.contains("fused      yes, by "), "{t}");
