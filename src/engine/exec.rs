@@ -111,15 +111,19 @@ pub(crate) fn hoisted_shape(pred: &Pred<'_>, out_shape: &[usize]) -> Option<crat
             PredSrc::Out => None,
         }
     }
+    // The output's size first: every small call (the per-call path of tiny predicates) stops
+    // here, before any shape is broadcast.
+    let total = crate::shape::numel(out_shape);
+    if total < HOIST_MIN_OUTPUT {
+        return None;
+    }
     let l = shape(pred.lhs)?;
     let pshape: crate::shape::Dims = match pred.rhs {
         Some(r) => crate::shape::broadcast_pair(["lhs", "rhs"], l, shape(r)?).ok()?,
         None => l.into(),
     };
     let n = crate::shape::numel(&pshape);
-    let total = crate::shape::numel(out_shape);
-    (n > 0 && n <= HOIST_MAX && total >= HOIST_MIN_OUTPUT && n.checked_mul(HOIST_RATIO)? <= total)
-        .then_some(pshape)
+    (n > 0 && n <= HOIST_MAX && n.checked_mul(HOIST_RATIO)? <= total).then_some(pshape)
 }
 
 impl Engine {
