@@ -104,38 +104,8 @@ impl CopyBuffers {
 
     /// Copies the source to the destination with `kind`; an error if the host lacks it.
     pub fn copy(&mut self, kind: CopyKind) -> Result<()> {
-        self.copy_range(kind, 0, self.n)
-    }
-
-    /// Copies bytes `a..b` of the source to the same place in the destination.
-    fn copy_range(&mut self, kind: CopyKind, a: usize, b: usize) -> Result<()> {
-        if !kind.available() {
-            return Err(Error::Invalid(format!(
-                "copy '{}' needs AVX2, which this host lacks",
-                kind.name()
-            )));
-        }
-        let (off, b) = (self.off, b.min(self.n));
-        if a >= b {
-            return Ok(());
-        }
-        let src = &self.src[a..b];
-        let dst = &mut self.dst[off + a..off + b];
-        match kind {
-            CopyKind::Memcpy => dst.copy_from_slice(src),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: `available()` checked AVX2; `src` and `dst` are distinct slices of the
-            // same length.
-            CopyKind::Vector => unsafe { x86::copy_avx2(src, dst, false) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            CopyKind::NonTemporal => unsafe { x86::copy_avx2(src, dst, true) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            CopyKind::NonTemporalFourWay => unsafe { x86::copy_avx2_four_way(src, dst) },
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => unreachable!("not available off x86-64"),
-        }
+        let off = self.off;
+        copy_slice(kind, &self.src, &mut self.dst[off..off + self.n])?;
         std::hint::black_box(&mut self.dst);
         Ok(())
     }
@@ -145,6 +115,35 @@ impl CopyBuffers {
         let chunk = self.n.div_ceil(parts.max(1)).next_multiple_of(64);
         ((part * chunk).min(self.n), ((part + 1) * chunk).min(self.n))
     }
+}
+
+/// Copies `src` to `dst` (as many bytes as the shorter holds) with `kind`; an error if the host
+/// lacks it.
+pub fn copy_slice(kind: CopyKind, src: &[u8], dst: &mut [u8]) -> Result<()> {
+    if !kind.available() {
+        return Err(Error::Invalid(format!(
+            "copy '{}' needs AVX2, which this host lacks",
+            kind.name()
+        )));
+    }
+    let n = src.len().min(dst.len());
+    let (src, dst) = (&src[..n], &mut dst[..n]);
+    match kind {
+        CopyKind::Memcpy => dst.copy_from_slice(src),
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: `available()` checked AVX2; `src` and `dst` are distinct slices of the same
+        // length.
+        CopyKind::Vector => unsafe { x86::copy_avx2(src, dst, false) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        CopyKind::NonTemporal => unsafe { x86::copy_avx2(src, dst, true) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: as above.
+        CopyKind::NonTemporalFourWay => unsafe { x86::copy_avx2_four_way(src, dst) },
+        #[cfg(not(target_arch = "x86_64"))]
+        _ => unreachable!("not available off x86-64"),
+    }
+    Ok(())
 }
 
 /// A copy split across the threads of a pool: the multi-threaded yardstick.
@@ -178,20 +177,7 @@ pub(crate) fn copy_split(
                 std::slice::from_raw_parts_mut((dst as *mut u8).add(off + a), b - a),
             )
         };
-        match kind {
-            CopyKind::Memcpy => d.copy_from_slice(s),
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: availability checked above; distinct slices of equal length.
-            CopyKind::Vector => unsafe { x86::copy_avx2(s, d, false) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            CopyKind::NonTemporal => unsafe { x86::copy_avx2(s, d, true) },
-            #[cfg(target_arch = "x86_64")]
-            // SAFETY: as above.
-            CopyKind::NonTemporalFourWay => unsafe { x86::copy_avx2_four_way(s, d) },
-            #[cfg(not(target_arch = "x86_64"))]
-            _ => {}
-        }
+        copy_slice(kind, s, d).expect("availability checked above");
     };
     if !pool.run(parts, &f) {
         for i in 0..parts {
