@@ -932,7 +932,7 @@ def notes():
         f"Times in µs per call, medians of interleaved rounds, {threads}; ratios are peer "
         "time / selectjit time (above 1: selectjit is faster), all from this one run.",
         "selectjit = the `auto` tier with the variant it chose by measuring (`+zmm`: AVX-512 "
-        "main loops of 512-bit vectors, `+nt`: non-temporal stores, `+4way`: rows walked four "
+        "main loops of 512-bit vectors, `+nt`: non-temporal stores, `+pfw`: output lines fetched for writing ahead, `+4way`: rows walked four "
         "ways at once); static = the crate's precompiled kernels; roofline = the fastest copy of the "
         "same traffic (a bound, not a select).",
         "numpy = `np.where(cond, then, else)`, which allocates its output (included). ORT = a "

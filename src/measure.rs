@@ -14,9 +14,10 @@
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
-/// Most options a trial compares: at least the most candidate variants a class has (seven:
-/// AVX-512 ordinary, non-temporal, non-temporal four-way and zmm; AVX2 ordinary,
-/// non-temporal and non-temporal four-way).
+/// Most options a trial compares: at least the most candidate variants a class has (eight:
+/// AVX-512 ordinary, non-temporal, zmm and the two with `prefetchw`, AVX2 ordinary,
+/// non-temporal and with `prefetchw`; from 32 MiB of output seven, with four-way walks
+/// instead of `prefetchw`).
 pub(crate) const MAX_OPTIONS: usize = 8;
 
 /// Most pairs of probes per option.

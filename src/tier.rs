@@ -251,8 +251,9 @@ impl std::str::FromStr for Tier {
 }
 
 /// One candidate of a measured choice: the tier, whether the kernel stores its output
-/// non-temporally (x86 tiers), whether its vector rows run 512-bit blocks (AVX-512), and
-/// whether its non-temporal rows are walked four ways at once (x86 tiers).
+/// non-temporally (x86 tiers), whether its vector rows run 512-bit blocks (AVX-512), whether
+/// its non-temporal rows are walked four ways at once (x86 tiers), and whether its rows with
+/// ordinary stores fetch the output's lines for writing ahead of the stores (x86 tiers).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Variant {
     /// The code generator.
@@ -266,6 +267,10 @@ pub struct Variant {
     /// rows long enough walk four parts of the row at once (element widths up to 8 bytes);
     /// shorter rows are walked four at once, a quarter of their loop apart.
     pub four_way: bool,
+    /// x86 tiers: the main loop of vector-select rows with ordinary stores `prefetchw`es the
+    /// output's lines 1 KiB ahead, so that its stores find their lines already fetched for
+    /// writing (the hardware prefetchers follow loads, not stores).
+    pub prefetchw: bool,
 }
 
 impl Variant {
@@ -275,7 +280,7 @@ impl Variant {
     /// use selectjit::{Tier, Variant};
     /// let v = Variant::of(Tier::Avx2);
     /// assert_eq!(v.tier, Tier::Avx2);
-    /// assert!(!v.nt && !v.wide && !v.four_way);
+    /// assert!(!v.nt && !v.wide && !v.four_way && !v.prefetchw);
     /// assert_eq!(v, Variant { tier: Tier::Avx2, ..Variant::default() });
     /// ```
     pub fn of(tier: Tier) -> Variant {
@@ -297,6 +302,9 @@ impl std::fmt::Display for Variant {
         }
         if self.four_way {
             f.write_str("+4way")?;
+        }
+        if self.prefetchw {
+            f.write_str("+pfw")?;
         }
         Ok(())
     }

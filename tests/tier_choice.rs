@@ -143,6 +143,29 @@ fn the_slower_variant_is_never_kept() {
             "{smaller:?}"
         );
         assert!(!smaller.iter().any(|v| v.four_way), "{smaller:?}");
+        // prefetchw: from 1 MiB of output up to `nt_min_bytes`, a twin of each x86 candidate
+        // with ordinary stores; never more than eight candidates.
+        assert!(!cands.iter().any(|v| v.prefetchw), "{cands:?}");
+        let ordinary_x86 = |c: &[Variant]| {
+            c.iter()
+                .filter(|v| !v.nt && !v.prefetchw && v.tier != Tier::Cranelift)
+                .count()
+        };
+        for v in smaller.iter().filter(|v| v.prefetchw) {
+            let plain = Variant {
+                prefetchw: false,
+                ..*v
+            };
+            assert!(!v.nt && smaller.contains(&plain), "{smaller:?}");
+        }
+        assert_eq!(
+            smaller.iter().filter(|v| v.prefetchw).count(),
+            ordinary_x86(&smaller),
+            "{smaller:?}"
+        );
+        let small = candidates(&e, (1 << 18) - 16);
+        assert!(!small.iter().any(|v| v.prefetchw), "{small:?}");
+        assert!(cands.len() <= 8 && smaller.len() <= 8);
         if cands.len() < 2 {
             println!("{name}: this host has one candidate ({cands:?}), nothing to choose");
             run_checked(&e, n, 3);
@@ -341,6 +364,7 @@ fn ordinary_stores_are_probed_before_non_temporal_ones() {
         nt: true,
         wide: false,
         four_way: true,
+        prefetchw: false,
     };
     if cands.contains(&want) {
         assert_eq!(chosen, want);

@@ -42,12 +42,15 @@ struct How {
     wide: bool,
     /// Non-temporal rows walked four parts at once.
     four_way: bool,
+    /// The output's lines fetched for writing ahead of the main loop's ordinary stores.
+    prefetchw: bool,
 }
 
 const EXACT: How = How {
     generic: false,
     wide: false,
     four_way: false,
+    prefetchw: false,
 };
 const GENERIC: How = How {
     generic: true,
@@ -61,6 +64,10 @@ const FOUR_WAY: How = How {
     four_way: true,
     ..EXACT
 };
+const PREFETCHW: How = How {
+    prefetchw: true,
+    ..EXACT
+};
 
 /// The variant `xg` compiles `sig` as: its non-temporal threshold decides the stores.
 fn variant(xg: &X86Gen, sig: &Signature, how: How) -> Variant {
@@ -69,6 +76,7 @@ fn variant(xg: &X86Gen, sig: &Signature, how: How) -> Variant {
         nt: !how.generic && xg.uses_nt(sig),
         wide: how.wide,
         four_way: how.four_way,
+        prefetchw: how.prefetchw,
     }
 }
 
@@ -268,9 +276,11 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed:
              (base {out_base}): got {:02x?}, want {:02x?}\nsignature {sig}\n{}",
             xg.level(),
             if how.generic { "generic" } else { "exact" },
-            match (how.wide, how.four_way) {
-                (true, _) => " (zmm blocks)",
-                (_, true) => " (four-way)",
+            match (how.wide, how.four_way, how.prefetchw) {
+                (true, _, true) => " (zmm blocks, prefetchw)",
+                (true, _, _) => " (zmm blocks)",
+                (_, true, _) => " (four-way)",
+                (_, _, true) => " (prefetchw)",
                 _ => "",
             },
             first,
@@ -287,7 +297,8 @@ fn sig(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Signature {
 
 /// Runs `sig` exact and generic, with ordinary and non-temporal stores, own output and (where
 /// the layout allows) in place; AVX-512 exact kernels also with zmm blocks, non-temporal ones
-/// also four-way where they walk so.
+/// also four-way where they walk so, ordinary ones also with `prefetchw` (zmm blocks on
+/// AVX-512).
 fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     let xgs = [X86Gen::new(level, usize::MAX), X86Gen::new(level, 0)];
     let mut places = vec![Place::Own];
@@ -305,6 +316,11 @@ fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
             }
             if level == Level::Avx512 {
                 check(xg, exec, s, WIDE, place, seed + 11 + g as u64);
+            }
+            if g == 0 && X86Gen::runs_prefetchw(s) {
+                // zmm blocks on AVX-512 (the claim is the same code before either block).
+                let wide = level == Level::Avx512;
+                check(xg, exec, s, How { wide, ..PREFETCHW }, place, seed + 17);
             }
             if g == 1 && xg.runs_four_way(s) {
                 check(xg, exec, s, FOUR_WAY, place, seed + 13);
@@ -734,6 +750,34 @@ fn wide_kernels_blend_zmm_blocks() {
                     ] {
                         assert!(!text.contains("zmm"), "{s}:\n{text}");
                     }
+                }
+            }
+        }
+    }
+}
+
+/// `prefetchw` kernels fetch the output's lines ahead in the main loop of vector-select rows
+/// long enough for a block, elements narrower than 16 bytes (what `X86Gen::runs_prefetchw`
+/// offers the measured choice); other kernels never prefetch.
+#[test]
+fn prefetchw_kernels_claim_the_output_ahead() {
+    for level in [Level::Avx2, Level::Avx512] {
+        let xg = X86Gen::new(level, usize::MAX);
+        for w in WIDTHS {
+            for n in [1, 31, 32, 33, 64, 127, 128, 1000] {
+                let row = sig(w, &[n], [&[1], &[1], &[0], &[1]]);
+                let copy = sig(w, &[3, n], [&[1, 0], &[1, 1], &[0, 0], &[n as isize, 1]]);
+                for s in [row, copy] {
+                    let runs = X86Gen::runs_prefetchw(&s);
+                    assert_eq!(
+                        runs,
+                        w < 16 && matches!(s.row_shape(), RowShape::Select { .. }) && n * w >= 128,
+                        "{s}"
+                    );
+                    let text = disassemble(&code(&xg, &s, PREFETCHW));
+                    assert_eq!(text.contains("prefetchw"), runs, "{level:?} {s}:\n{text}");
+                    let plain = disassemble(&code(&xg, &s, EXACT));
+                    assert!(!plain.contains("prefetch"), "{level:?} {s}:\n{plain}");
                 }
             }
         }

@@ -44,12 +44,14 @@ struct How {
     generic: bool,
     wide: bool,
     four_way: bool,
+    prefetchw: bool,
 }
 
 const EXACT: How = How {
     generic: false,
     wide: false,
     four_way: false,
+    prefetchw: false,
 };
 const GENERIC: How = How {
     generic: true,
@@ -63,6 +65,10 @@ const FOUR_WAY: How = How {
     four_way: true,
     ..EXACT
 };
+const PREFETCHW: How = How {
+    prefetchw: true,
+    ..EXACT
+};
 
 fn variant(xg: &X86Gen, sig: &Signature, how: How) -> Variant {
     Variant {
@@ -70,6 +76,7 @@ fn variant(xg: &X86Gen, sig: &Signature, how: How) -> Variant {
         nt: !how.generic && xg.uses_nt(sig),
         wide: how.wide,
         four_way: how.four_way,
+        prefetchw: how.prefetchw,
     }
 }
 
@@ -416,9 +423,11 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed:
              (base {out_base}): got {:02x?}, want {:02x?}\nsignature {sig}\n{}",
             xg.level(),
             if how.generic { "generic" } else { "exact" },
-            match (how.wide, how.four_way) {
-                (true, _) => " (zmm blocks)",
-                (_, true) => " (four-way)",
+            match (how.wide, how.four_way, how.prefetchw) {
+                (true, _, true) => " (zmm blocks, prefetchw)",
+                (true, _, _) => " (zmm blocks)",
+                (_, true, _) => " (four-way)",
+                (_, _, true) => " (prefetchw)",
                 _ => "",
             },
             first,
@@ -552,7 +561,8 @@ fn places(sig: &Signature) -> Vec<Place> {
 }
 
 /// Runs `s` exact (ordinary and non-temporal stores) and generic, in every place; AVX-512 also
-/// with zmm blocks; four-way where it walks so.
+/// with zmm blocks; four-way where it walks so; `prefetchw` where it claims lines (zmm blocks
+/// on AVX-512).
 fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
     let xgs = [X86Gen::new(level, usize::MAX), X86Gen::new(level, 0)];
     for (g, xg) in xgs.iter().enumerate() {
@@ -566,6 +576,10 @@ fn check_all(level: Level, exec: Exec, s: &Signature, seed: u64) {
             }
             if g == 1 && xg.runs_four_way(s) {
                 check(xg, exec, s, FOUR_WAY, place, seed + 13);
+            }
+            if g == 0 && X86Gen::runs_prefetchw(s) {
+                let wide = level == Level::Avx512 && X86Gen::runs_wide(s);
+                check(xg, exec, s, How { wide, ..PREFETCHW }, place, seed + 17);
             }
         }
     }

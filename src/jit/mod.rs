@@ -27,6 +27,11 @@ use crate::tier::{Tier, Variant};
 #[cfg(cranelift_tier)]
 pub(crate) use cranelift::Jit;
 
+/// Outputs of at least this many bytes (past a typical L2) are offered [`Variant::prefetchw`]
+/// candidates, up to `nt_min_bytes`.
+#[cfg(x86_tier)]
+const PREFETCHW_MIN_BYTES: usize = 1 << 20;
+
 /// Settings of a [`CodeGen`].
 #[derive(Debug, Clone)]
 pub struct CodeGenOptions {
@@ -226,7 +231,9 @@ impl CodeGen {
     /// more also as four-way walks (four parts of each long row, or four rows a quarter of the
     /// loop apart, at once): faster where the inputs come from DRAM, slower where they stay in
     /// the last-level cache, so not offered below (every candidate more is one more chance
-    /// for a noisy trial to keep a slower one).
+    /// for a noisy trial to keep a slower one). Outputs from 1 MiB up to `nt_min_bytes` — past
+    /// L2, short of DRAM — are also offered the x86 tiers' ordinary-store candidates as
+    /// [`Variant::prefetchw`] kernels (at most eight candidates in all).
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
         let out_bytes = sig.numel().saturating_mul(sig.width);
         if !self.auto {
@@ -269,6 +276,21 @@ impl CodeGen {
                     wide: true,
                     ..Variant::of(tier)
                 });
+            }
+            #[cfg(x86_tier)]
+            if tier.is_x86()
+                && (PREFETCHW_MIN_BYTES..self.nt_min_bytes).contains(&out_bytes)
+                && x86::X86Gen::runs_prefetchw(sig)
+            {
+                let ordinary: Vec<Variant> = v
+                    .iter()
+                    .filter(|c| c.tier == tier && !c.nt)
+                    .copied()
+                    .collect();
+                v.extend(ordinary.into_iter().map(|c| Variant {
+                    prefetchw: true,
+                    ..c
+                }));
             }
         }
         v

@@ -741,7 +741,7 @@ pub fn table_row(m: &Measurement) -> String {
 /// What the table's columns mean, printed under it.
 pub const TABLE_NOTES: &str = "times in us per call (median of interleaved rounds), single-threaded unless -mt; \
 tier columns = that tier named (non-temporal stores from 32 MiB of output); jit = auto, with the variant \
-it chose by measuring (+zmm: AVX-512 main loops of 512-bit vectors, +nt: non-temporal stores, +4way: rows walked four ways at once); * = that tier does not cover the case and Cranelift compiled it; \
+it chose by measuring (+zmm: AVX-512 main loops of 512-bit vectors, +nt: non-temporal stores, +4way: rows walked four ways at once, +pfw: the output's lines fetched for writing ahead); * = that tier does not cover the case and Cranelift compiled it; \
 copy (best) = the fastest of memcpy / vector / non-temporal / four-way non-temporal (nt4way) copies of half the traffic; \
 copy-mt = speed-up of that copy on the jit-mt threads (outputs large enough to split only); \
 ndarray = the hand-written ndarray Zip loop, jit/nd = jit time over it; \

@@ -109,6 +109,17 @@ impl X86Gen {
                 .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
     }
 
+    /// Whether [`Variant::prefetchw`] changes `sig`'s exact kernel: vector-select rows long
+    /// enough for a main-loop block, elements narrower than 16 bytes.
+    pub fn runs_prefetchw(sig: &Signature) -> bool {
+        sig.width < 16
+            && matches!(sig.row_shape(), crate::plan::RowShape::Select { .. })
+            && sig
+                .dims
+                .last()
+                .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
+    }
+
     /// Whether [`Variant::four_way`] changes `sig`'s exact kernel with non-temporal stores:
     /// vector-select rows long enough to walk four parts of each at once, or an outer loop of
     /// rows to walk four rows at once.
@@ -135,6 +146,7 @@ impl X86Gen {
             nt: v.nt,
             wide: v.wide,
             four_way: v.four_way,
+            prefetchw: v.prefetchw,
         };
         emit::emit_kernel(sig, generic, self.level, kind)
             .map_err(|e| Error::codegen_from(format!("x86 {:?} code for {sig}", self.level), e))

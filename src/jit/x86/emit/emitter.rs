@@ -95,6 +95,8 @@ pub(super) struct Emitter<'s> {
     pub wide: bool,
     /// Non-temporal rows long enough walk four parts at once ([`walks_parts`]).
     pub parts: bool,
+    /// The main loop with ordinary stores fetches the output's lines for writing ahead.
+    pub prefetchw: bool,
     /// The rows of the innermost outer loop are walked a quarter apart, four at once
     /// ([`walks_quarters`]).
     pub quarters: bool,
@@ -136,6 +138,7 @@ pub(in crate::jit::x86) struct Kind {
     pub nt: bool,
     pub wide: bool,
     pub four_way: bool,
+    pub prefetchw: bool,
 }
 
 /// A jump target inside the kernel (bound with [`Emitter::bind`]).

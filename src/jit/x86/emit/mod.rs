@@ -155,6 +155,7 @@ impl<'s> Emitter<'s> {
             nt,
             wide: kind.wide && level == Level::Avx512 && sig.width <= 8,
             parts: nt && kind.four_way && walks_parts(sig, generic, level),
+            prefetchw: kind.prefetchw,
             quarters: nt && kind.four_way && walks_quarters(sig, generic, level),
             quarter_at: 0,
             w: sig.width,
