@@ -101,23 +101,13 @@ impl X86Gen {
     /// Whether `sig`'s exact kernel has vector-select rows long enough for a main-loop block,
     /// which [`Variant::wide`] makes of zmm vectors (element widths up to 8 bytes).
     pub fn runs_wide(sig: &Signature) -> bool {
-        sig.width <= 8
-            && matches!(sig.row_shape(), crate::plan::RowShape::Select { .. })
-            && sig
-                .dims
-                .last()
-                .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
+        block_rows(sig)
     }
 
-    /// Whether [`Variant::prefetchw`] changes `sig`'s exact kernel: vector-select rows long
-    /// enough for a main-loop block, elements narrower than 16 bytes.
+    /// Whether [`Variant::prefetchw`] changes `sig`'s exact kernel: the same rows as
+    /// [`X86Gen::runs_wide`] (width 16 addresses its output in a register the claim cannot use).
     pub fn runs_prefetchw(sig: &Signature) -> bool {
-        sig.width < 16
-            && matches!(sig.row_shape(), crate::plan::RowShape::Select { .. })
-            && sig
-                .dims
-                .last()
-                .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
+        block_rows(sig)
     }
 
     /// Whether [`Variant::four_way`] changes `sig`'s exact kernel with non-temporal stores:
@@ -151,6 +141,16 @@ impl X86Gen {
         emit::emit_kernel(sig, generic, self.level, kind)
             .map_err(|e| Error::codegen_from(format!("x86 {:?} code for {sig}", self.level), e))
     }
+}
+
+/// Vector-select rows of elements up to 8 bytes long enough for a main-loop block.
+fn block_rows(sig: &Signature) -> bool {
+    sig.width <= 8
+        && matches!(sig.row_shape(), crate::plan::RowShape::Select { .. })
+        && sig
+            .dims
+            .last()
+            .is_some_and(|&n| n * sig.width >= emit::BLOCK_BYTES)
 }
 
 /// Whether the host converts f16 to f32 in vectors (F16C; AVX-512 hosts always do).
