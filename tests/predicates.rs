@@ -203,6 +203,69 @@ fn every_comparison_and_test_of_every_dtype_matches_rust() {
     }
 }
 
+/// Every edge value of `T` as a scalar on either side of every comparison (negated too)
+/// against a row holding every edge value and random ones: the x86 tiers compare halves as
+/// integer keys with a splat's NaN turned into a key no value compares with.
+fn check_every_splat<T: Num>(e: &[(String, Engine)], r: &mut Rng) {
+    let mut row = T::edges();
+    row.extend((0..100 - row.len()).map(|_| draw::<T>(r)));
+    let n = row.len();
+    let t: Vec<u8> = (0..n).map(|_| 1).collect();
+    let f = [0u8];
+    for op in CmpOp::ALL {
+        for &c in &T::edges() {
+            for scalar_lhs in [false, true] {
+                for not in [false, true] {
+                    let want: Vec<u8> = row
+                        .iter()
+                        .map(|&x| {
+                            let (a, b) = if scalar_lhs { (c, x) } else { (x, c) };
+                            (T::cmp(op, a, b) ^ not) as u8
+                        })
+                        .collect();
+                    let (shape, cs) = ([n], [c]);
+                    let (x, s) = (TensorRef::new(&row, &shape), TensorRef::scalar(&cs));
+                    for (name, eng) in e {
+                        let cond = if scalar_lhs {
+                            Cond::cmp(op, s, x)
+                        } else {
+                            Cond::cmp(op, x, s)
+                        };
+                        let cond = if not { !cond } else { cond };
+                        let mut out = vec![7u8; n];
+                        eng.select(
+                            cond,
+                            TensorRef::new(&t, &[n]),
+                            TensorRef::scalar(&f),
+                            TensorMut::new(&mut out, &[n]),
+                            Broadcast::Numpy,
+                        )
+                        .unwrap_or_else(|err| panic!("{name}: {err}"));
+                        assert_eq!(
+                            out,
+                            want,
+                            "{name}: {:?} {} with the scalar {c:?} on the {} (not {not})",
+                            T::DTYPE,
+                            op.symbol(),
+                            if scalar_lhs { "left" } else { "right" }
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
+
+#[test]
+fn every_edge_value_as_a_scalar_operand() {
+    let e = engines();
+    let mut r = Rng(11);
+    check_every_splat::<f16>(&e, &mut r);
+    check_every_splat::<bf16>(&e, &mut r);
+    check_every_splat::<f32>(&e, &mut r);
+    check_every_splat::<f64>(&e, &mut r);
+}
+
 #[test]
 fn bool_operands_compare_as_zero_and_one() {
     // Bytes other than 0/1 are true, as in a mask; true > false.

@@ -735,15 +735,37 @@ fn predicate_kernels_compare_in_registers() {
                 for s in layouts(w, kind, 200) {
                     let text = disassemble(&code(&xg, &s, EXACT));
                     let d = dtype(kind);
+                    let half = matches!(d, DType::F16 | DType::BF16);
+                    // AVX-512 compares halves as 16-bit integer keys under a not-NaN opmask
+                    // (magnitudes classified against infinity's bits), never widened.
+                    let half_keys = half && level == Level::Avx512;
                     let float_cmp = matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
-                        && kind.binary();
+                        && kind.binary()
+                        && !half_keys;
                     if s.row_shape() != RowShape::Strided && float_cmp {
                         assert!(text.contains("vcmp"), "{level:?} {s}:\n{text}");
                     }
                     if level == Level::Avx512 && matches!(s.row_shape(), RowShape::Select { .. }) {
                         assert!(text.contains("vpblendm"), "{level:?} {s}");
                     }
-                    if d == DType::F16 && kind.binary() {
+                    if half_keys {
+                        // An unsigned word compare into an opmask (`vpcmp*uw k`): the
+                        // magnitudes against infinity's bits.
+                        assert!(text.contains("uw k"), "{level:?} {s}:\n{text}");
+                        if kind.binary() {
+                            // Keys: the signs into an opmask, a signed word compare.
+                            assert!(text.contains("vpmovw2m"), "{level:?} {s}:\n{text}");
+                            assert!(
+                                ["vpcmpeqw k", "vpcmpltw k", "vpcmplew k"]
+                                    .iter()
+                                    .any(|c| text.contains(c)),
+                                "{level:?} {s}:\n{text}"
+                            );
+                        }
+                        for widening in ["vcvtph2ps", "vpmovzxwd", "vcmp", "vfpclass"] {
+                            assert!(!text.contains(widening), "{level:?} {s}:\n{text}");
+                        }
+                    } else if d == DType::F16 && kind.binary() {
                         assert!(text.contains("vcvtph2ps"), "{level:?} {s}");
                     }
                     // Masks are never stored: every store goes to the output (rcx and what

@@ -21,7 +21,9 @@
 //! Semantics are numpy's (`crate::pred`): floats compare with the ordered quiet predicates
 //! (`EQ_OQ`, `LT_OQ`, `LE_OQ`: false on a NaN, no invalid-operation flag for a quiet NaN; the
 //! signalling ones give the same bits), so -0.0 == 0.0; f16 and bf16 compare after an exact
-//! widening to f32 (`vcvtph2ps`, or a shift into the upper half of a dword); unsigned integers
+//! widening to f32 (AVX2: `vcvtph2ps`, or a shift into the upper half of a dword) or, on
+//! AVX-512, as 16-bit integer keys (the magnitude, negated where the sign is set: -0.0 and 0.0
+//! both 0) under an opmask of the elements that are not NaN; unsigned integers
 //! compare signed after flipping their sign bits (AVX2) or with `vpcmpu*` (AVX-512); bool
 //! operands compare as "is non-zero"; isnan is an unordered self-compare (AVX2) or `vfpclass`
 //! (AVX-512), isinf / isfinite compare the magnitude with infinity (AVX2) or classify it.
@@ -171,6 +173,16 @@ impl Pred {
         match self.num {
             Num::F16 | Num::BF16 => 4,
             _ => self.cw,
+        }
+    }
+
+    /// The bits of +infinity of a half-width float (f16, bf16), `None` for other dtypes. With
+    /// the sign bit clear a half is NaN exactly when its bits exceed these.
+    pub(super) fn half_inf(&self) -> Option<u16> {
+        match self.num {
+            Num::F16 => Some(0x7c00),
+            Num::BF16 => Some(0x7f80),
+            _ => None,
         }
     }
 
