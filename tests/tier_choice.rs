@@ -397,3 +397,80 @@ fn non_temporal_stores_must_win_by_a_margin() {
         assert_eq!(c.chosen.nt, nt_wins, "{c}");
     }
 }
+
+/// Past L2 and short of DRAM (from 1 MiB of output up to `nt_min_bytes`), a candidate that
+/// stores whole lines (AVX-512's zmm blocks) is kept unless another with ordinary stores is
+/// faster by 10%; smaller outputs take the fastest.
+#[test]
+fn whole_line_stores_are_kept_within_a_margin_past_l2() {
+    let cases: [(usize, Cost, bool); 4] = [
+        // 2 MiB: AVX2 5% faster than the zmm blocks: zmm kept.
+        (
+            1 << 19,
+            |v| {
+                if v.nt {
+                    500
+                } else if v.wide {
+                    100
+                } else {
+                    95
+                }
+            },
+            true,
+        ),
+        // 2 MiB: AVX2 15% faster: AVX2 (or another half-line candidate) wins.
+        (
+            1 << 19,
+            |v| {
+                if v.nt {
+                    500
+                } else if v.wide {
+                    100
+                } else {
+                    85
+                }
+            },
+            false,
+        ),
+        // 512 KiB, in L2: the fastest, whatever its stores.
+        (
+            1 << 17,
+            |v| {
+                if v.nt {
+                    500
+                } else if v.wide {
+                    100
+                } else {
+                    95
+                }
+            },
+            false,
+        ),
+        // 2 MiB: the zmm blocks fastest anyway.
+        (
+            1 << 19,
+            |v| {
+                if v.nt {
+                    500
+                } else if v.wide {
+                    90
+                } else {
+                    100
+                }
+            },
+            true,
+        ),
+    ];
+    for (n, c, wide_kept) in cases {
+        let e = auto(c);
+        let cands = candidates(&e, n);
+        if !cands.iter().any(|v| v.wide) {
+            println!("this host offers no zmm candidate ({cands:?}): nothing to prefer");
+            return;
+        }
+        run_checked(&e, n, 6 * cands.len() + 2);
+        let ch = &e.tier_choices()[0];
+        assert_eq!(ch.chosen.wide, wide_kept, "{n} elements: {ch}");
+        assert!(!ch.chosen.nt, "{ch}");
+    }
+}
