@@ -341,9 +341,16 @@ fn median(v: &mut [f64]) -> f64 {
 }
 
 /// Times several contenders interleaved: each is calibrated to batches of at least
-/// `opts.min_batch_ns`, then every round runs one batch of each in turn, each timed batch
-/// preceded by an untimed one of the same length. Returns the median time per call of each, in
-/// order.
+/// `opts.min_batch_ns`, then every round runs one batch of each, in an order of its own (a
+/// seeded shuffle), each timed batch preceded by an untimed one of the same length. Returns the
+/// median time per call of each, in the order given.
+///
+/// The shuffle matters where a contender leaves the machine in a state that outlasts the next
+/// one's untimed batch: after a batch with non-temporal stores, kernels with ordinary stores
+/// (8 MiB outputs) ran at up to 1.3x their time for tens of milliseconds on the Zen 4 host, and
+/// a 54 MiB non-temporal select ran 7% slower after another than after the static kernels. In
+/// a fixed order one contender would always pay for its predecessor; shuffled, each follows
+/// every other about as often, and the median is each one's own time.
 ///
 /// The untimed batch matters for working sets near the size of the last-level cache: after the
 /// other contenders ran, a copy of 6.5 MB here needs about eight calls before its buffers are
@@ -356,10 +363,15 @@ fn interleaved(opts: Options, fs: &mut [&mut dyn FnMut()]) -> Vec<f64> {
         .map(|f| calibrate(opts.min_batch_ns, *f))
         .collect();
     let mut times = vec![Vec::new(); fs.len()];
+    let mut order: Vec<usize> = (0..fs.len()).collect();
+    let mut rng = Rng(0x9e37_79b9_7f4a_7c15);
     for _ in 0..opts.rounds {
-        for (k, f) in fs.iter_mut().enumerate() {
-            time_batch(reps[k], *f);
-            times[k].push(time_batch(reps[k], *f));
+        for i in (1..order.len()).rev() {
+            order.swap(i, (rng.next() % (i as u64 + 1)) as usize);
+        }
+        for &k in &order {
+            time_batch(reps[k], fs[k]);
+            times[k].push(time_batch(reps[k], fs[k]));
         }
     }
     times.iter_mut().map(|t| median(t)).collect()
