@@ -736,9 +736,11 @@ fn predicate_kernels_compare_in_registers() {
                     let text = disassemble(&code(&xg, &s, EXACT));
                     let d = dtype(kind);
                     let half = matches!(d, DType::F16 | DType::BF16);
-                    // AVX-512 compares halves as 16-bit integer keys under a not-NaN opmask
-                    // (magnitudes classified against infinity's bits), never widened.
-                    let half_keys = half && level == Level::Avx512;
+                    // Halves compare as 16-bit integer keys, never widened: on AVX-512 under a
+                    // not-NaN opmask (magnitudes classified against infinity's bits), on AVX2
+                    // where the selected elements are at most 2 bytes wide (`vpsignw` keys,
+                    // word compares, the NaN lanes from the magnitudes).
+                    let half_keys = half && (level == Level::Avx512 || w <= 2);
                     let float_cmp = matches!(d, DType::F16 | DType::BF16 | DType::F32 | DType::F64)
                         && kind.binary()
                         && !half_keys;
@@ -748,7 +750,7 @@ fn predicate_kernels_compare_in_registers() {
                     if level == Level::Avx512 && matches!(s.row_shape(), RowShape::Select { .. }) {
                         assert!(text.contains("vpblendm"), "{level:?} {s}");
                     }
-                    if half_keys {
+                    if half_keys && level == Level::Avx512 {
                         // An unsigned word compare into an opmask (`vpcmp*uw k`): the
                         // magnitudes against infinity's bits.
                         assert!(text.contains("uw k"), "{level:?} {s}:\n{text}");
@@ -762,6 +764,17 @@ fn predicate_kernels_compare_in_registers() {
                                 "{level:?} {s}:\n{text}"
                             );
                         }
+                    }
+                    if half_keys && level == Level::Avx2 {
+                        assert!(
+                            text.contains("vpcmpgtw") || text.contains("vpcmpeqw"),
+                            "{level:?} {s}:\n{text}"
+                        );
+                        if kind.binary() {
+                            assert!(text.contains("vpsignw"), "{level:?} {s}:\n{text}");
+                        }
+                    }
+                    if half_keys {
                         for widening in ["vcvtph2ps", "vpmovzxwd", "vcmp", "vfpclass"] {
                             assert!(!text.contains(widening), "{level:?} {s}:\n{text}");
                         }

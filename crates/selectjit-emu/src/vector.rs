@@ -51,10 +51,11 @@ fn elem_size(m: Mnemonic) -> usize {
     match m {
         Vmovdqu8 | Vpbroadcastb | Vpblendmb | Vpcmpeqb | Vpcmpgtb | Vpcmpb | Vpcmpub | Vptestmb
         | Vptestnmb | Vpmovm2b | Vpmovb2m | Vpshufb | Vpunpcklbw | Vpunpckhbw | Vpaddb | Vpsubb
-        | Vpblendvb | Vpmovmskb => 1,
+        | Vpblendvb | Vpmovmskb | Vpsignb | Vpmaxub => 1,
         Vmovdqu16 | Vpbroadcastw | Vpblendmw | Vpcmpeqw | Vpcmpgtw | Vpcmpw | Vpcmpuw
         | Vpacksswb | Vptestmw | Vptestnmw | Vpmovm2w | Vpmovw2m | Vpunpcklwd | Vpunpckhwd
-        | Vpaddw | Vpsubw | Vpsllw | Vpsrlw | Vpsraw | Vpmovzxbw | Vpmovsxbw => 2,
+        | Vpaddw | Vpsubw | Vpsllw | Vpsrlw | Vpsraw | Vpmovzxbw | Vpmovsxbw | Vpsignw
+        | Vpmaxuw => 2,
         Vmovdqu32 | Vmovdqa32 | Vmovups | Vmovaps | Vmovntps | Vpbroadcastd | Vbroadcastss
         | Vbroadcasti32x4 | Vbroadcastf32x4 | Vbroadcasti32x8 | Vbroadcastf32x8 | Vinserti32x4
         | Vinsertf32x4 | Vinserti32x8 | Vinsertf32x8 | Vextracti32x4 | Vextractf32x4
@@ -63,7 +64,7 @@ fn elem_size(m: Mnemonic) -> usize {
         | Vpmovzxbd | Vpmovzxwd | Vpmovsxbd | Vpmovsxwd | Vpmovm2d | Vpmovd2m | Vpermd
         | Vpermps | Vpshufd | Vpunpckldq | Vpunpckhdq | Vpaddd | Vpsubd | Vpslld | Vpsrld
         | Vpsrad | Vblendvps | Vmovmskps | Vpmaskmovd | Vmaskmovps | Vcmpps | Vandps | Vandnps
-        | Vorps | Vxorps | Vfpclassps | Vpackssdw => 4,
+        | Vorps | Vxorps | Vfpclassps | Vpackssdw | Vpsignd | Vpmaxud => 4,
         _ => 8,
     }
 }
@@ -473,6 +474,15 @@ impl Machine<'_> {
             Vpsubb | Vpsubw | Vpsubd | Vpsubq => {
                 self.binop(ins, elem_size(m), |a, b, _| a.wrapping_sub(b))?
             }
+            // a negated where b is negative, zeroed where b is zero.
+            Vpsignb | Vpsignw | Vpsignd => {
+                self.binop(ins, elem_size(m), |a, b, es| match sext(b, es).signum() {
+                    -1 => a.wrapping_neg(),
+                    0 => 0,
+                    _ => a,
+                })?
+            }
+            Vpmaxub | Vpmaxuw | Vpmaxud => self.binop(ins, elem_size(m), |a, b, _| a.max(b))?,
             Vpcmpeqb | Vpcmpeqw | Vpcmpeqd | Vpcmpeqq | Vpcmpgtb | Vpcmpgtw | Vpcmpgtd
             | Vpcmpgtq => {
                 let eq = matches!(m, Vpcmpeqb | Vpcmpeqw | Vpcmpeqd | Vpcmpeqq);

@@ -605,6 +605,16 @@ fn avx2_integer_ops_match_hardware() {
         a.vpcmpgtq(ymm9, ymm10, ymmword_ptr(rsi))?;
         a.vpcmpgtq(xmm11, xmm13, xmm12)
     });
+    v!("vpsign vpmaxu", |a| {
+        a.vpsignb(ymm0, ymm1, ymm2)?;
+        a.vpsignw(ymm3, ymm4, ymm5)?;
+        a.vpsignd(xmm6, xmm7, xmm8)?;
+        a.vpsignw(xmm9, xmm10, xmmword_ptr(rsi))?;
+        a.vpmaxub(ymm11, ymm12, ymm13)?;
+        a.vpmaxuw(ymm14, ymm15, ymmword_ptr(rsi))?;
+        a.vpmaxud(xmm0, xmm1, xmm2)?;
+        a.vpsignw(ymm3, ymm3, ymm3)
+    });
     v!("vpadd vpsub", |a| {
         a.vpaddb(ymm0, ymm1, ymm2)?;
         a.vpaddw(ymm3, ymm4, ymm5)?;

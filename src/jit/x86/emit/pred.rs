@@ -20,10 +20,11 @@
 //!
 //! Semantics are numpy's (`crate::pred`): floats compare with the ordered quiet predicates
 //! (`EQ_OQ`, `LT_OQ`, `LE_OQ`: false on a NaN, no invalid-operation flag for a quiet NaN; the
-//! signalling ones give the same bits), so -0.0 == 0.0; f16 and bf16 compare after an exact
-//! widening to f32 (AVX2: `vcvtph2ps`, or a shift into the upper half of a dword) or, on
-//! AVX-512, as 16-bit integer keys (the magnitude, negated where the sign is set: -0.0 and 0.0
-//! both 0) under an opmask of the elements that are not NaN; unsigned integers
+//! signalling ones give the same bits), so -0.0 == 0.0; f16 and bf16 compare as 16-bit integer
+//! keys (the magnitude, negated where the sign is set: -0.0 and 0.0 both 0) with the elements
+//! that are NaN taken out (AVX-512 always, AVX2 where the selected elements are at most 2 bytes
+//! wide), else after an exact widening to f32 (`vcvtph2ps`, or a shift into the upper half of a
+//! dword); unsigned integers
 //! compare signed after flipping their sign bits (AVX2) or with `vpcmpu*` (AVX-512); bool
 //! operands compare as "is non-zero"; isnan is an unordered self-compare (AVX2) or `vfpclass`
 //! (AVX-512), isinf / isfinite compare the magnitude with infinity (AVX2) or classify it.

@@ -30,7 +30,7 @@ impl Emitter<'_> {
 
     /// Sets the flags from the predicate on one element of lhs at `lhs` and of rhs at `rhs`
     /// (ignored by tests); returns the condition under which the element is else's. Uses
-    /// xmm0-xmm2 (AVX2) or xmm16-xmm17 and k1-k3 (AVX-512), no general register.
+    /// xmm0-xmm3 (AVX2) or xmm16-xmm20 and k1-k3 (AVX-512), no general register.
     pub(super) fn pred_scalar(
         &mut self,
         lhs: AsmMemoryOperand,
