@@ -155,7 +155,7 @@ impl Emitter<'_> {
         let p = self.p()?;
         let l = p.cw;
         let full = n * l == vb;
-        // Halves compare as integer keys (`k_key`): always in a register.
+        // Halves compare as integer keys (`k_cmp_half`): always in a register.
         let need_reg = need_reg || p.half_inf().is_some();
         match lanes {
             Some(k) => v3!(vb, r => match l {

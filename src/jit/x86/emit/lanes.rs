@@ -105,8 +105,8 @@ macro_rules! op3 {
 }
 
 impl Emitter<'_> {
-    /// The lane width of the kernel's compares: the compared width (f32's for f16 and bf16),
-    /// or the selected width when larger, up to 8.
+    /// The lane width of the kernel's compares: the compared width (for f16 and bf16 2 bytes as
+    /// keys, or f32's: see [`Self::half_keys`]), or the selected width when larger, up to 8.
     pub(super) fn lanes_l(&self) -> usize {
         let base = match self.pred {
             None => 1,
