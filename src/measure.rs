@@ -127,30 +127,14 @@ impl Trial {
     }
 
     /// The choice from what was recorded between the two groups of a grouped trial: the
-    /// fastest option of the first group — or, when `preferred` marks options of it, the
-    /// fastest of those unless another of the group was faster by more than the fraction
-    /// `prefer_margin` — unless the fastest of the others was faster than that by more than
-    /// the fraction `margin` (then that one).
+    /// fastest option of the first group, unless the fastest of the others was faster than it
+    /// by more than the fraction `margin` (then that one).
     #[cfg(any(feature = "jit", test))]
-    pub(crate) fn decided_first_group(
-        &self,
-        preferred: &[bool],
-        prefer_margin: f64,
-        margin: f64,
-    ) -> usize {
+    pub(crate) fn decided_first_group(&self, margin: f64) -> usize {
         let t = self.times();
         let first = self.first as usize;
         let best = |r: std::ops::Range<usize>| r.min_by_key(|&i| t[i]);
-        let mut a = best(0..first).expect("at least one option");
-        let liked = (0..first)
-            .filter(|&i| preferred.get(i) == Some(&true))
-            .min_by_key(|&i| t[i]);
-        if let Some(p) = liked
-            && t[p] != u64::MAX
-            && (t[a] as f64) >= (1.0 - prefer_margin) * t[p] as f64
-        {
-            a = p;
-        }
+        let a = best(0..first).expect("at least one option");
         match best(first..t.len()) {
             Some(b) if t[b] != u64::MAX && (t[b] as f64) < (1.0 - margin) * t[a] as f64 => b,
             _ => a,
@@ -310,27 +294,14 @@ mod tests {
         assert_eq!(t.times(), [300, 250, 200, 100, 400]);
         assert_eq!(t.decided(0, 0.0), 3);
         // Between the groups: the second group's fastest only when faster by the margin.
-        assert_eq!(t.decided_first_group(&[], 0.0, 0.05), 3);
-        assert_eq!(t.decided_first_group(&[], 0.0, 0.70), 1);
-        // A preferred option of the first group (0, at 300 against 1's 250) is kept unless
-        // another of the group is faster by the preference's margin.
-        let pref = [true, false, false, false, false];
-        assert_eq!(t.decided_first_group(&pref, 0.20, 0.70), 0);
-        assert_eq!(t.decided_first_group(&pref, 0.10, 0.70), 1);
-        // The second group still wins by its own margin over the preferred choice.
-        assert_eq!(t.decided_first_group(&pref, 0.20, 0.05), 3);
-        // A preference for an option of the second group, or none recorded, changes nothing.
-        let late = [false, false, true, false, false];
-        assert_eq!(t.decided_first_group(&late, 0.50, 0.70), 1);
-        let unrecorded = Trial::grouped(2, 2, 1);
-        unrecorded.record(1, 100);
-        assert_eq!(unrecorded.decided_first_group(&[true, false], 0.5, 0.0), 1);
+        assert_eq!(t.decided_first_group(0.05), 3);
+        assert_eq!(t.decided_first_group(0.70), 1);
         let close = Trial::grouped(3, 2, 1);
         while let Some(i) = close.next() {
             close.record(i, [100, 90, 87][i]);
         }
-        assert_eq!(close.decided_first_group(&[], 0.0, 0.05), 1);
-        assert_eq!(close.decided_first_group(&[], 0.0, 0.0), 2);
+        assert_eq!(close.decided_first_group(0.05), 1);
+        assert_eq!(close.decided_first_group(0.0), 2);
         // A first group of every option (or none) is the plain round robin.
         for first in [0, 3, 9] {
             let g = Trial::grouped(3, first, 1);

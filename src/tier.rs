@@ -310,11 +310,6 @@ impl std::fmt::Display for Variant {
     }
 }
 
-/// Outputs from this many bytes (past a typical L2) up to `nt_min_bytes` (short of DRAM) are
-/// where the x86 candidates get [`Variant::prefetchw`] twins and trials prefer whole-line
-/// stores.
-pub(crate) const PAST_L2_BYTES: usize = 1 << 20;
-
 /// What a measured choice is made for: every signature of one pattern whose output falls in
 /// one power-of-two size class. The AVX-512 / AVX2 and store-kind trade-offs turn with the
 /// size (whether the traffic fits the caches) and the loop shape, not with exact dims.

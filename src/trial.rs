@@ -43,18 +43,6 @@ const TIER_PAIRS: u32 = 3;
 #[cfg(feature = "jit")]
 const NT_MARGIN: f64 = 0.05;
 
-/// How much faster than the fastest candidate storing whole cache lines (AVX-512's zmm blocks,
-/// [`Variant::wide`]) another candidate with ordinary stores must be to be chosen, for outputs
-/// past L2 and short of DRAM. A store of a whole aligned line is immune to a slow state the
-/// trial's few calls seldom see: on a Zen 4 host, 8 MiB NaN-cleaning kernels that stored
-/// half lines (ymm, AVX-512's or AVX2's, and a hand-written AVX2 loop alike) ran at 1.3x a
-/// copy's time in about half of the processes after a non-temporal copy of their output
-/// (and, more seldom, without one) and stayed so for tens of milliseconds, while the zmm
-/// kernel and `rep movsb` ran at 1.00-1.05x in every process; in trials the half-line
-/// kernels came out up to 8% ahead.
-#[cfg(feature = "jit")]
-const WHOLE_LINE_MARGIN: f64 = 0.10;
-
 /// A kernel class's measured choice in progress: one signature compiled as every candidate
 /// variant (the preferred one first), its calls timed in turn until the fastest is known.
 #[cfg(feature = "jit")]
@@ -62,8 +50,6 @@ pub(crate) struct TierTrial {
     class: KernelClass,
     kernels: Vec<(Variant, Arc<Kernel>)>,
     trial: Trial,
-    /// The candidates the choice prefers (see [`WHOLE_LINE_MARGIN`]).
-    preferred: Vec<bool>,
     winner: OnceLock<usize>,
     timer: Arc<dyn CallTimer>,
     /// Total time of the probes.
@@ -89,13 +75,10 @@ impl std::fmt::Debug for TierTrial {
 impl TierTrial {
     /// `kernels`: the candidates, the preferred one first. Those with ordinary stores are
     /// probed before those with non-temporal stores (see [`Trial::grouped`]), each group in
-    /// the order given. With `whole_lines` (outputs past L2 and short of DRAM), the
-    /// candidates that store whole lines are kept unless another with ordinary stores is
-    /// faster by [`WHOLE_LINE_MARGIN`].
+    /// the order given.
     pub(crate) fn new(
         class: KernelClass,
         mut kernels: Vec<(Variant, Arc<Kernel>)>,
-        whole_lines: bool,
         timer: Arc<dyn CallTimer>,
     ) -> TierTrial {
         assert!(
@@ -105,14 +88,9 @@ impl TierTrial {
         );
         kernels.sort_by_key(|(v, _)| v.nt);
         let ordinary = kernels.iter().filter(|(v, _)| !v.nt).count();
-        let preferred = kernels
-            .iter()
-            .map(|(v, _)| whole_lines && v.wide && !v.nt)
-            .collect();
         TierTrial {
             class,
             trial: Trial::grouped(kernels.len(), ordinary, TIER_PAIRS),
-            preferred,
             kernels,
             winner: OnceLock::new(),
             timer,
@@ -141,7 +119,7 @@ impl TierTrial {
     pub(crate) fn current(&self) -> &Arc<Kernel> {
         match self.winner() {
             Some(k) => k,
-            None => &self.kernels[self.decided()].1,
+            None => &self.kernels[self.trial.decided_first_group(NT_MARGIN)].1,
         }
     }
 
@@ -156,18 +134,15 @@ impl TierTrial {
             let ns = self.timer.time(*v, false, &mut || run(k));
             self.probe_ns.fetch_add(ns, Ordering::Relaxed);
             if self.trial.record(i, ns) {
-                return self.winner.set(self.decided()).is_ok();
+                return self
+                    .winner
+                    .set(self.trial.decided_first_group(NT_MARGIN))
+                    .is_ok();
             }
             return false;
         }
         run(self.current());
         false
-    }
-
-    /// The choice from the probes recorded so far.
-    fn decided(&self) -> usize {
-        self.trial
-            .decided_first_group(&self.preferred, WHOLE_LINE_MARGIN, NT_MARGIN)
     }
 
     /// The choice and the times that decided it, once decided.

@@ -162,7 +162,7 @@ impl Engine {
             0 => None,
             1 => kernels.pop().map(|(_, k)| Entry::Kernel(k)),
             _ => {
-                let trial = TierTrial::new(class, kernels, jit.past_l2(sig), self.timer.clone());
+                let trial = TierTrial::new(class, kernels, self.timer.clone());
                 Some(Entry::Trial(Arc::new(trial)))
             }
         };

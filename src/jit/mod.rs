@@ -22,10 +22,15 @@ use crate::error::{Error, Result};
 use crate::kernel::Kernel;
 use crate::kernel::abi::CodeRunner;
 use crate::plan::{Pattern, Signature};
-use crate::tier::{PAST_L2_BYTES, Tier, Variant};
+use crate::tier::{Tier, Variant};
 
 #[cfg(cranelift_tier)]
 pub(crate) use cranelift::Jit;
+
+/// Outputs of at least this many bytes (past a typical L2) are offered [`Variant::prefetchw`]
+/// candidates, up to `nt_min_bytes`.
+#[cfg(x86_tier)]
+const PREFETCHW_MIN_BYTES: usize = 1 << 20;
 
 /// Settings of a [`CodeGen`].
 #[derive(Debug, Clone)]
@@ -273,7 +278,10 @@ impl CodeGen {
                 });
             }
             #[cfg(x86_tier)]
-            if tier.is_x86() && self.past_l2(sig) && x86::X86Gen::runs_prefetchw(sig) {
+            if tier.is_x86()
+                && (PREFETCHW_MIN_BYTES..self.nt_min_bytes).contains(&out_bytes)
+                && x86::X86Gen::runs_prefetchw(sig)
+            {
                 let ordinary: Vec<Variant> = v
                     .iter()
                     .filter(|c| c.tier == tier && !c.nt)
@@ -286,14 +294,6 @@ impl CodeGen {
             }
         }
         v
-    }
-
-    /// Whether `sig`'s output is past L2 and short of DRAM: from [`PAST_L2_BYTES`] up to
-    /// `nt_min_bytes`. Such outputs are offered `prefetchw` twins, and their trials prefer
-    /// whole-line stores (see [`crate::trial::TierTrial::new`]).
-    pub(crate) fn past_l2(&self, sig: &Signature) -> bool {
-        let out_bytes = sig.numel().saturating_mul(sig.width);
-        (PAST_L2_BYTES..self.nt_min_bytes).contains(&out_bytes)
     }
 
     /// Compiles `sig`'s exact kernel as variant `v` (one of [`CodeGen::variants`]).
