@@ -73,21 +73,6 @@ macro_rules! v3 {
     };
 }
 
-/// `$reg` written under opmask `k$i` with zeroing.
-macro_rules! kz {
-    ($reg:expr, $i:expr) => {
-        match $i {
-            1 => $reg.k1().z(),
-            2 => $reg.k2().z(),
-            3 => $reg.k3().z(),
-            4 => $reg.k4().z(),
-            5 => $reg.k5().z(),
-            6 => $reg.k6().z(),
-            _ => $reg.k7().z(),
-        }
-    };
-}
-
 /// `$reg` written under opmask `k$i`, merging (or, for an opmask, ANDed with it).
 macro_rules! kmerge {
     ($reg:expr, $i:expr) => {
@@ -100,6 +85,13 @@ macro_rules! kmerge {
             6 => $reg.k6(),
             _ => $reg.k7(),
         }
+    };
+}
+
+/// `$reg` written under opmask `k$i` with zeroing.
+macro_rules! kz {
+    ($reg:expr, $i:expr) => {
+        kmerge!($reg, $i).z()
     };
 }
 

@@ -526,9 +526,9 @@ impl Emitter<'_> {
         if k == 0 {
             let short = || bug("out of mask registers");
             let d = pool.pop().ok_or_else(short)?;
-            let n = pool.len();
-            let t: [usize; 3] = match pool.get(n.saturating_sub(3)..) {
-                Some(&[s2, s1, t]) => [t, s1, s2],
+            // The last three left: the first one taken next, then the spares.
+            let t: [usize; 3] = match pool[..] {
+                [.., s2, s1, t] => [t, s1, s2],
                 _ => return Err(short()),
             };
             let pol = self.lanes_leaf(d, t, cb, per, off + (first * per) as i64)?;
