@@ -3,14 +3,16 @@
 //! busy neighbour on a shared host), and which code runs a kernel class — the AVX-512 or the
 //! AVX2 tier, ordinary or non-temporal stores (the same AVX-512 code is faster on one CPU and
 //! slower on the next, and CPUID cannot tell). A [`Trial`] hands its options out to the first
-//! calls, two calls each way in turn, each timed, and from then on the fastest is used (each
-//! option's minimum, so that a cold first call does not decide).
+//! calls, a few calls in a row each way in turn ([`Runs`]), each timed, and from then on the
+//! fastest is used (each option's median run, so that neither a cold first call nor one lucky
+//! call decides).
 //!
-//! Probing in pairs matters: after a call on one thread the pool's workers have parked, so the
+//! Probing in runs matters: after a call on one thread the pool's workers have parked, so the
 //! first split call of a pair pays their wake-up while the second, like back-to-back split
 //! calls in steady state, finds them spinning (alternating single calls made every split probe
 //! a wake-up and kept 4 MiB calls that split twice as fast on one thread); likewise the first
-//! call of a kernel touches its code and its constants.
+//! call of a kernel touches its code and its constants, and the first calls of a kernel find
+//! the caches as the previous one left them.
 
 use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 
@@ -20,34 +22,59 @@ use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 /// instead of `prefetchw`).
 pub(crate) const MAX_OPTIONS: usize = 8;
 
-/// Most pairs of probes per option.
-const MAX_PAIRS: usize = 4;
+/// Most runs of probes per option.
+const MAX_RUNS: usize = 4;
 
-/// The learnt choice among a few options (indices `0..options`), each probed in pairs; an
-/// option's time is the median of its pairs' faster calls, so that neither a cold first call
-/// nor one lucky call decides.
+/// How a trial probes each option: `runs` runs of `calls` calls in a row, of which the first
+/// `warm` settle the state the previous option left (they are timed, not counted); a run's
+/// time is the fastest of its other calls, or (`mean`) their mean.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) struct Runs {
+    pub(crate) runs: u32,
+    pub(crate) calls: u32,
+    pub(crate) warm: u32,
+    pub(crate) mean: bool,
+}
+
+impl Runs {
+    /// `runs` pairs, the faster call of each counting.
+    pub(crate) const fn pairs(runs: u32) -> Runs {
+        Runs {
+            runs,
+            calls: 2,
+            warm: 0,
+            mean: false,
+        }
+    }
+}
+
+/// The learnt choice among a few options (indices `0..options`), each probed in runs of calls
+/// in a row ([`Runs`]); an option's time is the median of its runs' times, so that neither a
+/// cold first call nor one lucky call decides.
 #[derive(Debug)]
 pub(crate) struct Trial {
     options: u32,
-    /// Options `0..first` are probed (round robin, every pair) before options `first..`.
+    /// Options `0..first` are probed (round robin, every run) before options `first..`.
     first: u32,
-    pairs: u32,
-    /// Probes before the choice: `2 * pairs` per option.
+    runs: Runs,
+    /// Probes before the choice: `runs.runs * runs.calls` per option.
     probes: u32,
     /// Probes handed out.
     handed: AtomicU32,
     /// Probes recorded, and per option.
     recorded: AtomicU32,
     per_option: [AtomicU32; MAX_OPTIONS],
-    /// The faster call of each pair, per option (`u64::MAX`: none yet).
-    pair_best: [[AtomicU64; MAX_PAIRS]; MAX_OPTIONS],
+    /// Per option and run: the fastest counted call, or (`mean` runs) the sum of the counted
+    /// calls; and how many were counted.
+    run_ns: [[AtomicU64; MAX_RUNS]; MAX_OPTIONS],
+    run_n: [[AtomicU32; MAX_RUNS]; MAX_OPTIONS],
 }
 
 impl Trial {
     /// A trial of `options` (1 ..= [`MAX_OPTIONS`]) options, each probed in `pairs` (1 ..= 4)
     /// pairs.
     pub(crate) fn new(options: usize, pairs: u32) -> Trial {
-        Trial::grouped(options, options, pairs)
+        Trial::grouped(options, options, Runs::pairs(pairs))
     }
 
     /// A trial whose options `0..first` are all probed, round robin, before any of the others
@@ -55,19 +82,28 @@ impl Trial {
     /// that slows the next calls down go last. Non-temporal stores do: on a Zen 4 host, the
     /// two calls after an 8 MiB non-temporal call of another variant ran 1.2-1.6x their
     /// steady time (the first call alone would not matter: a pair's faster call counts).
-    pub(crate) fn grouped(options: usize, first: usize, pairs: u32) -> Trial {
+    /// `runs`: 1 ..= 4 runs of at least one counted call each.
+    pub(crate) fn grouped(options: usize, first: usize, runs: Runs) -> Trial {
         let options = options.clamp(1, MAX_OPTIONS) as u32;
         let first = (first as u32).clamp(1, options);
-        let pairs = pairs.clamp(1, MAX_PAIRS as u32);
+        let calls = runs.calls.max(1);
+        let runs = Runs {
+            runs: runs.runs.clamp(1, MAX_RUNS as u32),
+            calls,
+            warm: runs.warm.min(calls - 1),
+            mean: runs.mean,
+        };
+        let empty = if runs.mean { 0 } else { u64::MAX };
         Trial {
             options,
             first,
-            pairs,
-            probes: 2 * pairs * options,
+            runs,
+            probes: runs.runs * runs.calls * options,
             handed: AtomicU32::new(0),
             recorded: AtomicU32::new(0),
             per_option: Default::default(),
-            pair_best: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(u64::MAX))),
+            run_ns: std::array::from_fn(|_| std::array::from_fn(|_| AtomicU64::new(empty))),
+            run_n: Default::default(),
         }
     }
 
@@ -84,19 +120,26 @@ impl Trial {
             return None;
         }
         self.handed.fetch_add(1, Ordering::Relaxed);
-        let head = 2 * self.pairs * self.first;
+        let per_run = self.runs.calls;
+        let head = self.runs.runs * per_run * self.first;
         Some(if n < head {
-            (n / 2) % self.first
+            (n / per_run) % self.first
         } else {
-            self.first + ((n - head) / 2) % (self.options - self.first)
+            self.first + ((n - head) / per_run) % (self.options - self.first)
         } as usize)
     }
 
     /// Records a probe: option `i` ran in `ns`. Returns true when this was the last probe.
     pub(crate) fn record(&self, i: usize, ns: u64) -> bool {
-        let k = self.per_option[i].fetch_add(1, Ordering::Relaxed) as usize / 2;
-        if k < self.pairs as usize {
-            self.pair_best[i][k].fetch_min(ns, Ordering::Relaxed);
+        let n = self.per_option[i].fetch_add(1, Ordering::Relaxed);
+        let (k, pos) = ((n / self.runs.calls) as usize, n % self.runs.calls);
+        if k < self.runs.runs as usize && pos >= self.runs.warm {
+            if self.runs.mean {
+                self.run_ns[i][k].fetch_add(ns, Ordering::Relaxed);
+            } else {
+                self.run_ns[i][k].fetch_min(ns, Ordering::Relaxed);
+            }
+            self.run_n[i][k].fetch_add(1, Ordering::Relaxed);
         }
         self.recorded.fetch_add(1, Ordering::Relaxed) + 1 == self.probes
     }
@@ -107,15 +150,22 @@ impl Trial {
         self.recorded.load(Ordering::Relaxed) >= self.probes
     }
 
-    /// Each option's time: the median of its recorded pairs' faster calls (the faster of the
-    /// two middle ones for an even count; `u64::MAX` when none was recorded).
+    /// Each option's time: the median of its recorded runs' times (the faster of the two
+    /// middle ones for an even count; `u64::MAX` when none was recorded).
     pub(crate) fn times(&self) -> Vec<u64> {
         (0..self.options as usize)
             .map(|i| {
-                let mut v: Vec<u64> = self.pair_best[i][..self.pairs as usize]
-                    .iter()
-                    .map(|a| a.load(Ordering::Relaxed))
-                    .filter(|&t| t != u64::MAX)
+                let runs = self.runs.runs as usize;
+                let mut v: Vec<u64> = (0..runs)
+                    .filter_map(|k| {
+                        let n = self.run_n[i][k].load(Ordering::Relaxed) as u64;
+                        let ns = self.run_ns[i][k].load(Ordering::Relaxed);
+                        match (n, self.runs.mean) {
+                            (0, _) => None,
+                            (n, true) => Some(ns / n),
+                            (_, false) => Some(ns),
+                        }
+                    })
                     .collect();
                 v.sort_unstable();
                 match v.len() {
@@ -127,16 +177,25 @@ impl Trial {
     }
 
     /// The choice from what was recorded between the two groups of a grouped trial: the
-    /// fastest option of the first group, unless the fastest of the others was faster than it
-    /// by more than the fraction `margin` (then that one).
+    /// fastest option of the first group (or `prefer.0` of it, unless the fastest was faster
+    /// than it by more than the fraction `prefer.1`), unless the fastest of the others was
+    /// faster than that by more than the fraction `margin` (then that one).
     #[cfg(any(feature = "jit", test))]
-    pub(crate) fn decided_first_group(&self, margin: f64) -> usize {
+    pub(crate) fn decided_first_group(&self, prefer: Option<(usize, f64)>, margin: f64) -> usize {
         let t = self.times();
         let first = self.first as usize;
         let best = |r: std::ops::Range<usize>| r.min_by_key(|&i| t[i]);
-        let a = best(0..first).expect("at least one option");
+        let faster = |b: usize, a: usize, m: f64| (t[b] as f64) < (1.0 - m) * t[a] as f64;
+        let mut a = best(0..first).expect("at least one option");
+        if let Some((p, m)) = prefer
+            && p < first
+            && t[p] != u64::MAX
+            && !faster(a, p, m)
+        {
+            a = p;
+        }
         match best(first..t.len()) {
-            Some(b) if t[b] != u64::MAX && (t[b] as f64) < (1.0 - margin) * t[a] as f64 => b,
+            Some(b) if t[b] != u64::MAX && faster(b, a, margin) => b,
             _ => a,
         }
     }
@@ -276,9 +335,66 @@ mod tests {
     }
 
     #[test]
+    fn runs_count_their_calls_after_the_warm_ones_by_their_mean() {
+        let runs = Runs {
+            runs: 2,
+            calls: 4,
+            warm: 2,
+            mean: true,
+        };
+        let t = Trial::grouped(2, 2, runs);
+        let mut order = Vec::new();
+        // Each run's first two calls are slow (the state another option left), then option 0
+        // takes 100 and 120, option 1 90 and 150: means 110 and 120.
+        while let Some(i) = t.next() {
+            let pos = order.iter().filter(|&&o| o == i).count() % 4;
+            order.push(i);
+            let ns = match pos {
+                0 | 1 => 1000,
+                2 => [100, 90][i],
+                _ => [120, 150][i],
+            };
+            assert_eq!(t.record(i, ns), order.len() == 16);
+        }
+        let run = |i| [i; 4];
+        assert_eq!(order, [run(0), run(1), run(0), run(1)].concat());
+        assert_eq!(t.times(), [110, 120]);
+        assert_eq!(t.decided_first_group(None, 0.0), 0);
+        // The fastest counted call instead: option 1.
+        let fastest = Trial::grouped(
+            2,
+            2,
+            Runs {
+                mean: false,
+                ..runs
+            },
+        );
+        while let Some(i) = fastest.next() {
+            let pos = fastest.per_option[i].load(Ordering::Relaxed) % 4;
+            fastest.record(i, [1000, 1000, [100, 90][i], [120, 150][i]][pos as usize]);
+        }
+        assert_eq!(fastest.times(), [100, 90]);
+    }
+
+    #[test]
+    fn a_preferred_option_is_kept_unless_beaten_by_its_margin() {
+        let t = Trial::grouped(4, 3, Runs::pairs(1));
+        while let Some(i) = t.next() {
+            t.record(i, [100, 104, 120, 80][i]);
+        }
+        // Option 1 preferred within 5%: kept over option 0; not within 3%.
+        assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.5), 1);
+        assert_eq!(t.decided_first_group(Some((1, 0.03)), 0.5), 0);
+        // The second group still wins by its own margin, over the preferred one too.
+        assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.2), 3);
+        // A preference outside the first group does not count.
+        assert_eq!(t.decided_first_group(Some((3, 0.5)), 0.5), 0);
+    }
+
+    #[test]
     fn a_grouped_trial_probes_its_first_group_through_before_the_rest() {
         // Options 0 and 1 first (every pair), then 2, 3 and 4 round robin.
-        let t = Trial::grouped(5, 2, 2);
+        let t = Trial::grouped(5, 2, Runs::pairs(2));
         let mut order = Vec::new();
         // Each option's second pair is its fastest; option 3 wins.
         let cost = [300u64, 250, 200, 100, 400];
@@ -294,17 +410,17 @@ mod tests {
         assert_eq!(t.times(), [300, 250, 200, 100, 400]);
         assert_eq!(t.decided(0, 0.0), 3);
         // Between the groups: the second group's fastest only when faster by the margin.
-        assert_eq!(t.decided_first_group(0.05), 3);
-        assert_eq!(t.decided_first_group(0.70), 1);
-        let close = Trial::grouped(3, 2, 1);
+        assert_eq!(t.decided_first_group(None, 0.05), 3);
+        assert_eq!(t.decided_first_group(None, 0.70), 1);
+        let close = Trial::grouped(3, 2, Runs::pairs(1));
         while let Some(i) = close.next() {
             close.record(i, [100, 90, 87][i]);
         }
-        assert_eq!(close.decided_first_group(0.05), 1);
-        assert_eq!(close.decided_first_group(0.0), 2);
+        assert_eq!(close.decided_first_group(None, 0.05), 1);
+        assert_eq!(close.decided_first_group(None, 0.0), 2);
         // A first group of every option (or none) is the plain round robin.
         for first in [0, 3, 9] {
-            let g = Trial::grouped(3, first, 1);
+            let g = Trial::grouped(3, first, Runs::pairs(1));
             let order: Vec<usize> = std::iter::from_fn(|| g.next()).collect();
             assert_eq!(order, [0, 0, 1, 1, 2, 2], "first {first}");
         }

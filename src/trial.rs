@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 #[cfg(feature = "jit")]
 use crate::kernel::Kernel;
 #[cfg(feature = "jit")]
-use crate::measure::{MAX_OPTIONS, Trial};
+use crate::measure::{MAX_OPTIONS, Runs, Trial};
 use crate::tier::Variant;
 #[cfg(feature = "jit")]
 use crate::tier::{KernelClass, TierChoice};
@@ -30,9 +30,21 @@ pub(crate) fn wall_clock() -> Arc<dyn CallTimer> {
     Arc::new(WallClock)
 }
 
-/// Pairs of timed calls per variant in a tier trial.
+/// How a tier trial probes each variant: three runs of four calls in a row, a run's time the
+/// mean of its last two. The first calls of a variant run in the state the previous one left
+/// the caches in: on a Zen 4 host, with 8 MiB of traffic in the L3, the first call of a kernel
+/// with 256-bit stores after one with 512-bit stores ran at the latter's speed (66 µs) and
+/// every call after it at its own (75-85 µs), while the 512-bit kernel took one to three calls
+/// to recover from the other (80 µs, then 65 µs); and the 256-bit kernel's own calls spread
+/// from 65 to 85 µs where the other's held at 65 µs. Pairs, the faster call counting, kept
+/// the kernel that a caller's loop runs 1.15-1.3x slower than the best.
 #[cfg(feature = "jit")]
-const TIER_PAIRS: u32 = 3;
+const TIER_RUNS: Runs = Runs {
+    runs: 3,
+    calls: 4,
+    warm: 2,
+    mean: true,
+};
 
 /// How much faster than the fastest variant with ordinary stores a variant with
 /// non-temporal stores must be to be chosen: an output stored non-temporally is no longer in
@@ -43,6 +55,17 @@ const TIER_PAIRS: u32 = 3;
 #[cfg(feature = "jit")]
 const NT_MARGIN: f64 = 0.05;
 
+/// Up to this much output, how much faster than the variant with whole-line (zmm) stores and
+/// `prefetchw` another variant with ordinary stores must be to be chosen. In interleaved
+/// rounds on a shared Zen 4 host (an L3 of 32 MiB), outputs of 2-4 MiB (traffic 4-12 MiB)
+/// ran 0.93-1.03x a `memcpy` of their traffic with it, in every run, and 1.08-1.3x with
+/// another variant in about half the runs, which the trial's few calls rank within 2% of
+/// it; from 6 MiB of output it ran 1.1-1.3x, no better than the others.
+#[cfg(feature = "jit")]
+const WHOLE_MAX_BYTES: usize = 4 << 20;
+#[cfg(feature = "jit")]
+const WHOLE_MARGIN: f64 = 0.08;
+
 /// A kernel class's measured choice in progress: one signature compiled as every candidate
 /// variant (the preferred one first), its calls timed in turn until the fastest is known.
 #[cfg(feature = "jit")]
@@ -50,6 +73,8 @@ pub(crate) struct TierTrial {
     class: KernelClass,
     kernels: Vec<(Variant, Arc<Kernel>)>,
     trial: Trial,
+    /// The size of the signature's output.
+    out_bytes: usize,
     winner: OnceLock<usize>,
     timer: Arc<dyn CallTimer>,
     /// Total time of the probes.
@@ -75,11 +100,12 @@ impl std::fmt::Debug for TierTrial {
 impl TierTrial {
     /// `kernels`: the candidates, the preferred one first. Those with ordinary stores are
     /// probed before those with non-temporal stores (see [`Trial::grouped`]), each group in
-    /// the order given.
+    /// the order given. `out_bytes`: the size of the signature's output.
     pub(crate) fn new(
         class: KernelClass,
         mut kernels: Vec<(Variant, Arc<Kernel>)>,
         timer: Arc<dyn CallTimer>,
+        out_bytes: usize,
     ) -> TierTrial {
         assert!(
             kernels.len() <= MAX_OPTIONS,
@@ -90,8 +116,9 @@ impl TierTrial {
         let ordinary = kernels.iter().filter(|(v, _)| !v.nt).count();
         TierTrial {
             class,
-            trial: Trial::grouped(kernels.len(), ordinary, TIER_PAIRS),
+            trial: Trial::grouped(kernels.len(), ordinary, TIER_RUNS),
             kernels,
+            out_bytes,
             winner: OnceLock::new(),
             timer,
             probe_ns: AtomicU64::new(0),
@@ -119,7 +146,7 @@ impl TierTrial {
     pub(crate) fn current(&self) -> &Arc<Kernel> {
         match self.winner() {
             Some(k) => k,
-            None => &self.kernels[self.trial.decided_first_group(NT_MARGIN)].1,
+            None => &self.kernels[self.decided()].1,
         }
     }
 
@@ -134,15 +161,26 @@ impl TierTrial {
             let ns = self.timer.time(*v, false, &mut || run(k));
             self.probe_ns.fetch_add(ns, Ordering::Relaxed);
             if self.trial.record(i, ns) {
-                return self
-                    .winner
-                    .set(self.trial.decided_first_group(NT_MARGIN))
-                    .is_ok();
+                return self.winner.set(self.decided()).is_ok();
             }
             return false;
         }
         run(self.current());
         false
+    }
+
+    /// The choice from what was recorded: the fastest variant with ordinary stores, or (up to
+    /// [`WHOLE_MAX_BYTES`] of output) the whole-line one with `prefetchw` unless another is
+    /// faster than it by [`WHOLE_MARGIN`]; one with non-temporal stores when faster than that
+    /// by [`NT_MARGIN`].
+    fn decided(&self) -> usize {
+        let prefer = self
+            .kernels
+            .iter()
+            .position(|(v, _)| v.wide && v.prefetchw && !v.nt)
+            .filter(|_| self.out_bytes <= WHOLE_MAX_BYTES);
+        self.trial
+            .decided_first_group(prefer.map(|p| (p, WHOLE_MARGIN)), NT_MARGIN)
     }
 
     /// The choice and the times that decided it, once decided.

@@ -15,6 +15,9 @@ use selectjit::{Tier, Variant};
 /// A fixed cost per variant.
 type Cost = fn(Variant) -> u64;
 
+/// Timed calls per candidate in a trial: three runs of four calls in a row.
+const PROBES: usize = 12;
+
 /// A timer that runs the call and reports a fixed cost per variant.
 #[derive(Debug)]
 struct Rigged(Cost);
@@ -172,8 +175,8 @@ fn the_slower_variant_is_never_kept() {
             assert_eq!(e.stats().tier_trials, 0);
             continue;
         }
-        // Three pairs of timed calls per candidate, then the choice.
-        let probes = 6 * cands.len();
+        // Three runs of four timed calls per candidate, then the choice.
+        let probes = PROBES * cands.len();
         run_checked(&e, n, probes + 2);
         let s = e.stats();
         assert_eq!(s.tier_trials, 1, "{name}: {s:?}");
@@ -206,7 +209,10 @@ fn the_slower_variant_is_never_kept() {
         }
         // The cost of measuring, as counted: every probe, and what each cost over the winner.
         assert_eq!(s.trial_calls, probes as u64);
-        let excess: u64 = cands.iter().map(|&v| 6 * (cost(v) - best)).sum();
+        let excess: u64 = cands
+            .iter()
+            .map(|&v| PROBES as u64 * (cost(v) - best))
+            .sum();
         assert_eq!(s.trial_excess_ns, excess, "{name}");
         assert_eq!(s.trial_compiles, cands.len() as u64 - 1);
         // Later calls run the chosen kernel, without timing.
@@ -232,7 +238,7 @@ fn a_class_is_measured_once() {
         println!("one candidate on this host: nothing to measure");
         return;
     }
-    run_checked(&e, n, 60);
+    run_checked(&e, n, PROBES * 8 + 2);
     let s = e.stats();
     assert_eq!(s.tier_trials, 1);
     // Same class (4 to 8 MiB of output, contiguous f32): no new trial, one compile.
@@ -244,7 +250,7 @@ fn a_class_is_measured_once() {
     let k = e.kernel(&plan_contiguous(4, n + 1000).unwrap()).unwrap();
     assert_eq!(k.variant(), e.tier_choices()[0].chosen);
     // Another size class is measured on its own.
-    run_checked(&e, 4 * n, 60);
+    run_checked(&e, 4 * n, PROBES * 8 + 2);
     assert_eq!(e.stats().tier_trials, 2);
     assert_eq!(e.tier_choices().len(), 2);
 }
@@ -264,7 +270,7 @@ fn prepared_calls_measure_too() {
         .prepare(selectjit::DType::F32, &[n], &[n], &[], Broadcast::Numpy)
         .unwrap();
     let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    for c in 0..6 * cands.len() + 3 {
+    for c in 0..PROBES * cands.len() + 3 {
         let cond: Vec<u8> = (0..n).map(|i| ((i * 7 + c) % 3) as u8).collect();
         let mut out = vec![0f32; n];
         p.run(&cond, &t, &[-1.0], &mut out).unwrap();
@@ -348,15 +354,15 @@ fn ordinary_stores_are_probed_before_non_temporal_ones() {
         println!("this host offers one store kind ({cands:?}): nothing to order");
         return;
     }
-    run_checked(&e, n, 6 * cands.len() + 2);
+    run_checked(&e, n, PROBES * cands.len() + 2);
     let probes = log.0.lock().unwrap().clone();
-    assert_eq!(probes.len(), 6 * cands.len(), "{probes:?}");
+    assert_eq!(probes.len(), PROBES * cands.len(), "{probes:?}");
     let first_nt = probes.iter().position(|v| v.nt).unwrap();
     assert!(probes[first_nt..].iter().all(|v| v.nt), "{probes:?}");
-    assert_eq!(first_nt, 6 * cands.iter().filter(|v| !v.nt).count());
-    // Each candidate in pairs, round robin within its group.
-    for pair in probes.chunks(2) {
-        assert_eq!(pair[0], pair[1], "{probes:?}");
+    assert_eq!(first_nt, PROBES * cands.iter().filter(|v| !v.nt).count());
+    // Each candidate in runs of four calls, round robin within its group.
+    for run in probes.chunks(4) {
+        assert!(run.iter().all(|v| *v == run[0]), "{probes:?}");
     }
     let chosen = e.tier_choices()[0].chosen;
     let want = Variant {
@@ -392,8 +398,54 @@ fn non_temporal_stores_must_win_by_a_margin() {
             println!("this host offers one store kind ({cands:?}): no margin to apply");
             return;
         }
-        run_checked(&e, n, 6 * cands.len() + 2);
+        run_checked(&e, n, PROBES * cands.len() + 2);
         let c = &e.tier_choices()[0];
         assert_eq!(c.chosen.nt, nt_wins, "{c}");
+    }
+}
+
+/// The variant with whole-line (zmm) stores and `prefetchw`, ordinary stores.
+fn is_whole(v: Variant) -> bool {
+    v.wide && v.prefetchw && !v.nt
+}
+
+/// Up to 4 MiB of output the variant with whole-line stores and `prefetchw` is kept unless
+/// another beats it by 8%; above, the fastest is kept.
+#[test]
+fn whole_line_prefetchw_stores_are_kept_up_to_4_mib_unless_beaten_by_8_percent() {
+    fn close(v: Variant) -> u64 {
+        match v {
+            v if is_whole(v) => 104,
+            v if v.nt => 500,
+            v if v.tier == Tier::Avx2 && !v.prefetchw => 100,
+            _ => 120,
+        }
+    }
+    fn far(v: Variant) -> u64 {
+        if v.tier == Tier::Avx2 && !v.prefetchw && !v.nt {
+            90
+        } else {
+            close(v)
+        }
+    }
+    // 2 MiB and 6 MiB of output (f32).
+    for (n, cost, whole_kept) in [
+        (1 << 19, close as Cost, true),
+        (1 << 19, far as Cost, false),
+        (3 << 19, close as Cost, false),
+    ] {
+        let e = auto(cost);
+        let cands = candidates(&e, n);
+        if !cands.iter().any(|&v| is_whole(v)) || cands.len() < 2 {
+            println!("no whole-line prefetchw candidate on this host ({cands:?})");
+            return;
+        }
+        run_checked(&e, n, PROBES * cands.len() + 2);
+        let c = &e.tier_choices()[0];
+        assert_eq!(is_whole(c.chosen), whole_kept, "{n}: {c}");
+        if !whole_kept {
+            let best = cands.iter().map(|&v| cost(v)).min().unwrap();
+            assert_eq!(cost(c.chosen), best, "{n}: {c}");
+        }
     }
 }

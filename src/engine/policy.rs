@@ -162,7 +162,8 @@ impl Engine {
             0 => None,
             1 => kernels.pop().map(|(_, k)| Entry::Kernel(k)),
             _ => {
-                let trial = TierTrial::new(class, kernels, self.timer.clone());
+                let out_bytes = sig.numel().saturating_mul(sig.width());
+                let trial = TierTrial::new(class, kernels, self.timer.clone(), out_bytes);
                 Some(Entry::Trial(Arc::new(trial)))
             }
         };

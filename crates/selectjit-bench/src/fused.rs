@@ -1071,7 +1071,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     check("unfused (engine mask)", &out_e)?;
     // Let `auto` settle its choices for the mask and the masked select before timing: calls
     // back to back, as in `settle`, then one checked.
-    for _ in 0..64 {
+    for _ in 0..128 {
         inp.engine_mask(masked, &mut mask_e)?;
         inp.run_masked(masked, &mask_e, &mut out_e)?;
         if masked.stats().tier_trials == masked.tier_choices().len() as u64 {
@@ -1127,17 +1127,21 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
                 .expect("validated above")
         }),
         Box::new(|| inp.run(&stat, &mut out_static).expect("validated above")),
+        // Into the fused call's output, as the copies: the same pages for the same bytes (on
+        // a shared host two output buffers of one process differ by more than a predicate
+        // that hoists to a few thousand bytes costs: masked_fill_bert_f32, 54 MiB through
+        // non-temporal stores, ran 1.03-1.06x slower into one buffer than into the other).
         if rust_mask {
             Box::new(|| {
                 inp.rust_mask(&mut mask_r).expect("validated above");
-                inp.run_masked(masked, &mask_r, &mut out_r)
+                inp.run_masked(masked, &mask_r, &mut out_cell.borrow_mut())
                     .expect("validated above")
             })
         } else {
             Box::new(|| {
                 inp.engine_mask(masked, &mut mask_e)
                     .expect("validated above");
-                inp.run_masked(masked, &mask_e, &mut out_e)
+                inp.run_masked(masked, &mask_e, &mut out_cell.borrow_mut())
                     .expect("validated above")
             })
         },
@@ -1161,16 +1165,19 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     let t = interleaved(opts, &mut refs);
     drop(refs);
     drop(fs);
-    // The copies wrote over the output last: one more call, checked.
+    // The copies wrote over the output last: one more call of each, checked.
     let mut out_fused = out_cell.into_inner();
+    out_fused.fill(0);
+    if rust_mask {
+        inp.run_masked(masked, &mask_r, &mut out_fused)?;
+        check("unfused (Rust mask loop, timed)", &out_fused)?;
+    } else {
+        inp.run_masked(masked, &mask_e, &mut out_fused)?;
+        check("unfused (engine mask, timed)", &out_fused)?;
+    }
     out_fused.fill(0);
     inp.run(&auto, &mut out_fused)?;
     check("fused (auto, timed)", &out_fused)?;
-    if rust_mask {
-        check("unfused (Rust mask loop, timed)", &out_r)?;
-    } else {
-        check("unfused (engine mask, timed)", &out_e)?;
-    }
     let (fused_ns, static_ns, unfused_ns) = (t[0], t[1], t[2]);
     let unfused_mask = if rust_mask { "rust-loop" } else { "engine" };
     let (roofline_kind, roofline_ns) = kinds

@@ -602,7 +602,8 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
     })
 }
 
-/// Calls `e` until its measured choice for the case is made (at most 64 calls), then checks
+/// Calls `e` until its measured choice for the case is made (at most 256 calls: a trial takes
+/// up to 96), then checks
 /// a call of the variant chosen on a zeroed output, and returns that variant.
 ///
 /// The calls the trial times run back to back, as a caller's loop would: nothing between them
@@ -617,7 +618,7 @@ pub(crate) fn settle_choice(
     run: &mut dyn FnMut(&mut [u8]) -> Result<()>,
     check: &dyn Fn(&[u8]) -> Result<()>,
 ) -> Result<()> {
-    for _ in 0..64 {
+    for _ in 0..256 {
         run(out)?;
         let st = e.stats();
         if e.tier_choices()
@@ -630,7 +631,9 @@ pub(crate) fn settle_choice(
             return check(out);
         }
     }
-    Err(Error::Invalid("auto did not choose within 64 calls".into()))
+    Err(Error::Invalid(
+        "auto did not choose within 256 calls".into(),
+    ))
 }
 
 /// [`settle_choice`] for a select case; returns the variant that runs it.

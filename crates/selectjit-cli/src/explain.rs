@@ -235,7 +235,7 @@ pub fn explain_cond(
     if codegen.is_auto() && measure && out_bytes <= 1 << 30 {
         let mut out = vec![0u8; out_bytes];
         let class = KernelClass::of(&sig);
-        for _ in 0..64 {
+        for _ in 0..128 {
             engine.select_dyn(
                 dtype,
                 spec.cond()?,
@@ -308,7 +308,7 @@ fn measured(
     let then = vec![0x11u8; n(shapes[1]) * w];
     let else_ = vec![0x22u8; n(shapes[2]) * w];
     let mut out = vec![0u8; n(out_shape) * w];
-    for _ in 0..64 {
+    for _ in 0..128 {
         engine.select_dyn(
             dtype,
             TensorRef::new(&cond, shapes[0]),

@@ -70,7 +70,7 @@ def test_auto_measures_and_reports_its_choice():
     e = selectjit.Engine(threads=1)
     c = np.random.default_rng(1).random(4096) < 0.5
     x = np.arange(4096, dtype=np.float32)
-    for _ in range(40):
+    for _ in range(60):
         assert_same(e.where(c, x, -x), np.where(c, x, -x))
     s = e.stats()
     choices = e.tier_choices()
