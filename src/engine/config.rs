@@ -402,7 +402,7 @@ impl EngineConfig {
     /// let timer = Arc::new(Counter::default());
     /// let engine = Engine::with_config(EngineConfig::new().timer(timer.clone()))?;
     /// let mut out = [0u8; 16];
-    /// for _ in 0..20 {
+    /// for _ in 0..40 {
     ///     engine.select(
     ///         TensorRef::new(&[1u8; 16], &[16]),
     ///         TensorRef::scalar(&[1u8]),
