@@ -179,9 +179,16 @@ impl Trial {
     /// The choice from what was recorded between the two groups of a grouped trial: the
     /// fastest option of the first group (or `prefer.0` of it, unless the fastest was faster
     /// than it by more than the fraction `prefer.1`), unless the fastest of the others was
-    /// faster than that by more than the fraction `margin` (then that one).
+    /// faster than that by more than the fraction `margin` (then that one). With
+    /// `second_preferred` the other way round: the fastest of the others unless the first
+    /// group's choice was faster by more than `margin`.
     #[cfg(any(feature = "jit", test))]
-    pub(crate) fn decided_first_group(&self, prefer: Option<(usize, f64)>, margin: f64) -> usize {
+    pub(crate) fn decided_first_group(
+        &self,
+        prefer: Option<(usize, f64)>,
+        margin: f64,
+        second_preferred: bool,
+    ) -> usize {
         let t = self.times();
         let first = self.first as usize;
         let best = |r: std::ops::Range<usize>| r.min_by_key(|&i| t[i]);
@@ -195,6 +202,7 @@ impl Trial {
             a = p;
         }
         match best(first..t.len()) {
+            Some(b) if t[b] != u64::MAX && second_preferred && !faster(a, b, margin) => b,
             Some(b) if t[b] != u64::MAX && faster(b, a, margin) => b,
             _ => a,
         }
@@ -359,7 +367,7 @@ mod tests {
         let run = |i| [i; 4];
         assert_eq!(order, [run(0), run(1), run(0), run(1)].concat());
         assert_eq!(t.times(), [110, 120]);
-        assert_eq!(t.decided_first_group(None, 0.0), 0);
+        assert_eq!(t.decided_first_group(None, 0.0, false), 0);
         // The fastest counted call instead: option 1.
         let fastest = Trial::grouped(
             2,
@@ -383,12 +391,12 @@ mod tests {
             t.record(i, [100, 104, 120, 80][i]);
         }
         // Option 1 preferred within 5%: kept over option 0; not within 3%.
-        assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.5), 1);
-        assert_eq!(t.decided_first_group(Some((1, 0.03)), 0.5), 0);
+        assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.5, false), 1);
+        assert_eq!(t.decided_first_group(Some((1, 0.03)), 0.5, false), 0);
         // The second group still wins by its own margin, over the preferred one too.
-        assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.2), 3);
+        assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.2, false), 3);
         // A preference outside the first group does not count.
-        assert_eq!(t.decided_first_group(Some((3, 0.5)), 0.5), 0);
+        assert_eq!(t.decided_first_group(Some((3, 0.5)), 0.5, false), 0);
     }
 
     #[test]
@@ -410,14 +418,24 @@ mod tests {
         assert_eq!(t.times(), [300, 250, 200, 100, 400]);
         assert_eq!(t.decided(0, 0.0), 3);
         // Between the groups: the second group's fastest only when faster by the margin.
-        assert_eq!(t.decided_first_group(None, 0.05), 3);
-        assert_eq!(t.decided_first_group(None, 0.70), 1);
+        assert_eq!(t.decided_first_group(None, 0.05, false), 3);
+        assert_eq!(t.decided_first_group(None, 0.70, false), 1);
         let close = Trial::grouped(3, 2, Runs::pairs(1));
         while let Some(i) = close.next() {
             close.record(i, [100, 90, 87][i]);
         }
-        assert_eq!(close.decided_first_group(None, 0.05), 1);
-        assert_eq!(close.decided_first_group(None, 0.0), 2);
+        assert_eq!(close.decided_first_group(None, 0.05, false), 1);
+        assert_eq!(close.decided_first_group(None, 0.0, false), 2);
+        // The second group preferred: its fastest unless the first's beats it by the margin.
+        assert_eq!(close.decided_first_group(None, 0.05, true), 2);
+        let far = Trial::grouped(3, 2, Runs::pairs(1));
+        while let Some(i) = far.next() {
+            far.record(i, [100, 90, 97][i]);
+        }
+        // 97 against 90: within 10%, not within 5%.
+        assert_eq!(far.decided_first_group(None, 0.10, true), 2);
+        assert_eq!(far.decided_first_group(None, 0.05, true), 1);
+        assert_eq!(far.decided_first_group(None, 0.10, false), 1);
         // A first group of every option (or none) is the plain round robin.
         for first in [0, 3, 9] {
             let g = Trial::grouped(3, first, Runs::pairs(1));

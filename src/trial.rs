@@ -47,13 +47,23 @@ const TIER_RUNS: Runs = Runs {
 };
 
 /// How much faster than the fastest variant with ordinary stores a variant with
-/// non-temporal stores must be to be chosen: an output stored non-temporally is no longer in
-/// the caches, a cost to whatever reads it next that the select's own time does not show, and
-/// on a shared host the trial's times of an output the size of the caches differ by more than
-/// the two store kinds do (nan_to_zero_f64_1m, 8 MiB: ordinary 177-206 µs and non-temporal
-/// 195-202 µs in trials, ordinary 150-160 µs in a caller's loop).
+/// non-temporal stores must be to be chosen, below [`NT_PREFER_MIN_BYTES`] of output: an
+/// output stored non-temporally is no longer in the caches, a cost to whatever reads it next
+/// that the select's own time does not show, and on a shared host the trial's times of an
+/// output the size of the caches differ by more than the two store kinds do. From
+/// [`NT_PREFER_MIN_BYTES`] the other way round: a variant with ordinary stores must be this
+/// much faster than the fastest non-temporal one.
 #[cfg(feature = "jit")]
 const NT_MARGIN: f64 = 0.05;
+
+/// From this much output (a quarter of a 32 MiB L3, where non-temporal candidates start by
+/// default) the non-temporal candidate is preferred. causal_from_positions_f16 (12 MiB out, 12
+/// MiB in) ran at 1.02-1.10x its copy roofline in every bench run that kept a non-temporal
+/// kernel and at 1.08-1.27x in every run that kept an ordinary one, which its trials had
+/// ranked within 5% of the non-temporal one; where ordinary stores are clearly faster in a
+/// trial (nan_to_zero_f64_1m, 8 MiB: 150 µs against 195-205 µs) they still win.
+#[cfg(feature = "jit")]
+const NT_PREFER_MIN_BYTES: usize = 8 << 20;
 
 /// Up to this much output, how much faster than the variant with whole-line (zmm) stores and
 /// `prefetchw` another variant with ordinary stores must be to be chosen. In interleaved
@@ -171,16 +181,20 @@ impl TierTrial {
 
     /// The choice from what was recorded: the fastest variant with ordinary stores, or (up to
     /// [`WHOLE_MAX_BYTES`] of output) the whole-line one with `prefetchw` unless another is
-    /// faster than it by [`WHOLE_MARGIN`]; one with non-temporal stores when faster than that
-    /// by [`NT_MARGIN`].
+    /// faster than it by [`WHOLE_MARGIN`]; the fastest with non-temporal stores when faster
+    /// than that by [`NT_MARGIN`], or (from [`NT_PREFER_MIN_BYTES`]) unless slower than it by
+    /// that much.
     fn decided(&self) -> usize {
         let prefer = self
             .kernels
             .iter()
             .position(|(v, _)| v.wide && v.prefetchw && !v.nt)
             .filter(|_| self.out_bytes <= WHOLE_MAX_BYTES);
-        self.trial
-            .decided_first_group(prefer.map(|p| (p, WHOLE_MARGIN)), NT_MARGIN)
+        self.trial.decided_first_group(
+            prefer.map(|p| (p, WHOLE_MARGIN)),
+            NT_MARGIN,
+            self.out_bytes >= NT_PREFER_MIN_BYTES,
+        )
     }
 
     /// The choice and the times that decided it, once decided.
