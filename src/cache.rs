@@ -73,7 +73,7 @@ pub struct CacheStats {
     /// Kernel classes whose variant (tier, store kind) `Auto` chose by measuring
     /// ([`crate::Engine::tier_choices`]).
     pub tier_trials: u64,
-    /// Calls timed for those choices (three pairs per candidate variant and class).
+    /// Calls timed for those choices (three runs of four per candidate variant and class).
     pub trial_calls: u64,
     /// What measuring cost: the time those calls took beyond what the chosen variant would
     /// have taken, in nanoseconds.

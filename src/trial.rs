@@ -68,9 +68,9 @@ const NT_PREFER_MIN_BYTES: usize = 8 << 20;
 /// Up to this much output, how much faster than the variant with whole-line (zmm) stores and
 /// `prefetchw` another variant with ordinary stores must be to be chosen. In interleaved
 /// rounds on a shared Zen 4 host (an L3 of 32 MiB), outputs of 2-4 MiB (traffic 4-12 MiB)
-/// ran 0.93-1.03x a `memcpy` of their traffic with it, in every run, and 1.08-1.3x with
-/// another variant in about half the runs, which the trial's few calls rank within 2% of
-/// it; from 6 MiB of output it ran 1.1-1.3x, no better than the others.
+/// ran 0.90-1.08x their copy roofline with it, in every bench run, and 1.08-1.4x with
+/// another variant in about half the runs, which the trial's calls ranked within a few
+/// percent of it; from 6 MiB of output it ran 1.05-1.11x, no better than the others.
 #[cfg(feature = "jit")]
 const WHOLE_MAX_BYTES: usize = 4 << 20;
 #[cfg(feature = "jit")]
