@@ -285,6 +285,15 @@ impl SplitChoice {
 mod tests {
     use super::*;
 
+    /// A grouped trial of one pair per option, every probe of option `i` taking `cost[i]`.
+    fn probed(first: usize, cost: &[u64]) -> Trial {
+        let t = Trial::grouped(cost.len(), first, Runs::pairs(1));
+        while let Some(i) = t.next() {
+            t.record(i, cost[i]);
+        }
+        t
+    }
+
     #[test]
     fn probes_alternate_in_pairs_then_the_faster_way_wins() {
         for (single, split, want) in [
@@ -332,10 +341,7 @@ mod tests {
         assert_eq!(t.times(), [300, 100, 200]);
         assert_eq!(t.decided(0, 0.0), 1);
         // A preferred option keeps its place unless another beats it by the margin.
-        let close = Trial::new(2, 1);
-        while let Some(i) = close.next() {
-            close.record(i, [100, 97][i]);
-        }
+        let close = probed(2, &[100, 97]);
         assert_eq!(close.decided(0, 0.05), 0);
         assert_eq!(close.decided(0, 0.01), 1);
         // Nothing recorded: the preferred option.
@@ -386,10 +392,7 @@ mod tests {
 
     #[test]
     fn a_preferred_option_is_kept_unless_beaten_by_its_margin() {
-        let t = Trial::grouped(4, 3, Runs::pairs(1));
-        while let Some(i) = t.next() {
-            t.record(i, [100, 104, 120, 80][i]);
-        }
+        let t = probed(3, &[100, 104, 120, 80]);
         // Option 1 preferred within 5%: kept over option 0; not within 3%.
         assert_eq!(t.decided_first_group(Some((1, 0.05)), 0.5, false), 1);
         assert_eq!(t.decided_first_group(Some((1, 0.03)), 0.5, false), 0);
@@ -420,18 +423,12 @@ mod tests {
         // Between the groups: the second group's fastest only when faster by the margin.
         assert_eq!(t.decided_first_group(None, 0.05, false), 3);
         assert_eq!(t.decided_first_group(None, 0.70, false), 1);
-        let close = Trial::grouped(3, 2, Runs::pairs(1));
-        while let Some(i) = close.next() {
-            close.record(i, [100, 90, 87][i]);
-        }
+        let close = probed(2, &[100, 90, 87]);
         assert_eq!(close.decided_first_group(None, 0.05, false), 1);
         assert_eq!(close.decided_first_group(None, 0.0, false), 2);
         // The second group preferred: its fastest unless the first's beats it by the margin.
         assert_eq!(close.decided_first_group(None, 0.05, true), 2);
-        let far = Trial::grouped(3, 2, Runs::pairs(1));
-        while let Some(i) = far.next() {
-            far.record(i, [100, 90, 97][i]);
-        }
+        let far = probed(2, &[100, 90, 97]);
         // 97 against 90: within 10%, not within 5%.
         assert_eq!(far.decided_first_group(None, 0.10, true), 2);
         assert_eq!(far.decided_first_group(None, 0.05, true), 1);

@@ -603,8 +603,8 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
 }
 
 /// Calls `e` until its measured choice for the case is made (at most 256 calls: a trial takes
-/// up to 96), then checks
-/// a call of the variant chosen on a zeroed output, and returns that variant.
+/// up to 96), then checks a call of the variant chosen on a zeroed output, and returns that
+/// variant.
 ///
 /// The calls the trial times run back to back, as a caller's loop would: nothing between them
 /// touches memory. (Zeroing and checking the output between calls moved three times the
