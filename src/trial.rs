@@ -76,6 +76,17 @@ const WHOLE_MAX_BYTES: usize = 4 << 20;
 #[cfg(feature = "jit")]
 const WHOLE_MARGIN: f64 = 0.08;
 
+/// Above [`WHOLE_MAX_BYTES`] and up to this much output, the variant with whole-line (zmm)
+/// stores and no `prefetchw` is the one kept unless another variant with ordinary stores is
+/// faster than it by [`WHOLE_MARGIN`]. nan_to_zero_f64_1m (8 MiB out, 8 MiB in), in
+/// interleaved rounds on a shared Zen 4 host: 1.00-1.07x a memcpy of its traffic with it in
+/// ten processes of ten, 1.00-1.34x with the 256-bit-store variants (slow in about half of
+/// the processes), 1.09-1.43x with the whole-line one with `prefetchw`; in 37 bench runs the
+/// 7 that kept it ran 1.01-1.11x its roofline (above 1.10x once), the 30 whose trial had
+/// ranked another first 1.02-1.41x (above 1.10x 20 times).
+#[cfg(feature = "jit")]
+const WIDE_MAX_BYTES: usize = 16 << 20;
+
 /// A kernel class's measured choice in progress: one signature compiled as every candidate
 /// variant (the preferred one first), its calls timed in turn until the fastest is known.
 #[cfg(feature = "jit")]
@@ -180,16 +191,21 @@ impl TierTrial {
     }
 
     /// The choice from what was recorded: the fastest variant with ordinary stores, or (up to
-    /// [`WHOLE_MAX_BYTES`] of output) the whole-line one with `prefetchw` unless another is
-    /// faster than it by [`WHOLE_MARGIN`]; the fastest with non-temporal stores when faster
-    /// than that by [`NT_MARGIN`], or (from [`NT_PREFER_MIN_BYTES`]) unless slower than it by
-    /// that much.
+    /// [`WHOLE_MAX_BYTES`] of output) the whole-line one with `prefetchw`, (up to
+    /// [`WIDE_MAX_BYTES`]) the whole-line one without, unless another is faster than it by
+    /// [`WHOLE_MARGIN`]; the fastest with non-temporal stores when faster than that by
+    /// [`NT_MARGIN`], or (from [`NT_PREFER_MIN_BYTES`]) unless slower than it by that much.
     fn decided(&self) -> usize {
-        let prefer = self
-            .kernels
-            .iter()
-            .position(|(v, _)| v.wide && v.prefetchw && !v.nt)
-            .filter(|_| self.out_bytes <= WHOLE_MAX_BYTES);
+        let whole = |prefetchw: bool| {
+            self.kernels
+                .iter()
+                .position(|(v, _)| v.wide && v.prefetchw == prefetchw && !v.nt)
+        };
+        let prefer = match self.out_bytes {
+            b if b <= WHOLE_MAX_BYTES => whole(true),
+            b if b <= WIDE_MAX_BYTES => whole(false),
+            _ => None,
+        };
         self.trial.decided_first_group(
             prefer.map(|p| (p, WHOLE_MARGIN)),
             NT_MARGIN,
