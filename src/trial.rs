@@ -56,14 +56,17 @@ const TIER_RUNS: Runs = Runs {
 #[cfg(feature = "jit")]
 const NT_MARGIN: f64 = 0.05;
 
-/// From this much output (a quarter of a 32 MiB L3, where non-temporal candidates start by
-/// default) the non-temporal candidate is preferred. causal_from_positions_f16 (12 MiB out, 12
-/// MiB in) ran at 1.02-1.10x its copy roofline in every bench run that kept a non-temporal
-/// kernel and at 1.08-1.27x in every run that kept an ordinary one, which its trials had
-/// ranked within 5% of the non-temporal one; where ordinary stores are clearly faster in a
-/// trial (nan_to_zero_f64_1m, 8 MiB: 150 µs against 195-205 µs) they still win.
+/// From this much output the non-temporal candidate is preferred. causal_from_positions_f16
+/// (12 MiB out, 12 MiB in) ran at 1.02-1.10x its copy roofline in every bench run that kept a
+/// non-temporal kernel and at 1.08-1.27x in every run that kept an ordinary one, which its
+/// trials had ranked within 5% of the non-temporal one. Not at 8 MiB of output, where
+/// non-temporal candidates start by default (a quarter of a 32 MiB L3): nan_to_zero_f64_1m
+/// (8 MiB out, 8 MiB in) ran 1.39-1.54x a memcpy of its traffic with non-temporal stores in
+/// every process, 1.00-1.07x with whole-line ordinary ones, and a trial in whose calls the
+/// latter ran slow kept the former (1.43x its roofline); the 8 MiB selects of 25 MiB of
+/// traffic (same_f64_1m, same_i64_1m) keep theirs on speed, 15-20% ahead in their trials.
 #[cfg(feature = "jit")]
-const NT_PREFER_MIN_BYTES: usize = 8 << 20;
+const NT_PREFER_MIN_BYTES: usize = 12 << 20;
 
 /// Up to this much output, how much faster than the variant with whole-line (zmm) stores and
 /// `prefetchw` another variant with ordinary stores must be to be chosen. In interleaved
