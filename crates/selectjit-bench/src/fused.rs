@@ -1084,18 +1084,26 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     check("unfused (engine mask)", &out_e)?;
 
     // The copy roofline of the fused traffic: every kind of copy on the call's own memory (its
-    // variables read, its output written; see `own_copy`), timed in the same rounds as the
-    // calls. On a shared host both the time an L3-sized working set takes and the physical
-    // pages a buffer happens to get move these times by more than the fused call and the copy
-    // differ (copies of nan_to_zero_f64_1m's 16 MiB: 142-160 µs from one run to the next;
-    // minimum_f32_1m's kernel: 105-115 µs on four output buffers of one process): a copy
-    // timed minutes apart, or the best of four copies each on buffers of its own, measured the
-    // neighbours and the luckiest pages as much as the call. Each batch still follows an
-    // untimed one of its own.
+    // variables read, its output written; see `own_copy`), those with ordinary stores timed in
+    // the same rounds as the calls. On a shared host both the time an L3-sized working set
+    // takes and the physical pages a buffer happens to get move these times by more than the
+    // fused call and the copy differ (copies of nan_to_zero_f64_1m's 16 MiB: 142-160 µs from
+    // one run to the next; minimum_f32_1m's kernel: 105-115 µs on four output buffers of one
+    // process): a copy timed minutes apart, or the best of four copies each on buffers of its
+    // own, measured the neighbours and the luckiest pages as much as the call. Each batch
+    // still follows an untimed one of its own. The copies with non-temporal stores run in
+    // rounds of their own right after, on the same memory (since 2026-11-27): in the calls'
+    // rounds their stores slowed the ordinary stores of whatever ran after them for longer
+    // than a batch, the calls' and the vector copy's but not glibc's `memcpy` (8 MiB NaN
+    // cleaning, forced variants in shuffled rounds: 1.18-1.5x a `memcpy` with them in the
+    // rounds, 1.01-1.14x without, the vector copy 1.06-1.21x and 1.00-1.01x), so the calls
+    // paid for the yardstick.
     let kinds: Vec<CopyKind> = CopyKind::ALL
         .into_iter()
         .filter(|k| k.available())
         .collect();
+    let (nt_kinds, kinds): (Vec<CopyKind>, Vec<CopyKind>) =
+        kinds.into_iter().partition(|k| k.non_temporal());
     let copy_bytes = inp.traffic_bytes() / 2;
     let mut spill = PageBuf::zeroed(copy_bytes.saturating_sub(ob));
     let out_cell = RefCell::new(out_fused);
@@ -1165,6 +1173,24 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     let t = interleaved(opts, &mut refs);
     drop(refs);
     drop(fs);
+    let mut nt_fs: Vec<Box<dyn FnMut() + '_>> = Vec::new();
+    for &k in &nt_kinds {
+        let (out_cell, spill) = (&out_cell, &spill);
+        nt_fs.push(Box::new(move || {
+            own_copy(
+                k,
+                &inp.bufs,
+                &mut out_cell.borrow_mut(),
+                &mut spill.borrow_mut(),
+                copy_bytes,
+            )
+            .expect("available")
+        }));
+    }
+    let mut refs: Vec<&mut dyn FnMut()> = nt_fs.iter_mut().map(|f| &mut **f as _).collect();
+    let nt_t = interleaved(opts, &mut refs);
+    drop(refs);
+    drop(nt_fs);
     // The copies wrote over the output last: one more call of each, checked.
     let mut out_fused = out_cell.into_inner();
     out_fused.fill(0);
@@ -1183,6 +1209,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     let (roofline_kind, roofline_ns) = kinds
         .iter()
         .zip(&t[n_calls..])
+        .chain(nt_kinds.iter().zip(&nt_t))
         .min_by(|a, b| a.1.total_cmp(b.1))
         .map(|(&k, &ns)| (k, ns))
         .ok_or_else(|| Error::Invalid("no copy ran".into()))?;

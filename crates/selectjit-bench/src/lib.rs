@@ -355,7 +355,9 @@ fn median(v: &mut [f64]) -> f64 {
 /// (8 MiB outputs) ran at up to 1.3x their time for tens of milliseconds on the Zen 4 host, and
 /// a 54 MiB non-temporal select ran 7% slower after another than after the static kernels. In
 /// a fixed order one contender would always pay for its predecessor; shuffled, each follows
-/// every other about as often, and the median is each one's own time.
+/// every other about as often, and the median is each one's own time. (Where the state
+/// outlasts several batches, shuffling does not help: the fused cases time their roofline's
+/// non-temporal copies in rounds of their own.)
 ///
 /// The untimed batch matters for working sets near the size of the last-level cache: after the
 /// other contenders ran, a copy of 6.5 MB here needs about eight calls before its buffers are

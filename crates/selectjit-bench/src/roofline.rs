@@ -46,6 +46,11 @@ impl CopyKind {
         }
     }
 
+    /// Whether the copy stores non-temporally.
+    pub fn non_temporal(self) -> bool {
+        matches!(self, CopyKind::NonTemporal | CopyKind::NonTemporalFourWay)
+    }
+
     /// Whether this host has the instructions the copy needs.
     pub fn available(self) -> bool {
         match self {
