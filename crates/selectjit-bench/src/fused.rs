@@ -1156,9 +1156,9 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     ];
     let n_calls = fs.len();
     let spill = RefCell::new(&mut spill[..]);
-    for &k in &kinds {
+    let copy = |k: CopyKind| -> Box<dyn FnMut() + '_> {
         let (out_cell, spill) = (&out_cell, &spill);
-        fs.push(Box::new(move || {
+        Box::new(move || {
             own_copy(
                 k,
                 &inp.bufs,
@@ -1167,26 +1167,14 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
                 copy_bytes,
             )
             .expect("available")
-        }));
-    }
+        })
+    };
+    fs.extend(kinds.iter().map(|&k| copy(k)));
     let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
     let t = interleaved(opts, &mut refs);
     drop(refs);
     drop(fs);
-    let mut nt_fs: Vec<Box<dyn FnMut() + '_>> = Vec::new();
-    for &k in &nt_kinds {
-        let (out_cell, spill) = (&out_cell, &spill);
-        nt_fs.push(Box::new(move || {
-            own_copy(
-                k,
-                &inp.bufs,
-                &mut out_cell.borrow_mut(),
-                &mut spill.borrow_mut(),
-                copy_bytes,
-            )
-            .expect("available")
-        }));
-    }
+    let mut nt_fs: Vec<Box<dyn FnMut() + '_>> = nt_kinds.iter().map(|&k| copy(k)).collect();
     let mut refs: Vec<&mut dyn FnMut()> = nt_fs.iter_mut().map(|f| &mut **f as _).collect();
     let nt_t = interleaved(opts, &mut refs);
     drop(refs);
