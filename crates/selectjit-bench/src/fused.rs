@@ -8,7 +8,8 @@
 //! the compiler vectorises, or the engine's own comparison into a `u8` mask, whichever is
 //! faster) and then the select on that mask. The yardstick is the copy roofline of the fused
 //! traffic (each variable's own bytes plus the output's, no mask): half those bytes copied from
-//! the case's own variables into its own output, every kind of copy timed in the same rounds.
+//! the case's own variables into its own output, the copies with ordinary stores timed in the
+//! calls' rounds, those with non-temporal stores in rounds of their own right after.
 //! Every output is compared bytewise with the interpreter's before anything is timed.
 
 use std::cell::RefCell;
@@ -937,7 +938,8 @@ pub struct FusedMeasurement {
     /// The mask alone by the engine (a `u8` select under the predicate).
     pub mask_engine_ns: f64,
     /// The copy roofline of the fused traffic: the fastest copy of half of it, from the case's
-    /// variables into its output, timed in the same rounds as the calls.
+    /// variables into its output (ordinary copies timed in the calls' rounds, non-temporal ones
+    /// in rounds of their own right after).
     pub roofline_ns: f64,
     /// Which copy was the fastest.
     pub roofline_kind: CopyKind,
@@ -1319,7 +1321,8 @@ fused = the select with its predicate on the auto engine, with what ran it (a ke
 the static kernels, a mask block then its select, when no tier fuses the predicate; hoisted: a predicate at \
 least 256x smaller than an output of at least 2^18 elements, evaluated once at its own shape into a byte mask, then that mask's select); static = the same call \
 on the static kernels; unfused = the mask (a tight Rust loop, or the engine's own comparison into a u8 mask, \
-the faster) then the select on it; copy = the copy roofline of the fused traffic (variables + output, no mask): the fastest copy of half of it from the case's variables into its output, timed in the same rounds";
+the faster) then the select on it; copy = the copy roofline of the fused traffic (variables + output, no mask): the fastest copy of half of it from the case's variables into its output, ordinary copies timed in the same rounds, \
+non-temporal ones in rounds of their own right after";
 
 #[cfg(test)]
 mod tests {
