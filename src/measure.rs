@@ -81,7 +81,7 @@ impl Trial {
     /// (which then take their turns the same way): options that leave the machine in a state
     /// that slows the next calls down go last. Non-temporal stores do: on a Zen 4 host, the
     /// two calls after an 8 MiB non-temporal call of another variant ran 1.2-1.6x their
-    /// steady time (the first call alone would not matter: a pair's faster call counts).
+    /// steady time (a run's first calls alone would not matter: they can be left uncounted).
     /// `runs`: 1 ..= 4 runs of at least one counted call each.
     pub(crate) fn grouped(options: usize, first: usize, runs: Runs) -> Trial {
         let options = options.clamp(1, MAX_OPTIONS) as u32;

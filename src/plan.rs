@@ -156,6 +156,10 @@ impl Signature {
     pub fn numel(&self) -> usize {
         self.dims.iter().product()
     }
+    /// Bytes of the output (saturating): what the store-kind and variant choices are sized by.
+    pub(crate) fn out_bytes(&self) -> usize {
+        self.numel().saturating_mul(self.width)
+    }
     /// Inner-dimension stride of operand `op`.
     pub fn inner_stride(&self, op: usize) -> isize {
         self.strides[op][self.rank() - 1]

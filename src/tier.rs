@@ -326,7 +326,7 @@ impl KernelClass {
     /// The class of a signature.
     #[doc(hidden)]
     pub fn of(sig: &crate::plan::Signature) -> KernelClass {
-        let bytes = sig.numel().saturating_mul(sig.width).max(1);
+        let bytes = sig.out_bytes().max(1);
         KernelClass {
             pattern: crate::plan::Pattern::of(sig),
             size_log2: bytes.ilog2() as u8,

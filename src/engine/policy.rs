@@ -162,8 +162,7 @@ impl Engine {
             0 => None,
             1 => kernels.pop().map(|(_, k)| Entry::Kernel(k)),
             _ => {
-                let out_bytes = sig.numel().saturating_mul(sig.width());
-                let trial = TierTrial::new(class, kernels, self.timer.clone(), out_bytes);
+                let trial = TierTrial::new(class, kernels, self.timer.clone(), sig.out_bytes());
                 Some(Entry::Trial(Arc::new(trial)))
             }
         };

@@ -235,7 +235,7 @@ impl CodeGen {
     /// L2, short of DRAM — are also offered the x86 tiers' ordinary-store candidates as
     /// [`Variant::prefetchw`] kernels (at most eight candidates in all).
     pub fn variants(&self, sig: &Signature) -> Vec<Variant> {
-        let out_bytes = sig.numel().saturating_mul(sig.width);
+        let out_bytes = sig.out_bytes();
         if !self.auto {
             let tier = self.tier_for(self.tier(), sig);
             let nt = tier.is_x86() && out_bytes >= self.nt_min_bytes;
@@ -305,7 +305,7 @@ impl CodeGen {
     /// `tier`, one of [`CodeGen::tiers`] (Cranelift where the x86 generator does not cover it);
     /// exact x86 kernels store non-temporally from `nt_min_bytes` of output on.
     pub fn compile_with(&self, tier: Tier, sig: &Signature, generic: bool) -> Result<Kernel> {
-        let nt = sig.numel().saturating_mul(sig.width) >= self.nt_min_bytes;
+        let nt = sig.out_bytes() >= self.nt_min_bytes;
         let v = Variant {
             nt: nt && !generic,
             ..Variant::of(tier)

@@ -79,7 +79,7 @@ impl X86Gen {
 
     /// Whether the exact kernel of `sig` stores its output with non-temporal stores.
     pub fn uses_nt(&self, sig: &Signature) -> bool {
-        sig.numel().saturating_mul(sig.width) >= self.nt_min_bytes
+        sig.out_bytes() >= self.nt_min_bytes
     }
 
     /// The machine code of `sig`'s kernel (exact, or shape-generic for its pattern), entered at
