@@ -11,8 +11,6 @@
 //!
 //! A build without the `jit` feature compiles nothing, so its engines' caches stay empty: only
 //! their counters are read.
-#![cfg_attr(not(feature = "jit"), allow(dead_code))]
-
 use std::num::NonZeroUsize;
 use std::sync::Arc;
 
@@ -22,7 +20,6 @@ use rustc_hash::FxBuildHasher;
 use crate::kernel::Kernel;
 use crate::plan::{Pattern, Signature};
 use crate::tier::{KernelClass, TierChoice, Variant};
-#[cfg(feature = "jit")]
 use crate::trial::TierTrial;
 
 /// Default number of kernels kept.
@@ -131,7 +128,6 @@ pub(crate) enum Entry {
     /// The exact kernel.
     Kernel(Arc<Kernel>),
     /// The exact kernel of every candidate variant, being measured.
-    #[cfg(feature = "jit")]
     Trial(Arc<TierTrial>),
     /// Code generation failed for it: the static kernels serve it.
     Failed,
@@ -142,7 +138,6 @@ pub(crate) enum Entry {
 /// What a lookup tells the engine to do.
 pub(crate) enum Lookup {
     Exact(Arc<Kernel>),
-    #[cfg(feature = "jit")]
     Trial(Arc<TierTrial>),
     Failed,
     /// Compile the exact kernel now.
@@ -194,7 +189,6 @@ impl KernelCache {
                 self.stats.hits += 1;
                 (Lookup::Exact(k.clone()), None)
             }
-            #[cfg(feature = "jit")]
             Some(Entry::Trial(t)) => {
                 self.stats.hits += 1;
                 (Lookup::Trial(t.clone()), None)
@@ -254,7 +248,6 @@ impl KernelCache {
         }
         match self.lru.peek(&sig) {
             Some(e @ Entry::Kernel(_)) => return (Some(e.clone()), None),
-            #[cfg(feature = "jit")]
             Some(e @ Entry::Trial(_)) => return (Some(e.clone()), None),
             _ => {}
         }
@@ -270,7 +263,6 @@ impl KernelCache {
 
     /// Commits a decided trial: `sig`'s entry becomes the winning kernel (unless it was evicted
     /// or replaced meanwhile) and the class's choice is kept. Returns the winner.
-    #[cfg(feature = "jit")]
     pub(crate) fn commit(&mut self, sig: &Signature, t: &Arc<TierTrial>) -> Option<Arc<Kernel>> {
         let (winner, choice) = (t.winner()?.clone(), t.choice()?);
         if let Some(Entry::Trial(cur)) = self.lru.peek(sig)

@@ -68,27 +68,13 @@ pub(crate) fn isa_cap() -> IsaCap {
     max_isa().unwrap_or(IsaCap::All)
 }
 
-/// The x86 AVX flags (Cranelift's names, as AOT tables list them) that are not AVX-512.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) const AVX_FLAGS: [&str; 4] = ["has_avx", "has_avx2", "has_fma", "has_avx_vnni"];
-
-/// Whether the cap in force hides the x86 CPU feature of this Cranelift flag name.
-#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
-pub(crate) fn hides_flag(name: &str) -> bool {
-    let cap = isa_cap();
-    (cap < IsaCap::All && name.starts_with("has_avx512"))
-        || (cap < IsaCap::Avx2 && AVX_FLAGS.contains(&name))
-}
-
 /// Whether [`VERBOSE`] asks for diagnostics (read once per process).
-#[cfg(feature = "jit")]
 pub(crate) fn verbose() -> bool {
     static ON: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *ON.get_or_init(|| std::env::var(VERBOSE).is_ok_and(|v| !v.is_empty() && v != "0"))
 }
 
 /// Writes one diagnostic line to stderr when [`VERBOSE`] is on.
-#[cfg(feature = "jit")]
 pub(crate) fn log(line: impl FnOnce() -> String) {
     if verbose() {
         eprintln!("selectjit_verbose,{}", line());

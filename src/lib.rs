@@ -84,7 +84,6 @@ mod engine;
 pub mod env;
 mod error;
 mod interp;
-#[cfg(feature = "jit")]
 mod jit;
 mod kernel;
 mod kernels;
@@ -129,9 +128,7 @@ pub mod unstable {
     pub use crate::jit::cranelift::{Jit, shared_flags};
     #[cfg(x86_tier)]
     pub use crate::jit::x86::{Level as X86Level, X86Gen};
-    #[cfg(feature = "jit")]
     pub use crate::jit::{CodeGen, CodeGenOptions, MachineCode};
-    #[cfg(feature = "jit")]
     pub use crate::kernel::abi::{CodeRunner, KernelArgs, MemRegion};
     pub use crate::kernel::abi::{KernelFn, Ptrs};
     pub use crate::kernel::{Kernel, live_kernels};

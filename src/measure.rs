@@ -108,7 +108,6 @@ impl Trial {
     }
 
     /// Probes before the choice.
-    #[cfg(feature = "jit")]
     pub(crate) fn probes(&self) -> u32 {
         self.probes
     }
@@ -182,7 +181,6 @@ impl Trial {
     /// faster than that by more than the fraction `margin` (then that one). With
     /// `second_preferred` the other way round: the fastest of the others unless the first
     /// group's choice was faster by more than `margin`.
-    #[cfg(any(feature = "jit", test))]
     pub(crate) fn decided_first_group(
         &self,
         prefer: Option<(usize, f64)>,

@@ -73,43 +73,29 @@ impl Tier {
     /// assert_eq!(Tier::Auto.available(), !Tier::host_tiers().is_empty());
     /// ```
     pub fn available(self) -> bool {
+        use crate::jit::host;
         match self {
             Tier::Auto => Tier::CONCRETE.into_iter().any(Tier::available),
-            Tier::Cranelift => cfg!(cranelift_tier),
+            Tier::Cranelift => host::CRANELIFT,
             Tier::Avx2 | Tier::Avx512 => {
-                cfg!(x86_tier) && self.host_has_features() && !self.capped()
+                host::X86_TIER && self.host_has_features() && !self.capped()
             }
         }
     }
 
     /// Whether `SELECTJIT_MAX_ISA` hides this tier.
     fn capped(self) -> bool {
-        use crate::env::IsaCap;
-        let cap = crate::env::isa_cap();
-        match self {
-            Tier::Avx2 => cap < IsaCap::Avx2,
-            Tier::Avx512 => cap < IsaCap::All,
-            Tier::Auto | Tier::Cranelift => false,
-        }
+        !self
+            .required_features()
+            .iter()
+            .all(|f| crate::jit::host::isa_allows(f))
     }
 
     /// Whether the CPU has every feature in [`Tier::required_features`].
     fn host_has_features(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        {
-            use std::arch::is_x86_feature_detected as has;
-            self.required_features().iter().all(|&f| match f {
-                "avx2" => has!("avx2"),
-                "bmi2" => has!("bmi2"),
-                "avx512f" => has!("avx512f"),
-                "avx512bw" => has!("avx512bw"),
-                "avx512vl" => has!("avx512vl"),
-                "avx512dq" => has!("avx512dq"),
-                _ => false,
-            })
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        false
+        self.required_features()
+            .iter()
+            .all(|f| crate::jit::host::cpu_has(f))
     }
 
     /// Why this host cannot run the tier, or `None` when it can.
@@ -128,12 +114,13 @@ impl Tier {
             return None;
         }
         let name = self.name();
-        if !cfg!(feature = "jit") {
+        use crate::jit::host;
+        if !host::JIT {
             return Some(format!(
                 "tier {name}: this build of selectjit generates no code (its `jit` feature is off)"
             ));
         }
-        let x86 = cfg!(target_arch = "x86_64");
+        let x86 = host::X86_64;
         let arch = std::env::consts::ARCH;
         Some(match self {
             Tier::Cranelift => format!(
@@ -141,7 +128,7 @@ impl Tier {
                  is off)"
             ),
             Tier::Avx2 | Tier::Avx512 if !x86 => format!("tier {name} needs an x86-64 host"),
-            Tier::Avx2 | Tier::Avx512 if cfg!(x86_tier) && self.capped() => format!(
+            Tier::Avx2 | Tier::Avx512 if host::X86_TIER && self.capped() => format!(
                 "tier {name} is hidden by {}={:?}",
                 crate::env::MAX_ISA,
                 std::env::var(crate::env::MAX_ISA).unwrap_or_default()
@@ -150,7 +137,7 @@ impl Tier {
                 "tier {name} needs the CPU features {}, which this host lacks",
                 self.required_features().join(" ")
             ),
-            Tier::Auto if x86 && cfg!(x86_tier) && Tier::Avx2.capped() => format!(
+            Tier::Auto if x86 && host::X86_TIER && Tier::Avx2.capped() => format!(
                 "tier {name}: {}={:?} hides the x86 tiers and this build of selectjit has no \
                  Cranelift (its `cranelift` feature is off)",
                 crate::env::MAX_ISA,
@@ -391,12 +378,13 @@ mod tests {
             assert_eq!(t.name().parse::<Tier>().unwrap(), t);
         }
         assert!("avx1024".parse::<Tier>().is_err());
-        assert_eq!(Tier::Cranelift.available(), cfg!(cranelift_tier));
-        if cfg!(cranelift_tier) || cfg!(x86_tier) && Tier::Avx2.available() {
+        use crate::jit::host;
+        assert_eq!(Tier::Cranelift.available(), host::CRANELIFT);
+        if host::CRANELIFT || host::X86_TIER && Tier::Avx2.available() {
             let best = Tier::best().expect("a jit build runs a tier");
             assert_ne!(best, Tier::Auto);
             assert!(best.available() && Tier::Auto.available());
-        } else if cfg!(feature = "jit") {
+        } else if host::JIT {
             let why = Tier::Auto.unavailable_reason().unwrap();
             assert!(why.contains("`cranelift` feature"), "{why}");
         } else {

@@ -3,17 +3,12 @@
 //! [`crate::measure::Trial`]), the fastest kept.
 
 use std::sync::Arc;
-#[cfg(feature = "jit")]
 use std::sync::OnceLock;
-#[cfg(feature = "jit")]
 use std::sync::atomic::{AtomicU64, Ordering};
 
-#[cfg(feature = "jit")]
 use crate::kernel::Kernel;
-#[cfg(feature = "jit")]
 use crate::measure::{MAX_OPTIONS, Runs, Trial};
 use crate::tier::Variant;
-#[cfg(feature = "jit")]
 use crate::tier::{KernelClass, TierChoice};
 
 /// Times one call of a kernel for the engine's measured choices (which variant — tier, store
@@ -38,7 +33,6 @@ pub(crate) fn wall_clock() -> Arc<dyn CallTimer> {
 /// to recover from the other (80 µs, then 65 µs); and the 256-bit kernel's own calls spread
 /// from 65 to 85 µs where the other's held at 65 µs. Pairs, the faster call counting, kept
 /// the kernel that a caller's loop runs 1.15-1.3x slower than the best.
-#[cfg(feature = "jit")]
 const TIER_RUNS: Runs = Runs {
     runs: 3,
     calls: 4,
@@ -53,7 +47,6 @@ const TIER_RUNS: Runs = Runs {
 /// output the size of the caches differ by more than the two store kinds do. From
 /// [`NT_PREFER_MIN_BYTES`] the other way round: a variant with ordinary stores must be this
 /// much faster than the fastest non-temporal one.
-#[cfg(feature = "jit")]
 const NT_MARGIN: f64 = 0.05;
 
 /// From this much output the non-temporal candidate is preferred. causal_from_positions_f16
@@ -65,38 +58,16 @@ const NT_MARGIN: f64 = 0.05;
 /// every process, 1.00-1.07x with whole-line ordinary ones, and a trial in whose calls the
 /// latter ran slow kept the former (1.43x its roofline); the 8 MiB selects of 25 MiB of
 /// traffic (same_f64_1m, same_i64_1m) keep theirs on speed, 15-20% ahead in their trials.
-#[cfg(feature = "jit")]
 const NT_PREFER_MIN_BYTES: usize = 12 << 20;
-
-/// Up to this much output, how much faster than the variant with whole-line (zmm) stores and
-/// `prefetchw` another variant with ordinary stores must be to be chosen. In interleaved
-/// rounds on a shared Zen 4 host (an L3 of 32 MiB), outputs of 2-4 MiB (traffic 4-12 MiB)
-/// ran 0.90-1.08x their copy roofline with it, in every bench run, and 1.08-1.4x with
-/// another variant in about half the runs, which the trial's calls ranked within a few
-/// percent of it; from 6 MiB of output it ran 1.05-1.11x, no better than the others.
-#[cfg(feature = "jit")]
-const WHOLE_MAX_BYTES: usize = 4 << 20;
-#[cfg(feature = "jit")]
-const WHOLE_MARGIN: f64 = 0.08;
-
-/// Above [`WHOLE_MAX_BYTES`] and up to this much output, the variant with whole-line (zmm)
-/// stores and no `prefetchw` is the one kept unless another variant with ordinary stores is
-/// faster than it by [`WHOLE_MARGIN`]. nan_to_zero_f64_1m (8 MiB out, 8 MiB in), in
-/// interleaved rounds on a shared Zen 4 host: 1.00-1.07x a memcpy of its traffic with it in
-/// ten processes of ten, 1.00-1.34x with the 256-bit-store variants (slow in about half of
-/// the processes), 1.09-1.43x with the whole-line one with `prefetchw`; in 37 bench runs the
-/// 7 that kept it ran 1.01-1.11x its roofline (above 1.10x once), the 30 whose trial had
-/// ranked another first 1.02-1.41x (above 1.10x 20 times).
-#[cfg(feature = "jit")]
-const WIDE_MAX_BYTES: usize = 16 << 20;
 
 /// A kernel class's measured choice in progress: one signature compiled as every candidate
 /// variant (the preferred one first), its calls timed in turn until the fastest is known.
-#[cfg(feature = "jit")]
 pub(crate) struct TierTrial {
     class: KernelClass,
     kernels: Vec<(Variant, Arc<Kernel>)>,
     trial: Trial,
+    /// The candidate kept unless another with ordinary stores beats it by the fraction.
+    prefer: Option<(usize, f64)>,
     /// The size of the signature's output.
     out_bytes: usize,
     winner: OnceLock<usize>,
@@ -107,7 +78,6 @@ pub(crate) struct TierTrial {
     committed: std::sync::atomic::AtomicBool,
 }
 
-#[cfg(feature = "jit")]
 impl std::fmt::Debug for TierTrial {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         let v: Vec<Variant> = self.kernels.iter().map(|k| k.0).collect();
@@ -120,14 +90,16 @@ impl std::fmt::Debug for TierTrial {
     }
 }
 
-#[cfg(feature = "jit")]
 impl TierTrial {
     /// `kernels`: the candidates, the preferred one first. Those with ordinary stores are
     /// probed before those with non-temporal stores (see [`Trial::grouped`]), each group in
-    /// the order given. `out_bytes`: the size of the signature's output.
+    /// the order given. `prefer`: a candidate with ordinary stores kept unless another is
+    /// faster than it by the fraction given (what its generator reports). `out_bytes`: the
+    /// size of the signature's output.
     pub(crate) fn new(
         class: KernelClass,
         mut kernels: Vec<(Variant, Arc<Kernel>)>,
+        prefer: Option<(Variant, f64)>,
         timer: Arc<dyn CallTimer>,
         out_bytes: usize,
     ) -> TierTrial {
@@ -138,8 +110,13 @@ impl TierTrial {
         );
         kernels.sort_by_key(|(v, _)| v.nt);
         let ordinary = kernels.iter().filter(|(v, _)| !v.nt).count();
+        let prefer = prefer.and_then(|(p, margin)| {
+            let at = kernels.iter().position(|(v, _)| *v == p && !v.nt)?;
+            Some((at, margin))
+        });
         TierTrial {
             class,
+            prefer,
             trial: Trial::grouped(kernels.len(), ordinary, TIER_RUNS),
             kernels,
             out_bytes,
@@ -193,24 +170,13 @@ impl TierTrial {
         false
     }
 
-    /// The choice from what was recorded: the fastest variant with ordinary stores, or (up to
-    /// [`WHOLE_MAX_BYTES`] of output) the whole-line one with `prefetchw`, (up to
-    /// [`WIDE_MAX_BYTES`]) the whole-line one without, unless another is faster than it by
-    /// [`WHOLE_MARGIN`]; the fastest with non-temporal stores when faster than that by
-    /// [`NT_MARGIN`], or (from [`NT_PREFER_MIN_BYTES`]) unless slower than it by that much.
+    /// The choice from what was recorded: the fastest variant with ordinary stores, or the
+    /// preferred one its generator reported unless another is faster than it by its margin;
+    /// the fastest with non-temporal stores when faster than that by [`NT_MARGIN`], or (from
+    /// [`NT_PREFER_MIN_BYTES`]) unless slower than it by that much.
     fn decided(&self) -> usize {
-        let whole = |prefetchw: bool| {
-            self.kernels
-                .iter()
-                .position(|(v, _)| v.wide && v.prefetchw == prefetchw && !v.nt)
-        };
-        let prefer = match self.out_bytes {
-            b if b <= WHOLE_MAX_BYTES => whole(true),
-            b if b <= WIDE_MAX_BYTES => whole(false),
-            _ => None,
-        };
         self.trial.decided_first_group(
-            prefer.map(|p| (p, WHOLE_MARGIN)),
+            self.prefer,
             NT_MARGIN,
             self.out_bytes >= NT_PREFER_MIN_BYTES,
         )

@@ -33,29 +33,32 @@ pub const PATTERN_KEY_LEN: usize = 38;
 /// Length of a predicate kernel's pattern key.
 pub const PRED_PATTERN_KEY_LEN: usize = PATTERN_KEY_LEN + 2 + 1 + 8;
 
-/// Stable codes of the dtypes in keys (their order in [`DType::ALL`], fixed here).
-const DTYPE_CODES: [DType; 15] = [
-    DType::Bool,
-    DType::I8,
-    DType::I16,
-    DType::I32,
-    DType::I64,
-    DType::U8,
-    DType::U16,
-    DType::U32,
-    DType::U64,
-    DType::F16,
-    DType::BF16,
-    DType::F32,
-    DType::F64,
-    DType::Complex64,
-    DType::Complex128,
-];
-
 /// The code of a compared dtype in keys: 0 bool, 1 to 4 i8 to i64, 5 to 8 u8 to u64, 9 f16,
-/// 10 bf16, 11 f32, 12 f64, 13 complex64, 14 complex128.
+/// 10 bf16, 11 f32, 12 f64, 13 complex64, 14 complex128. Stable: tables exported by one
+/// release are read by the next.
 pub fn dtype_code(d: DType) -> u8 {
-    DTYPE_CODES.iter().position(|&x| x == d).unwrap_or(0) as u8
+    match d {
+        DType::Bool => 0,
+        DType::I8 => 1,
+        DType::I16 => 2,
+        DType::I32 => 3,
+        DType::I64 => 4,
+        DType::U8 => 5,
+        DType::U16 => 6,
+        DType::U32 => 7,
+        DType::U64 => 8,
+        DType::F16 => 9,
+        DType::BF16 => 10,
+        DType::F32 => 11,
+        DType::F64 => 12,
+        DType::Complex64 => 13,
+        DType::Complex128 => 14,
+    }
+}
+
+/// The dtype of a key's dtype code, if it is one.
+fn dtype_of_code(code: u8) -> Option<DType> {
+    DType::ALL.into_iter().find(|&d| dtype_code(d) == code)
 }
 
 /// The code of a predicate in keys: 1 `==`, 2 `<`, 3 `<=`, 4 `isnan`, 5 `isinf`, 6 `isfinite`
@@ -74,9 +77,7 @@ pub fn cond_code(k: Kind) -> u8 {
 
 /// The condition of a key's two condition bytes.
 fn parse_cond(code: u8, dtype: u8) -> Result<Kind> {
-    let d = *DTYPE_CODES
-        .get(dtype as usize)
-        .ok_or_else(|| bad(format!("dtype code {dtype}")))?;
+    let d = dtype_of_code(dtype).ok_or_else(|| bad(format!("dtype code {dtype}")))?;
     Ok(match code {
         1 => Kind::Cmp(Canon::Eq, d),
         2 => Kind::Cmp(Canon::Lt, d),
@@ -304,7 +305,14 @@ mod tests {
     #[test]
     fn predicate_keys() {
         let mut seen = std::collections::HashSet::new();
-        for d in DTYPE_CODES {
+        let codes: Vec<u8> = DType::ALL.into_iter().map(dtype_code).collect();
+        assert_eq!(
+            codes,
+            (0..15).collect::<Vec<u8>>(),
+            "stable, distinct codes"
+        );
+        for d in DType::ALL {
+            assert_eq!(dtype_of_code(dtype_code(d)), Some(d));
             let kinds = [
                 Kind::Cmp(Canon::Eq, d),
                 Kind::Cmp(Canon::Lt, d),

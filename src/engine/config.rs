@@ -90,7 +90,6 @@ pub struct EngineConfig {
     pub(crate) parallel_min_bytes: usize,
     pub(crate) tier: Tier,
     pub(crate) nt_min_bytes: usize,
-    #[cfg(feature = "jit")]
     pub(crate) runner: Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>,
     /// Cranelift's x86 `blendv` lane selects: `Some(false)` turns them off (the portable
     /// `bitselect` then runs, as on other architectures).
@@ -135,7 +134,6 @@ impl Default for EngineConfig {
             exact_after: 2,
             tier: Tier::Auto,
             nt_min_bytes: NT_MIN_BYTES,
-            #[cfg(feature = "jit")]
             runner: None,
             blendv: None,
             timer: None,
@@ -468,7 +466,6 @@ impl EngineConfig {
     /// (the emulator of the `selectjit-emu` crate) instead of refusing the tier. For verifying
     /// the generator; not a stable API.
     #[doc(hidden)]
-    #[cfg(feature = "jit")]
     pub fn runner(
         mut self,
         runner: impl Into<Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>>,
@@ -480,7 +477,6 @@ impl EngineConfig {
     /// The tier and the code generator's options this configuration builds an engine's code
     /// generator with (tools that compile kernels the way an engine would; not a stable API).
     #[doc(hidden)]
-    #[cfg(feature = "jit")]
     pub fn codegen_parts(&self) -> (Tier, crate::jit::CodeGenOptions) {
         let opts = crate::jit::CodeGenOptions {
             verify: self.verify,
@@ -493,7 +489,6 @@ impl EngineConfig {
 
     /// Whether kernels of x86 tiers the host lacks run through a runner (not a stable API).
     #[doc(hidden)]
-    #[cfg(feature = "jit")]
     pub fn has_runner(&self) -> bool {
         self.runner.is_some()
     }

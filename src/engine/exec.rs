@@ -3,7 +3,6 @@
 
 use super::interp::{CondBytes, interp_bytes};
 use super::layouts::{self, Form};
-#[cfg(feature = "jit")]
 use super::policy::Pick;
 use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_contiguous};
 use super::{BLOCKED_RUNS, Backend, Engine, STATIC_RUNS};
@@ -402,7 +401,6 @@ impl Engine {
             _ if !sig.is_mask() && !self.fuses(sig) => None,
             _ => self.pick(sig, self.config.exact_after),
         };
-        #[cfg(feature = "jit")]
         if let Some(Pick::Trial(t)) = &pick {
             // A call of a class being measured: on this thread, with the next candidate (timed)
             // or the one chosen. SAFETY: as for every kernel call below.

@@ -105,7 +105,6 @@ impl Drop for Memo {
 
 impl Engine {
     /// Remembers `k`, the exact kernel of `sig`, as this thread's last kernel of this engine.
-    #[cfg(feature = "jit")]
     pub(super) fn memoise(&self, sig: &Signature, k: &Arc<Kernel>) {
         let n = sig.numel();
         let contiguous = (crate::plan::plan_contiguous(sig.width, n).as_ref() == Some(sig))

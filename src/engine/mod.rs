@@ -28,14 +28,12 @@ use crate::error::Result;
 use crate::pool::Pool;
 use crate::tier::Tier;
 
-#[cfg(feature = "jit")]
 use crate::jit::CodeGen;
 
 /// Selects with a chosen backend. `Send + Sync`: share one engine between threads.
 pub struct Engine {
     config: EngineConfig,
     /// The code generators, or why there are none (the engine then runs the static kernels).
-    #[cfg(feature = "jit")]
     jit: Result<CodeGen>,
     cache: Mutex<KernelCache>,
     last_codegen_error: Mutex<Option<crate::error::Error>>,
@@ -77,10 +75,6 @@ impl Default for Engine {
 }
 
 /// Why an engine has no code generator, when its backend is `Jit`.
-#[cfg(not(feature = "jit"))]
-const NO_JIT: &str = "this build of selectjit generates no code (its `jit` feature is off): \
-                      calls run on the static kernels and AOT tables";
-
 impl Engine {
     /// An engine with the default settings ([`EngineConfig::new`]): the JIT backend with the
     /// tier `Auto`. Where no code generator can run (a build without one, a host none targets)
@@ -130,7 +124,6 @@ impl Engine {
         Ok(Engine::assemble(config, jit))
     }
 
-    #[cfg(feature = "jit")]
     fn codegen_for(config: &EngineConfig) -> Result<CodeGen> {
         if config.backend != Backend::Jit {
             return Err(crate::error::Error::Invalid(
@@ -141,23 +134,11 @@ impl Engine {
         CodeGen::new(tier, opts)
     }
 
-    #[cfg(not(feature = "jit"))]
-    fn codegen_for(config: &EngineConfig) -> Result<()> {
-        let _ = config;
-        Err(crate::error::Error::Invalid(NO_JIT.to_string()))
-    }
-
-    #[cfg(feature = "jit")]
     fn assemble(config: EngineConfig, jit: Result<CodeGen>) -> Engine {
         let last = jit.as_ref().err().cloned();
         let mut e = Engine::parts(config, last);
         e.jit = jit;
         e
-    }
-
-    #[cfg(not(feature = "jit"))]
-    fn assemble(config: EngineConfig, jit: Result<()>) -> Engine {
-        Engine::parts(config, jit.err())
     }
 
     /// The engine without a code generator; `why` it has none (recorded for a `Jit` backend).
@@ -173,7 +154,6 @@ impl Engine {
                 .unwrap_or_else(crate::trial::wall_clock),
             pool: std::sync::OnceLock::new(),
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
-            #[cfg(feature = "jit")]
             jit: Err(crate::error::Error::Invalid(String::new())),
             last_codegen_error: Mutex::new(last),
             config,
@@ -233,7 +213,6 @@ impl Engine {
 
     /// The code generators, if this engine has them (not a stable API).
     #[doc(hidden)]
-    #[cfg(feature = "jit")]
     pub fn codegen(&self) -> Option<&CodeGen> {
         self.jit.as_ref().ok()
     }
@@ -250,10 +229,7 @@ impl Engine {
     /// }
     /// ```
     pub fn tier(&self) -> Option<Tier> {
-        #[cfg(feature = "jit")]
-        return self.codegen().map(CodeGen::tier);
-        #[cfg(not(feature = "jit"))]
-        None
+        self.codegen().map(CodeGen::tier)
     }
 
     /// Cache counters: hits, misses, evictions, compilations and their time. Hits of a
@@ -398,7 +374,6 @@ impl Engine {
         self.cache.lock().unwrap_or_else(|p| p.into_inner())
     }
 
-    #[cfg_attr(not(feature = "jit"), allow(dead_code))]
     fn record_codegen_error(&self, e: crate::error::Error) {
         *self
             .last_codegen_error

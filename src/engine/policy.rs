@@ -17,7 +17,6 @@ use super::{AOT_EXACT_RUNS, AOT_GENERIC_RUNS, Engine};
 use crate::kernel::Kernel;
 use crate::plan::{Pattern, Signature};
 
-#[cfg(feature = "jit")]
 use crate::{
     cache::{Entry, Lookup},
     env,
@@ -32,7 +31,6 @@ pub(crate) enum Pick {
     /// This kernel.
     Kernel(Arc<Kernel>),
     /// A tier trial: the next candidate, timed (or the one chosen).
-    #[cfg(feature = "jit")]
     Trial(Arc<TierTrial>),
 }
 
@@ -41,7 +39,6 @@ impl Pick {
     pub(crate) fn kernel(&self) -> &Arc<Kernel> {
         match self {
             Pick::Kernel(k) => k,
-            #[cfg(feature = "jit")]
             Pick::Trial(t) => t.current(),
         }
     }
@@ -65,7 +62,6 @@ impl Engine {
     /// Whether some kernel runs `sig` in one pass: the code generator compiles it, or the AOT
     /// table has it (for predicates: otherwise the static kernels run them in blocks).
     pub(super) fn fuses(&self, sig: &Signature) -> bool {
-        #[cfg(feature = "jit")]
         if let Ok(jit) = &self.jit
             && jit.covers(sig)
         {
@@ -82,7 +78,6 @@ impl Engine {
         if let Some(k) = self.aot_kernel(sig, false) {
             return Some(Pick::Kernel(k));
         }
-        #[cfg(feature = "jit")]
         if let Ok(jit) = &self.jit {
             let p = self
                 .kernel_locked(jit, sig, exact_after)
@@ -113,7 +108,6 @@ impl Engine {
         Some(k.clone())
     }
 
-    #[cfg(feature = "jit")]
     fn kernel_locked(&self, jit: &CodeGen, sig: &Signature, exact_after: u32) -> Option<Pick> {
         let (what, evicted) = self.lock_cache().lookup(sig, exact_after);
         if let Some(old) = evicted {
@@ -131,16 +125,18 @@ impl Engine {
     /// Compiles `sig`'s exact kernel as each candidate variant (only the class's choice when
     /// it was measured) outside the cache lock, so that hits of other threads are not held up;
     /// one candidate becomes the kernel, several a trial.
-    #[cfg(feature = "jit")]
     fn compile_exact(&self, jit: &CodeGen, sig: &Signature) -> Option<Pick> {
         let class = KernelClass::of(sig);
         let chosen = jit
             .is_auto()
             .then(|| self.lock_cache().choice(&class))
             .flatten();
-        let variants = match chosen {
-            Some(v) => vec![v],
-            None => jit.variants(sig),
+        let (variants, prefer) = match chosen {
+            Some(v) => (vec![v], None),
+            None => {
+                let c = jit.candidates(sig);
+                (c.variants, c.prefer)
+            }
         };
         let t = std::time::Instant::now();
         let mut kernels = Vec::with_capacity(variants.len());
@@ -162,7 +158,8 @@ impl Engine {
             0 => None,
             1 => kernels.pop().map(|(_, k)| Entry::Kernel(k)),
             _ => {
-                let trial = TierTrial::new(class, kernels, self.timer.clone(), sig.out_bytes());
+                let trial =
+                    TierTrial::new(class, kernels, prefer, self.timer.clone(), sig.out_bytes());
                 Some(Entry::Trial(Arc::new(trial)))
             }
         };
@@ -183,7 +180,6 @@ impl Engine {
     }
 
     /// A trial as it stands: its kernel once decided (committed to the cache), else the trial.
-    #[cfg(feature = "jit")]
     fn settle(&self, sig: &Signature, t: Arc<TierTrial>) -> Pick {
         if t.winner().is_some()
             && let Some(k) = self.commit(sig, &t)
@@ -195,7 +191,6 @@ impl Engine {
 
     /// Takes a decided trial in: the signature's entry becomes the chosen kernel, its class
     /// keeps the choice (logged once).
-    #[cfg(feature = "jit")]
     pub(super) fn commit(&self, sig: &Signature, t: &Arc<TierTrial>) -> Option<Arc<Kernel>> {
         let first = !t.committed();
         let k = self.lock_cache().commit(sig, t)?;
@@ -206,7 +201,6 @@ impl Engine {
     }
 
     /// The shape-generic kernel for `sig`'s pattern, compiled on first use.
-    #[cfg(feature = "jit")]
     fn generic_kernel(&self, jit: &CodeGen, sig: &Signature) -> Option<Arc<Kernel>> {
         if let Some(k) = self.aot_kernel(sig, true) {
             return Some(k);

@@ -431,7 +431,6 @@ impl Prepared {
         match &self.kernel {
             // SAFETY: the function's contract.
             Some(Pick::Kernel(k)) => unsafe { k.run(sig, p, 0, sig.outer()) },
-            #[cfg(feature = "jit")]
             Some(Pick::Trial(t)) => match t.winner() {
                 // SAFETY: as above (once decided, the call is the chosen kernel's alone).
                 Some(k) => unsafe { k.run(sig, p, 0, sig.outer()) },

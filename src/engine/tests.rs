@@ -123,7 +123,7 @@ mod basics {
     }
 }
 
-#[cfg(cranelift_tier)]
+#[cfg(cranelift_tier)] // the Cranelift tier's own behaviour
 mod jit_smoke {
     use crate::engine::*;
     use crate::tier::Tier;
@@ -217,8 +217,9 @@ mod jit_smoke {
                         .cranelift_blendv(false),
                 )
                 .unwrap();
-                let cl = eng.codegen().unwrap().cranelift();
-                assert!(!cl.uses_blendv());
+                let sig = crate::plan::plan_contiguous(4, 64).unwrap();
+                let ir = eng.codegen().unwrap().ir_text(&sig).unwrap();
+                assert!(ir.contains("bitselect") && !ir.contains("blendv"), "{ir}");
                 call(&eng, &mut got);
                 assert_eq!(got, want, "portable jit w{w} {c:?} {t:?} {e:?}");
                 assert!(eng.last_codegen_error().is_none());

@@ -36,11 +36,9 @@ pub type KernelFn = unsafe extern "C" fn(
 
 /// Arguments of a kernel call as [`CodeRunner::call`] receives them: cond, then, else, out,
 /// begin, end, dims, byte_strides, rhs.
-#[cfg(feature = "jit")]
 pub type KernelArgs = [u64; 9];
 
 /// A memory range that code run by a [`CodeRunner`] may access.
-#[cfg(feature = "jit")]
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct MemRegion {
     /// Address of the first byte.
@@ -54,7 +52,6 @@ pub struct MemRegion {
 /// Runs machine code that this host cannot execute itself — kernels of an x86 tier whose
 /// instructions the CPU lacks — for verification: the emulator of the `selectjit-emu` crate
 /// implements it. Given to an engine as [`crate::EngineConfig::runner`].
-#[cfg(feature = "jit")]
 pub trait CodeRunner: Send + Sync + std::fmt::Debug {
     /// Calls the function at byte 0 of `code` with the System V integer arguments `args`
     /// (cond, then, else, out, begin, end, dims, byte_strides, rhs). `avx512`: the code may use

@@ -4,31 +4,33 @@
 //! is never freed.
 
 pub(crate) mod abi;
-#[cfg(x86_tier)]
-mod exec;
 
-use crate::plan::OPS;
 use crate::plan::Signature;
-#[cfg(feature = "jit")]
-use crate::plan::{OUT, RHS};
+use crate::plan::{OPS, OUT, RHS};
 use crate::shape::MAX_RANK;
 use crate::tier::{Tier, Variant};
-#[cfg(feature = "jit")]
 use abi::{CodeRunner, KernelArgs, MemRegion};
 use abi::{KernelFn, Ptrs};
 
+/// The owner of a kernel's machine code, as a code generator hands it over (a Cranelift JIT
+/// module, a mapping of the x86 tier): dropped with the kernel, it frees the code. The kernel
+/// does not know which generator made it.
+pub(crate) trait CodeOwner: Send + Sync {
+    /// The machine code, where the owner keeps it as bytes the library emitted (for
+    /// inspection; `None` where only the generator's own listing exists).
+    fn bytes(&self) -> Option<&[u8]> {
+        None
+    }
+}
+
 /// Where a kernel's machine code lives, and what frees it.
+#[cfg_attr(not(feature = "jit"), allow(dead_code))] // no-JIT builds only link code
 enum Code {
-    /// A Cranelift JIT module, freed on drop. The mutex makes the module (which holds a
-    /// `RefCell`) shareable; it is touched only on drop.
-    #[cfg(cranelift_tier)]
-    Cranelift(std::sync::Mutex<Option<Box<cranelift_jit::JITModule>>>),
-    /// Code emitted by the x86 tier in a mapping of its own.
-    #[cfg(x86_tier)]
-    Mapped(exec::ExecMem),
-    /// Code this host cannot run, executed by a [`CodeRunner`] (verification only).
-    #[cfg(feature = "jit")]
-    Runner(Vec<u8>, std::sync::Arc<dyn CodeRunner>),
+    /// Code owned by the generator's owner object, freed when the kernel is dropped.
+    Owned(Box<dyn CodeOwner>),
+    /// Code this host cannot run, executed by a [`CodeRunner`] (verification only); whether
+    /// it may use AVX-512.
+    Runner(Vec<u8>, std::sync::Arc<dyn CodeRunner>, bool),
     /// Code linked into the program ahead of time (an exported kernel table): nothing to free.
     Linked,
 }
@@ -62,8 +64,7 @@ impl std::fmt::Debug for Kernel {
 }
 
 impl Kernel {
-    #[cfg(feature = "jit")]
-    fn owned(
+    fn counted(
         sig: Signature,
         generic: bool,
         v: Variant,
@@ -89,18 +90,23 @@ impl Kernel {
         &self.split
     }
 
-    /// A kernel compiled by Cranelift into `module`, entered at `entry`.
-    #[cfg(cranelift_tier)]
-    pub(crate) fn cranelift(
+    /// A kernel of code a generator made and `owner` frees, entered at `entry`, of variant
+    /// `v`, for `sig` (exact) or `sig`'s pattern (`generic`).
+    ///
+    /// # Safety
+    /// `entry` is a function with the [`KernelFn`] contract for `sig` (exact) or `sig`'s
+    /// pattern (generic), using only instructions this host executes, that stays callable
+    /// until `owner` is dropped.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))] // no-JIT builds only link code
+    pub(crate) unsafe fn owned(
         sig: Signature,
         generic: bool,
+        v: Variant,
         entry: KernelFn,
         code_bytes: usize,
-        module: cranelift_jit::JITModule,
+        owner: Box<dyn CodeOwner>,
     ) -> Self {
-        let code = Code::Cranelift(std::sync::Mutex::new(Some(Box::new(module))));
-        let v = Variant::of(Tier::Cranelift);
-        Kernel::owned(sig, generic, v, Some(entry), code_bytes, code)
+        Kernel::counted(sig, generic, v, Some(entry), code_bytes, Code::Owned(owner))
     }
 
     /// A kernel linked into the program ahead of time (from an exported table). It owns no
@@ -131,37 +137,9 @@ impl Kernel {
         matches!(self.code, Code::Linked)
     }
 
-    /// A kernel of the x86 tier: `code` (entry at its first byte) mapped executable.
-    ///
-    /// # Safety
-    /// `code` is a complete function with the [`KernelFn`] signature and contract for `sig`
-    /// (exact) or `sig`'s pattern (generic), using only instructions this host executes.
-    #[cfg(x86_tier)]
-    pub(crate) unsafe fn mapped(
-        sig: Signature,
-        generic: bool,
-        v: Variant,
-        code: &[u8],
-    ) -> crate::error::Result<Self> {
-        let mem = exec::ExecMem::new(code)?;
-        // SAFETY: the mapping holds exactly `code`, which the caller guarantees is a function
-        // of this type; it stays mapped while the kernel (owner of `mem`) lives.
-        let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(mem.as_ptr()) };
-        let n = code.len();
-        Ok(Kernel::owned(
-            sig,
-            generic,
-            v,
-            Some(entry),
-            n,
-            Code::Mapped(mem),
-        ))
-    }
-
     /// A kernel whose x86 machine `code` (of variant `v`, for `sig` or, `generic`, its
     /// pattern) runs through `runner` instead of on the CPU: how tests execute kernels of a
-    /// tier the host lacks.
-    #[cfg(feature = "jit")]
+    /// tier the host lacks. The runner lets the code use AVX-512 where `v`'s tier requires it.
     pub fn with_runner(
         sig: Signature,
         generic: bool,
@@ -170,7 +148,9 @@ impl Kernel {
         runner: std::sync::Arc<dyn CodeRunner>,
     ) -> Self {
         let n = code.len();
-        Kernel::owned(sig, generic, v, None, n, Code::Runner(code, runner))
+        let avx512 = v.tier.required_features().contains(&"avx512f");
+        let code = Code::Runner(code, runner, avx512);
+        Kernel::counted(sig, generic, v, None, n, code)
     }
 
     /// The tier whose generator made this kernel.
@@ -191,11 +171,9 @@ impl Kernel {
     /// The machine code of an x86-tier kernel (`None` for Cranelift and linked kernels).
     pub fn x86_code(&self) -> Option<&[u8]> {
         match &self.code {
-            #[cfg(x86_tier)]
-            Code::Mapped(m) => Some(m.bytes()),
-            #[cfg(feature = "jit")]
-            Code::Runner(v, _) => Some(v),
-            _ => None,
+            Code::Owned(o) => o.bytes(),
+            Code::Runner(v, _, _) => Some(v),
+            Code::Linked => None,
         }
     }
 
@@ -211,7 +189,6 @@ impl Kernel {
 
     /// The entry point of an exact kernel the host runs itself (not a shape-generic one, nor
     /// code run by a [`CodeRunner`]): [`Kernel::run`] calls it with null dims and strides.
-    #[cfg(feature = "jit")]
     pub(crate) fn exact_entry(&self) -> Option<KernelFn> {
         self.entry.filter(|_| !self.generic)
     }
@@ -264,8 +241,7 @@ impl Kernel {
             (std::ptr::null(), std::ptr::null())
         };
         let Some(entry) = self.entry else {
-            #[cfg(feature = "jit")]
-            if let Code::Runner(code, runner) = &self.code {
+            if let Code::Runner(code, runner, avx512) = &self.code {
                 let (c, t, e, o) = (p.cond as u64, p.then as u64, p.else_ as u64, p.out as u64);
                 let a: KernelArgs = [
                     c,
@@ -281,7 +257,7 @@ impl Kernel {
                 // SAFETY: the caller's contract: every element `sig` addresses in `begin..end`
                 // lies inside its buffer, which is what the regions describe; the dims and
                 // strides arrays live on this frame for the call.
-                return unsafe { run_external(code, &**runner, self.variant.tier, sig, a) };
+                return unsafe { run_external(code, &**runner, *avx512, sig, a) };
             }
             return;
         };
@@ -315,33 +291,16 @@ fn generic_args(sig: &Signature) -> ([u64; MAX_RANK], [i64; OPS * MAX_RANK]) {
 
 impl Drop for Kernel {
     fn drop(&mut self) {
-        match &mut self.code {
-            Code::Linked => {} // part of the program, never counted
-            #[cfg(feature = "jit")]
-            #[cfg_attr(not(cranelift_tier), allow(unused_variables))]
-            owned => {
-                LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
-                LIVE_CODE.fetch_sub(self.code_bytes, std::sync::atomic::Ordering::Relaxed);
-                // A mapping unmaps itself when dropped; a Cranelift module is freed here.
-                #[cfg(cranelift_tier)]
-                if let Code::Cranelift(module) = owned {
-                    let module = match module.get_mut() {
-                        Ok(m) => m.take(),
-                        Err(poisoned) => poisoned.into_inner().take(),
-                    };
-                    if let Some(m) = module {
-                        // SAFETY: we are the last owner of this kernel (drop of the last Arc),
-                        // so no caller is executing its code and `entry` is never called again.
-                        unsafe { m.free_memory() };
-                    }
-                }
-            }
+        // Linked code is part of the program, never counted; an owner frees its code when
+        // dropped with the kernel (the last `Arc`: no caller runs the code any more).
+        if !matches!(self.code, Code::Linked) {
+            LIVE.fetch_sub(1, std::sync::atomic::Ordering::Relaxed);
+            LIVE_CODE.fetch_sub(self.code_bytes, std::sync::atomic::Ordering::Relaxed);
         }
     }
 }
 
 /// The index in a kernel's arguments of operand `op`'s pointer.
-#[cfg(feature = "jit")]
 fn arg_of(op: usize) -> usize {
     if op == RHS { 8 } else { op }
 }
@@ -349,7 +308,6 @@ fn arg_of(op: usize) -> usize {
 /// The memory a kernel call on `sig` with arguments `a` may touch, per operand (cond, then,
 /// else, out, rhs): from the lowest to one past the highest addressed byte (nothing for the
 /// rhs of a mask or a test).
-#[cfg(feature = "jit")]
 fn operand_regions(sig: &Signature, a: &KernelArgs) -> [(u64, u64); OPS] {
     let (begin, end) = (a[4] as usize, a[5] as usize);
     std::array::from_fn(|op| {
@@ -378,11 +336,10 @@ fn operand_regions(sig: &Signature, a: &KernelArgs) -> [(u64, u64); OPS] {
 ///
 /// # Safety
 /// As for [`Kernel::run`]; `a` holds its pointers, range and generic arrays.
-#[cfg(feature = "jit")]
 unsafe fn run_external(
     code: &[u8],
     runner: &dyn CodeRunner,
-    tier: Tier,
+    avx512: bool,
     sig: &Signature,
     a: KernelArgs,
 ) {
@@ -413,7 +370,7 @@ unsafe fn run_external(
     // SAFETY: the regions are the bytes `sig` addresses from validated pointers (the caller's
     // contract), the dims/strides arrays live on the caller's stack for this call; only `out`
     // is written.
-    if let Err(e) = unsafe { runner.call(code, tier == Tier::Avx512, &a, &regions) } {
+    if let Err(e) = unsafe { runner.call(code, avx512, &a, &regions) } {
         panic!("emulated x86 kernel for {sig} failed: {e}");
     }
 }

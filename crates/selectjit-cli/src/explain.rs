@@ -105,12 +105,10 @@ pub fn explain(
         format!(" (the {} tier does not cover this signature)", variant.tier)
     };
     let _ = writeln!(s, "variant    {variant}{why}");
-    if tier == Tier::Cranelift {
-        let _ = writeln!(
-            s,
-            "\n;; Cranelift IR of the exact kernel\n{}",
-            codegen.cranelift().ir_text(&sig)
-        );
+    if tier == Tier::Cranelift
+        && let Some(ir) = codegen.ir_text(&sig)
+    {
+        let _ = writeln!(s, "\n;; Cranelift IR of the exact kernel\n{ir}");
     }
     let _ = writeln!(s, ";; {tier} machine code of the exact kernel\n{asm}");
     Ok(s)

@@ -17,9 +17,31 @@ use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 
 use crate::error::{Error, Result};
-use crate::kernel::Kernel;
 use crate::kernel::abi::KernelFn;
+use crate::kernel::{CodeOwner, Kernel};
 use crate::plan::{Pattern, Signature};
+use crate::tier::{Tier, Variant};
+
+/// A kernel's JIT module, freed when the kernel is dropped. The mutex makes the module (which
+/// holds a `RefCell`) shareable; it is touched only on drop.
+struct ModuleOwner(Mutex<Option<Box<JITModule>>>);
+
+impl CodeOwner for ModuleOwner {}
+
+impl Drop for ModuleOwner {
+    fn drop(&mut self) {
+        let module = match self.0.get_mut() {
+            Ok(m) => m.take(),
+            Err(poisoned) => poisoned.into_inner().take(),
+        };
+        if let Some(m) = module {
+            // SAFETY: the owner is dropped with the last owner of its kernel (the drop of the
+            // last `Arc<Kernel>`), so no caller is executing the code and its entry is never
+            // called again.
+            unsafe { m.free_memory() };
+        }
+    }
+}
 
 /// Reusable per-compilation state.
 struct Scratch {
@@ -85,8 +107,8 @@ pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
             "has_avx512f",
             "has_avx512vnni",
         ];
-        let flags = AVX512.iter().chain(&crate::env::AVX_FLAGS);
-        for name in flags.filter(|n| crate::env::hides_flag(n)) {
+        let flags = AVX512.iter().chain(&crate::jit::host::AVX_FLAGS);
+        for name in flags.filter(|n| crate::jit::host::hides_flag(n)) {
             let _ = b.set(name, "false");
         }
     }
@@ -197,13 +219,11 @@ impl Jit {
         // built by `codegen::declare_params` (eight i64 parameters, no return) in the ISA's default
         // calling convention, which on this host is the C calling convention of `KernelFn`.
         let entry: KernelFn = unsafe { std::mem::transmute::<*const u8, KernelFn>(ptr) };
-        Ok(Kernel::cranelift(
-            sig.clone(),
-            generic,
-            entry,
-            code_bytes,
-            module,
-        ))
+        let owner = Box::new(ModuleOwner(Mutex::new(Some(Box::new(module)))));
+        let v = Variant::of(Tier::Cranelift);
+        // SAFETY: `entry` is that function, compiled for `sig` (or its pattern, `generic`) for
+        // the host's ISA; its code lives in `module`, which `owner` frees only when dropped.
+        Ok(unsafe { Kernel::owned(sig.clone(), generic, v, entry, code_bytes, owner) })
     }
 
     /// Builds the kernel of `sig` (exact, or shape-generic for its pattern) and defines it in
@@ -273,5 +293,68 @@ impl Jit {
         let text = r.map(|c| c.vcode.clone().unwrap_or_default());
         s.ctx.set_disasm(false);
         text
+    }
+}
+
+impl crate::jit::generator::Generator for Jit {
+    fn tier(&self) -> Tier {
+        Tier::Cranelift
+    }
+
+    fn covers(&self, sig: &Signature) -> bool {
+        Jit::covers(self, sig)
+    }
+
+    fn fixed(&self, _: &Signature, _: bool, _: usize) -> Variant {
+        Variant::of(Tier::Cranelift)
+    }
+
+    fn candidates(&self, _: &Signature, _: usize) -> crate::jit::generator::Candidates {
+        crate::jit::generator::Candidates {
+            variants: vec![Variant::of(Tier::Cranelift)],
+            prefer: None,
+        }
+    }
+
+    fn compile(&self, _: Variant, sig: &Signature, generic: bool) -> Result<Kernel> {
+        self.compile_as(sig, generic)
+    }
+
+    fn machine_code(
+        &self,
+        _: Variant,
+        sig: &Signature,
+    ) -> Result<crate::jit::generator::MachineCode> {
+        Ok(crate::jit::generator::MachineCode::Listing(
+            self.disassembly(sig)?,
+        ))
+    }
+
+    fn ir_text(&self, sig: &Signature) -> Option<String> {
+        Some(Jit::ir_text(self, sig))
+    }
+
+    fn describe(&self) -> Option<String> {
+        Some(Jit::describe(self))
+    }
+}
+
+#[cfg(all(test, any(target_arch = "x86_64", target_arch = "aarch64")))]
+mod tests {
+    /// The features the library detects itself are exactly the ones Cranelift's own host
+    /// detection enables.
+    #[test]
+    fn host_flags_agree_with_cranelift_native() {
+        let isa = super::host_isa(false).unwrap();
+        let mut theirs: Vec<&str> = isa
+            .isa_flags()
+            .iter()
+            .filter(|v| v.name.starts_with("has_") && v.as_bool() == Some(true))
+            .map(|v| v.name)
+            .collect();
+        let mut ours = crate::jit::host::cpu_flags().unwrap();
+        theirs.sort_unstable();
+        ours.sort_unstable();
+        assert_eq!(ours, theirs);
     }
 }

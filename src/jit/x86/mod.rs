@@ -12,7 +12,9 @@
 //! empty or over-long dim lists).
 
 mod emit;
+mod exec;
 pub(crate) mod level;
+pub(crate) mod plugin;
 
 pub use level::Level;
 

@@ -153,7 +153,8 @@ impl KernelEmitter<'_, '_> {
                 let vt = class(d).vector();
                 k.inf = Some(self.b.ins().splat(vt, inf));
             }
-            _ => {}
+            // Comparisons of ints and floats read their operands only.
+            (Class::Int(..) | Class::Float(_) | Class::Complex(_), None) => {}
         }
         self.vk = k;
     }
@@ -272,7 +273,7 @@ impl KernelEmitter<'_, '_> {
         }
         let (cc, join) = match test {
             TestOp::IsInf => (FloatCC::Equal, false),
-            _ => (FloatCC::LessThan, true),
+            TestOp::IsFinite | TestOp::IsNan => (FloatCC::LessThan, true),
         };
         let one = |em: &mut Self, x: Value| {
             let a = em.b.ins().fabs(x);
@@ -383,7 +384,7 @@ impl KernelEmitter<'_, '_> {
                 let v = self.b.ins().load(it, self.flags, p, off);
                 (self.b.ins().bitcast(vt, MemFlagsData::new(), v), None)
             }
-            _ => {
+            Class::Int(..) | Class::Bool | Class::Half(_) => {
                 let off = (first * cw + 16 * k) as i32;
                 (self.b.ins().load(vt, self.flags, p, off), None)
             }
