@@ -78,6 +78,9 @@ typedef struct SelectjitAotTable {
 // larger than this library's struct with fields it does not know set.
 #define SELECTJIT_ERR_STRUCT_SIZE 11
 
+// The largest `struct_size` accepted (any struct of the API is far smaller).
+#define SELECTJIT_STRUCT_SIZE_MAX 4096
+
 // Element type code of `bool` (one byte; the order of codes is that of `DType::ALL`).
 #define SELECTJIT_DTYPE_BOOL 0
 
@@ -123,18 +126,6 @@ typedef struct SelectjitAotTable {
 // Element type code of a complex of two `double`s.
 #define SELECTJIT_DTYPE_COMPLEX128 14
 
-// Broadcast mode: numpy (all three inputs broadcast to each other; ONNX Where).
-#define SELECTJIT_MODE_NUMPY 0
-
-// Broadcast mode: two-step (then/else to each other, cond one way into the result).
-#define SELECTJIT_MODE_TWO_STEP 1
-
-// Broadcast mode: none (identical shapes).
-#define SELECTJIT_MODE_NONE 2
-
-// Broadcast mode: pdpd (output is then's shape; else and cond one way at `pdpd_axis`).
-#define SELECTJIT_MODE_PDPD 3
-
 // Backend: JIT-compiled kernels, cached.
 #define SELECTJIT_BACKEND_JIT 0
 
@@ -159,6 +150,14 @@ typedef struct SelectjitAotTable {
 
 // Tier: x86-64 AVX-512 code.
 #define SELECTJIT_TIER_AVX512 4
+
+// The first version's `sizeof(SelectjitOptions)`: `struct_size`, `backend`, `cache_capacity`
+// and `threads`. Smaller structs are refused.
+#define SELECTJIT_OPTIONS_SIZE_V1 24
+
+// The first version's `sizeof(SelectjitStats)`: `struct_size`, `reserved` and 23 counters
+// (`capacity` to `blocked_runs`). Smaller structs are refused.
+#define SELECTJIT_STATS_SIZE_V1 192
 
 // Condition kind (`SelectjitCond::kind`): a mask in `lhs` (one byte per element, non-zero true).
 #define SELECTJIT_COND_MASK 0
@@ -193,16 +192,17 @@ typedef struct SelectjitAotTable {
 // Comparison: `>=`.
 #define SELECTJIT_CMP_GE 5
 
-// The first version's `sizeof(SelectjitOptions)`: `struct_size`, `backend`, `cache_capacity`
-// and `threads`. Smaller structs are refused.
-#define SELECTJIT_OPTIONS_SIZE_V1 24
+// Broadcast mode: numpy (all three inputs broadcast to each other; ONNX Where).
+#define SELECTJIT_MODE_NUMPY 0
 
-// The first version's `sizeof(SelectjitStats)`: `struct_size`, `reserved` and 23 counters
-// (`capacity` to `blocked_runs`). Smaller structs are refused.
-#define SELECTJIT_STATS_SIZE_V1 192
+// Broadcast mode: two-step (then/else to each other, cond one way into the result).
+#define SELECTJIT_MODE_TWO_STEP 1
 
-// The largest `struct_size` accepted (any struct of the API is far smaller).
-#define SELECTJIT_STRUCT_SIZE_MAX 4096
+// Broadcast mode: none (identical shapes).
+#define SELECTJIT_MODE_NONE 2
+
+// Broadcast mode: pdpd (output is then's shape; else and cond one way at `pdpd_axis`).
+#define SELECTJIT_MODE_PDPD 3
 
 // An engine (opaque).
 typedef struct SelectjitEngine SelectjitEngine;
@@ -237,6 +237,62 @@ typedef struct SelectjitOptions {
   // An ahead-of-time kernel table linked into the program (`selectjit aot`), or NULL.
   const SelectjitAotTable *aot_table;
 } SelectjitOptions;
+
+// An engine's counters (`selectjit_engine_stats`): the caller sets `struct_size`, the library
+// fills every counter that fits. The counters are those of the Rust `CacheStats::fields()`,
+// by the same names and in the same order (a test holds them to it); new ones are appended.
+typedef struct SelectjitStats {
+  // `sizeof(SelectjitStats)` as the caller's header declares it (set by the caller).
+  uint32_t struct_size;
+  // Not written by the library.
+  uint32_t reserved;
+  // Signatures the cache keeps at most.
+  uint64_t capacity;
+  // Signatures held now.
+  uint64_t len;
+  // Calls that found their exact kernel.
+  uint64_t hits;
+  // Calls whose signature was not in the cache.
+  uint64_t misses;
+  // Calls served by a shape-generic kernel while their signature was not yet hot.
+  uint64_t generic_runs;
+  // Signatures evicted.
+  uint64_t evictions;
+  // Exact-kernel compilations.
+  uint64_t compiles;
+  // Time of the exact-kernel compilations, in microseconds.
+  uint64_t compile_us;
+  // Shape-generic kernel compilations.
+  uint64_t generic_compiles;
+  // Time of the shape-generic compilations, in microseconds.
+  uint64_t generic_compile_us;
+  // Compilations that failed (served by the static kernels).
+  uint64_t compile_failures;
+  // Shape-generic kernels held now.
+  uint64_t generic_len;
+  // Calls run by an exact kernel of the engine's AOT table.
+  uint64_t aot_exact_runs;
+  // Calls run by a shape-generic kernel of the engine's AOT table.
+  uint64_t aot_generic_runs;
+  // Calls run by the static kernels.
+  uint64_t static_runs;
+  // Exact kernels in the engine's AOT table.
+  uint64_t aot_exact_kernels;
+  // Shape-generic kernels in the engine's AOT table.
+  uint64_t aot_generic_kernels;
+  // Kernel classes whose variant was chosen by measuring.
+  uint64_t tier_trials;
+  // Calls timed for those choices.
+  uint64_t trial_calls;
+  // Time those calls took beyond the chosen variant's, in nanoseconds.
+  uint64_t trial_excess_ns;
+  // Compilations of candidate variants beyond the one kept.
+  uint64_t trial_compiles;
+  // Their time in microseconds.
+  uint64_t trial_compile_us;
+  // Calls whose predicate no kernel fuses, run in blocks by the static kernels.
+  uint64_t blocked_runs;
+} SelectjitStats;
 
 // A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, `rank` signed
 // element strides at `strides` (NULL for row-major contiguous), and `offset`, the index in
@@ -312,61 +368,12 @@ typedef struct SelectjitCond {
   struct SelectjitTensor rhs;
 } SelectjitCond;
 
-// An engine's counters (`selectjit_engine_stats`): the caller sets `struct_size`, the library
-// fills every counter that fits. The counters are those of the Rust `CacheStats::fields()`,
-// by the same names and in the same order (a test holds them to it); new ones are appended.
-typedef struct SelectjitStats {
-  // `sizeof(SelectjitStats)` as the caller's header declares it (set by the caller).
-  uint32_t struct_size;
-  // Not written by the library.
-  uint32_t reserved;
-  // Signatures the cache keeps at most.
-  uint64_t capacity;
-  // Signatures held now.
-  uint64_t len;
-  // Calls that found their exact kernel.
-  uint64_t hits;
-  // Calls whose signature was not in the cache.
-  uint64_t misses;
-  // Calls served by a shape-generic kernel while their signature was not yet hot.
-  uint64_t generic_runs;
-  // Signatures evicted.
-  uint64_t evictions;
-  // Exact-kernel compilations.
-  uint64_t compiles;
-  // Time of the exact-kernel compilations, in microseconds.
-  uint64_t compile_us;
-  // Shape-generic kernel compilations.
-  uint64_t generic_compiles;
-  // Time of the shape-generic compilations, in microseconds.
-  uint64_t generic_compile_us;
-  // Compilations that failed (served by the static kernels).
-  uint64_t compile_failures;
-  // Shape-generic kernels held now.
-  uint64_t generic_len;
-  // Calls run by an exact kernel of the engine's AOT table.
-  uint64_t aot_exact_runs;
-  // Calls run by a shape-generic kernel of the engine's AOT table.
-  uint64_t aot_generic_runs;
-  // Calls run by the static kernels.
-  uint64_t static_runs;
-  // Exact kernels in the engine's AOT table.
-  uint64_t aot_exact_kernels;
-  // Shape-generic kernels in the engine's AOT table.
-  uint64_t aot_generic_kernels;
-  // Kernel classes whose variant was chosen by measuring.
-  uint64_t tier_trials;
-  // Calls timed for those choices.
-  uint64_t trial_calls;
-  // Time those calls took beyond the chosen variant's, in nanoseconds.
-  uint64_t trial_excess_ns;
-  // Compilations of candidate variants beyond the one kept.
-  uint64_t trial_compiles;
-  // Their time in microseconds.
-  uint64_t trial_compile_us;
-  // Calls whose predicate no kernel fuses, run in blocks by the static kernels.
-  uint64_t blocked_runs;
-} SelectjitStats;
+// The calling thread's last error message ("" after a success). Valid until the next call on
+// this thread.
+const char *selectjit_last_error(void);
+
+// The name of a status code.
+const char *selectjit_status_name(int code);
 
 // Creates an engine into `*out` from `opts` (NULL: every default, with the `SELECTJIT_*`
 // environment variables applied, as `read_env` does). Returns a status code; on error `*out`
@@ -393,6 +400,22 @@ int selectjit_engine_new(const struct SelectjitOptions *opts, struct SelectjitEn
 // `engine` is NULL or comes from `selectjit_engine_new`.
 int selectjit_engine_aot_status(const struct SelectjitEngine *engine);
 
+// Destroys an engine made by `selectjit_engine_new` (NULL is ignored).
+//
+// # Safety
+// `e` is NULL or a pointer returned by `selectjit_engine_new`, not freed before.
+void selectjit_engine_free(struct SelectjitEngine *e);
+
+// Fills `*out` with the engine's counters. The caller sets `out->struct_size` (at least the
+// first version's size, at most `SELECTJIT_STRUCT_SIZE_MAX`); the library writes each counter
+// that fits in it, zero past its own struct (counters of a newer header this library lacks),
+// and neither `struct_size` nor `reserved`. On error nothing is written.
+//
+// # Safety
+// `engine` comes from `selectjit_engine_new`; `out` is NULL or points at `out->struct_size`
+// writable bytes.
+int selectjit_engine_stats(const struct SelectjitEngine *engine, struct SelectjitStats *out);
+
 // Checks an ahead-of-time kernel table linked into the program (the table an object written by
 // `selectjit aot` defines): `SELECTJIT_OK`, or `SELECTJIT_ERR_AOT` with the reason in
 // `selectjit_last_error` (a table for another architecture, missing CPU features, another
@@ -402,12 +425,6 @@ int selectjit_engine_aot_status(const struct SelectjitEngine *engine);
 // `table` is NULL or points at a table from an object exported by selectjit and linked into
 // this program (or a library that stays loaded).
 int selectjit_aot_table_check(const SelectjitAotTable *table);
-
-// Destroys an engine made by `selectjit_engine_new` (NULL is ignored).
-//
-// # Safety
-// `e` is NULL or a pointer returned by `selectjit_engine_new`, not freed before.
-void selectjit_engine_free(struct SelectjitEngine *e);
 
 // `out = cond ? then : else` with a mask `cond` (one byte per element, any non-zero byte
 // true). `dtype` is a `SELECTJIT_DTYPE_*` code of `then`, `else` and `out`; `mode` 0 numpy,
@@ -547,22 +564,5 @@ int selectjit_prepared_run_cond(const struct SelectjitPrepared *p,
 // # Safety
 // `p` is NULL or from `selectjit_prepare` or `selectjit_prepare_cond`, not freed before.
 void selectjit_prepared_free(struct SelectjitPrepared *p);
-
-// Fills `*out` with the engine's counters. The caller sets `out->struct_size` (at least the
-// first version's size, at most `SELECTJIT_STRUCT_SIZE_MAX`); the library writes each counter
-// that fits in it, zero past its own struct (counters of a newer header this library lacks),
-// and neither `struct_size` nor `reserved`. On error nothing is written.
-//
-// # Safety
-// `engine` comes from `selectjit_engine_new`; `out` is NULL or points at `out->struct_size`
-// writable bytes.
-int selectjit_engine_stats(const struct SelectjitEngine *engine, struct SelectjitStats *out);
-
-// The calling thread's last error message ("" after a success). Valid until the next call on
-// this thread.
-const char *selectjit_last_error(void);
-
-// The name of a status code.
-const char *selectjit_status_name(int code);
 
 #endif  /* SELECTJIT_H */
