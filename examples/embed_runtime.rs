@@ -150,7 +150,7 @@ fn main() -> Result<(), Error> {
     if let Some(e) = engine.last_codegen_error() {
         println!("code generation failed once (served by the static kernels): {e}");
     }
-    let (kernels, bytes) = selectjit::unstable::live_kernels();
+    let (kernels, bytes) = selectjit::codegen::live_kernels();
     println!("live kernels: {kernels} ({bytes} bytes of machine code)");
     Ok(())
 }

@@ -28,7 +28,6 @@ pub const MAX_ISA: &str = "SELECTJIT_MAX_ISA";
 
 /// A cap on the x86 instruction sets used ([`MAX_ISA`]), in increasing order (not a stable
 /// API: for the command line's `info`).
-#[doc(hidden)]
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 pub enum IsaCap {
     /// The build's baseline (SSE2 on x86-64): no AVX2 or AVX-512 tier or static kernels.
@@ -55,7 +54,6 @@ impl IsaCap {
 
 /// The cap [`MAX_ISA`] sets (read once per process), or why its value is not one (not a
 /// stable API).
-#[doc(hidden)]
 pub fn max_isa() -> std::result::Result<IsaCap, String> {
     static CAP: std::sync::OnceLock<std::result::Result<IsaCap, String>> =
         std::sync::OnceLock::new();

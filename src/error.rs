@@ -3,7 +3,7 @@
 use std::fmt;
 
 /// Shapes as they appear in messages: `[2,3,4]`, `[]` for a scalar.
-pub struct ShapeFmt<'a>(pub &'a [usize]);
+pub(crate) struct ShapeFmt<'a>(pub(crate) &'a [usize]);
 
 impl fmt::Display for ShapeFmt<'_> {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -126,7 +126,6 @@ impl std::error::Error for Error {
 
 impl Error {
     /// A code-generation error with no underlying error.
-    #[doc(hidden)]
     pub fn codegen(what: impl Into<String>) -> Error {
         Error::Codegen {
             what: what.into(),
@@ -135,7 +134,6 @@ impl Error {
     }
 
     /// A code-generation error caused by `source`.
-    #[doc(hidden)]
     pub fn codegen_from(
         what: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
@@ -148,7 +146,6 @@ impl Error {
 
     /// This error with `ctx` (e.g. the signature being compiled) in front of a code-generation
     /// error's description; other errors are returned as they are.
-    #[doc(hidden)]
     pub fn in_context(self, ctx: impl std::fmt::Display) -> Error {
         match self {
             Error::Codegen { what, source } => Error::Codegen {

@@ -90,7 +90,7 @@ mod kernels;
 mod measure;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
-mod plan;
+pub mod plan;
 mod pool;
 mod pred;
 mod shape;
@@ -107,41 +107,58 @@ pub use engine::interp::select_generic;
 pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
 pub use pred::{CmpOp, TestOp};
-pub use shape::{Broadcast, MAX_RANK, broadcast_shapes, output_shape};
+pub use shape::{
+    Broadcast, BroadcastShape, MAX_RANK, Placement, broadcast_shapes, contiguous_strides,
+    output_shape,
+};
 pub use tensor::{TensorMut, TensorRef};
 pub use tier::{KernelClass, Tier, TierChoice, Variant};
 pub use trial::CallTimer;
 
-/// What the workspace's own crates (command line, benchmarks, emulator, AOT exporter, C and
-/// Python bindings) and tests reach inside the library. **Not a stable API**: anything here
-/// may change in any release, and nothing here is needed to embed the library; a runtime uses
-/// the items at the crate root.
-#[doc(hidden)]
-pub mod unstable {
-    pub use crate::aot::format::{
-        AOT_MAX_KEY_BYTES, ENTRIES_AT, ENTRY_SIZE, FUNC_AT, Fnv, KEYS_AT, Named, TABLE_SIZE,
-        arch_name, check_entries, check_format,
-    };
-    pub use crate::aot::key::{parse_pattern_key, parse_signature_key, pattern_key, signature_key};
-    pub use crate::error::ShapeFmt;
-    #[cfg(cranelift_tier)]
-    pub use crate::jit::cranelift::{Jit, shared_flags};
-    #[cfg(x86_tier)]
-    pub use crate::jit::x86::{Level as X86Level, X86Gen};
+/// Compiled kernels and the code generators behind them, for tools built on the library:
+/// ahead-of-time exporters, emulators, `explain`-style inspectors and the generators' own
+/// tests. A runtime that only selects never needs this module.
+///
+/// An engine's generators are a [`CodeGen`] ([`Engine::codegen`]); what they compile is a
+/// [`Kernel`], one `extern "C"` [`KernelFn`] over a range of a [`plan::Signature`]'s outer
+/// dimension. A [`CodeRunner`] runs machine code this host cannot (the emulator of the
+/// workspace's `selectjit-emu` crate plugs in through [`EngineConfig::runner`]). The
+/// generators of this build are reachable for tools that drive one directly: `cranelift`
+/// (feature `cranelift`: [`Jit`](codegen::cranelift::Jit), which the AOT exporter compiles
+/// other targets' kernels with) and `x86` (the lean or default build on x86-64:
+/// [`X86Gen`](codegen::x86::X86Gen)).
+///
+/// ```
+/// use selectjit::codegen::live_kernels;
+/// use selectjit::{Engine, plan};
+/// let engine = Engine::new();
+/// let sig = plan::plan_contiguous(4, 1024).unwrap();
+/// if let Some(cg) = engine.codegen() {
+///     let before = live_kernels().0;
+///     let kernel = cg.compile(&sig)?;
+///     assert_eq!(kernel.signature(), &sig);
+///     assert_eq!(live_kernels().0, before + 1);
+///     drop(kernel); // its code is freed with it
+///     assert_eq!(live_kernels().0, before);
+/// }
+/// # Ok::<(), selectjit::Error>(())
+/// ```
+pub mod codegen {
+    pub use crate::jit::generators::*;
     pub use crate::jit::{CodeGen, CodeGenOptions, MachineCode};
-    pub use crate::kernel::abi::{CodeRunner, KernelArgs, MemRegion};
-    pub use crate::kernel::abi::{KernelFn, Ptrs};
+    pub use crate::kernel::abi::{CodeRunner, KernelArgs, KernelFn, MemRegion, Ptrs};
     pub use crate::kernel::{Kernel, live_kernels};
-    pub use crate::kernels::{Level as StaticLevel, level as static_level};
-    pub use crate::plan::{
-        COND, ELSE, OPS, OUT, Pattern, Plan, RHS, RowShape, Signature, THEN, plan, plan_contiguous,
-        plan_layout,
-    };
-    pub use crate::pool::Pool;
-    pub use crate::pred::{Canon, Kind as CondKind, eval as eval_cond};
-    pub use crate::shape::{
-        Dims, Placement, Strides, check_shape, contiguous_strides, numel, strides_over,
-    };
+
+    /// The instruction set the static kernels (the `Static` backend, and every fallback) run
+    /// with on this host: `portable`, `avx2` or `avx512`.
+    ///
+    /// ```
+    /// let level = selectjit::codegen::static_level();
+    /// assert!(["portable", "avx2", "avx512"].contains(&level));
+    /// ```
+    pub fn static_level() -> &'static str {
+        crate::kernels::level().name()
+    }
 }
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).

@@ -1,4 +1,6 @@
-//! Loop-nest canonicalisation: equal work gets equal keys.
+//! Loop-nest canonicalisation: equal work gets equal keys. For tools that compile, export or
+//! inspect kernels (the AOT exporter, `selectjit explain`); a runtime that only selects never
+//! needs this module.
 //!
 //! From the output shape and the four operands' strides over it (cond, then, else, out; in
 //! elements, signed) the planner
@@ -26,6 +28,7 @@ use smallvec::SmallVec;
 
 use crate::error::{Error, Result};
 use crate::pred::Kind;
+pub use crate::pred::{Canon, Kind as CondKind, eval as eval_cond};
 use crate::shape::{Dims, MAX_RANK, Strides};
 
 /// Index of `cond` in the operand order used everywhere in plans and kernels: the mask, or the

@@ -62,7 +62,7 @@ struct Shared {
 }
 
 /// Worker threads that run the parts of one job at a time.
-pub struct Pool {
+pub(crate) struct Pool {
     shared: Arc<Shared>,
     /// Held by the caller whose job runs; other callers run on their own thread.
     busy: Mutex<()>,
@@ -72,7 +72,7 @@ pub struct Pool {
 impl Pool {
     /// A pool of `threads - 1` workers (the caller is the first thread); `None` when `threads`
     /// is below 2 or no thread could be started.
-    pub fn new(threads: usize) -> Option<Pool> {
+    pub(crate) fn new(threads: usize) -> Option<Pool> {
         if threads < 2 {
             return None;
         }
@@ -105,14 +105,14 @@ impl Pool {
     }
 
     /// Threads a job can use: the workers and the caller.
-    pub fn threads(&self) -> usize {
+    pub(crate) fn threads(&self) -> usize {
         self.workers.len() + 1
     }
 
     /// Runs `f(0)`, …, `f(parts - 1)`, part 0 on the calling thread and the others on the
     /// workers (at most [`Pool::threads`] parts). Returns false, having run nothing, when the pool
     /// is busy with another caller's job.
-    pub fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
+    pub(crate) fn run(&self, parts: usize, f: &(dyn Fn(usize) + Sync)) -> bool {
         let _guard = match self.busy.try_lock() {
             Ok(g) => g,
             Err(std::sync::TryLockError::Poisoned(p)) => p.into_inner(),

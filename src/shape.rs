@@ -1,17 +1,19 @@
-//! Broadcast rules for the four modes of SPEC.md, as pure functions.
+//! Broadcast rules for the four modes of docs/semantics.md, as pure functions.
 //!
-//! [`broadcast_shapes`] returns the output shape and, for each input, where its dimensions land in
-//! the output ([`Placement`]); [`strides_over`] turns an input's own strides into strides over the
-//! output's dimensions (0 where the input is broadcast).
+//! [`infer`] returns the output shape and, for each input, where its dimensions land in the
+//! output ([`Placement`]); [`strides_over`] turns an input's own strides into strides over the
+//! output's dimensions (0 where the input is broadcast). [`broadcast_shapes`],
+//! [`output_shape`], [`contiguous_strides`] and [`Placement::strides_over`] are their public
+//! forms, with standard types.
 
 use smallvec::SmallVec;
 
 use crate::error::{Error, Result, ShapeFmt};
 
 /// A shape: inline up to rank 8, so the common call path does not allocate.
-pub type Dims = SmallVec<[usize; 8]>;
+pub(crate) type Dims = SmallVec<[usize; 8]>;
 /// Strides in elements, one per dimension.
-pub type Strides = SmallVec<[isize; 8]>;
+pub(crate) type Strides = SmallVec<[isize; 8]>;
 
 /// The largest rank accepted (numpy's limit).
 pub const MAX_RANK: usize = 64;
@@ -64,17 +66,57 @@ pub struct Placement {
     pub len: usize,
 }
 
-/// The result of shape inference.
+impl Placement {
+    /// The strides over the output's dimensions of an input of `shape` and `strides` (in
+    /// elements) placed here in an output of shape `out`: its own stride where its dimension
+    /// lands on an output dimension of the same size, 0 where it is broadcast (its size is 1)
+    /// or absent. What a kernel reads each operand with.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, broadcast_shapes, contiguous_strides};
+    /// // cond [3, 1] against then [4]: the output is [3, 4], cond walks down the rows only.
+    /// let b = broadcast_shapes(Broadcast::Numpy, &[3, 1], &[4], &[])?;
+    /// let cond = b.cond.strides_over(&[3, 1], &contiguous_strides(&[3, 1]), &b.out);
+    /// assert_eq!(cond, [1, 0]);
+    /// let then = b.then.strides_over(&[4], &[1], &b.out);
+    /// assert_eq!(then, [0, 1]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    ///
+    /// # Panics
+    /// If `shape` or `strides` has fewer than `self.len` dimensions, or `out` fewer than
+    /// `self.start + self.len`: a placement applies to the shapes it was inferred for.
+    pub fn strides_over(self, shape: &[usize], strides: &[isize], out: &[usize]) -> Vec<isize> {
+        strides_over(shape, strides, self, out).to_vec()
+    }
+}
+
+/// The output shape and where each input lands in it ([`broadcast_shapes`]).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BroadcastShape {
     /// The output shape.
-    pub out: Dims,
+    pub out: Vec<usize>,
     /// Where `cond`'s dimensions land.
     pub cond: Placement,
     /// Where `then`'s dimensions land.
     pub then: Placement,
     /// Where `else`'s dimensions land.
     pub else_: Placement,
+}
+
+/// [`BroadcastShape`] with the output shape inline (the engine's calls do not allocate).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Inferred {
+    /// The output shape.
+    pub(crate) out: Dims,
+    /// Where `cond`'s dimensions land.
+    pub(crate) cond: Placement,
+    /// Where `then`'s dimensions land.
+    pub(crate) then: Placement,
+    /// Where `else`'s dimensions land.
+    pub(crate) else_: Placement,
 }
 
 /// Names of the three inputs, in argument order.
@@ -223,7 +265,7 @@ impl Ctx<'_> {
 }
 
 /// Checks rank and element-count limits of one shape.
-pub fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
+pub(crate) fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
     if shape.len() > MAX_RANK {
         return Err(Error::RankTooLarge {
             what,
@@ -247,35 +289,18 @@ pub fn check_shape(what: &'static str, shape: &[usize]) -> Result<()> {
 }
 
 /// Number of elements of a shape (whose rank and size limits the caller has checked, e.g. by
-/// [`broadcast_shapes`]).
-pub fn numel(shape: &[usize]) -> usize {
+/// [`infer`]).
+pub(crate) fn numel(shape: &[usize]) -> usize {
     shape.iter().product()
 }
 
-/// Infers the output shape and each input's placement under `mode`.
-///
-/// ```
-/// # fn main() -> selectjit::Result<()> {
-/// use selectjit::{Broadcast, broadcast_shapes};
-/// // two-step: then [2, 3] and else [3] broadcast to [2, 3], then cond [2, 1] into it.
-/// let b = broadcast_shapes(Broadcast::TwoStep, &[2, 1], &[2, 3], &[3])?;
-/// assert_eq!(&b.out[..], &[2, 3]);
-/// // cond may not grow the output there, as it may under numpy.
-/// assert!(broadcast_shapes(Broadcast::TwoStep, &[4, 2, 3], &[2, 3], &[3]).is_err());
-/// assert_eq!(
-///     &broadcast_shapes(Broadcast::Numpy, &[4, 2, 3], &[2, 3], &[3])?.out[..],
-///     &[4, 2, 3]
-/// );
-/// # Ok(())
-/// # }
-/// ```
-#[doc(hidden)]
-pub fn broadcast_shapes(
+/// The output shape and each input's placement under `mode`, the output shape inline.
+pub(crate) fn infer(
     mode: Broadcast,
     cond: &[usize],
     then: &[usize],
     else_: &[usize],
-) -> Result<BroadcastShape> {
+) -> Result<Inferred> {
     check_shape("cond", cond)?;
     check_shape("then", then)?;
     check_shape("else", else_)?;
@@ -290,7 +315,7 @@ pub fn broadcast_shapes(
     let r = match mode {
         Broadcast::Numpy => {
             let out = cx.numpy(&[0, 1, 2])?;
-            BroadcastShape {
+            Inferred {
                 cond: right(cond, &out),
                 then: right(then, &out),
                 else_: right(else_, &out),
@@ -301,7 +326,7 @@ pub fn broadcast_shapes(
             // Step 1 fixes the output; step 2 puts cond into it one way (it never grows it).
             let out = cx.numpy(&[1, 2])?;
             let c = cx.one_way_right(0, &out)?;
-            BroadcastShape {
+            Inferred {
                 cond: c,
                 then: right(then, &out),
                 else_: right(else_, &out),
@@ -323,7 +348,7 @@ pub fn broadcast_shapes(
                 start: 0,
                 len: then.len(),
             };
-            BroadcastShape {
+            Inferred {
                 out: then.into(),
                 cond: p,
                 then: p,
@@ -339,7 +364,7 @@ pub fn broadcast_shapes(
             let out: Dims = then.into();
             let e = cx.pdpd_into(2, &out, axis)?;
             let c = cx.pdpd_into(0, &out, axis)?;
-            BroadcastShape {
+            Inferred {
                 then: Placement {
                     start: 0,
                     len: then.len(),
@@ -385,6 +410,43 @@ pub(crate) fn broadcast_pair(names: [&'static str; 2], a: &[usize], b: &[usize])
     Ok(out)
 }
 
+/// The output shape of `cond`, `then` and `else` under `mode`, and where each input's
+/// dimensions land in it.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, broadcast_shapes};
+/// // two-step: then [2, 3] and else [3] broadcast to [2, 3], then cond [2, 1] into it.
+/// let b = broadcast_shapes(Broadcast::TwoStep, &[2, 1], &[2, 3], &[3])?;
+/// assert_eq!(&b.out[..], &[2, 3]);
+/// // cond may not grow the output there, as it may under numpy.
+/// assert!(broadcast_shapes(Broadcast::TwoStep, &[4, 2, 3], &[2, 3], &[3]).is_err());
+/// assert_eq!(
+///     &broadcast_shapes(Broadcast::Numpy, &[4, 2, 3], &[2, 3], &[3])?.out[..],
+///     &[4, 2, 3]
+/// );
+/// # Ok(())
+/// # }
+/// ```
+///
+/// # Errors
+/// Shapes the mode refuses, a rank above [`MAX_RANK`], or a shape whose element count
+/// overflows: [`Error::Broadcast`], [`Error::RankTooLarge`], [`Error::Overflow`].
+pub fn broadcast_shapes(
+    mode: Broadcast,
+    cond: &[usize],
+    then: &[usize],
+    else_: &[usize],
+) -> Result<BroadcastShape> {
+    let r = infer(mode, cond, then, else_)?;
+    Ok(BroadcastShape {
+        out: r.out.to_vec(),
+        cond: r.cond,
+        then: r.then,
+        else_: r.else_,
+    })
+}
+
 /// The output shape only.
 ///
 /// ```
@@ -403,13 +465,24 @@ pub fn output_shape(
     cond: &[usize],
     then: &[usize],
     else_: &[usize],
-) -> Result<Dims> {
-    broadcast_shapes(mode, cond, then, else_).map(|b| b.out)
+) -> Result<Vec<usize>> {
+    infer(mode, cond, then, else_).map(|b| b.out.to_vec())
 }
 
-/// Row-major contiguous strides (in elements) for `shape`, whose size limits the caller has
-/// checked (e.g. by [`broadcast_shapes`]).
-pub fn contiguous_strides(shape: &[usize]) -> Strides {
+/// Row-major contiguous strides (in elements) for `shape`: what a view of `shape` without
+/// strides of its own walks with.
+///
+/// ```
+/// assert_eq!(selectjit::contiguous_strides(&[2, 3, 4]), [12, 4, 1]);
+/// assert_eq!(selectjit::contiguous_strides(&[]), [0isize; 0]);
+/// ```
+pub fn contiguous_strides(shape: &[usize]) -> Vec<isize> {
+    dense_strides(shape).to_vec()
+}
+
+/// [`contiguous_strides`], inline (whose size limits the caller has checked, e.g. by
+/// [`infer`]).
+pub(crate) fn dense_strides(shape: &[usize]) -> Strides {
     let mut st: Strides = SmallVec::from_elem(0, shape.len());
     let mut acc: isize = 1;
     for k in (0..shape.len()).rev() {
@@ -421,7 +494,12 @@ pub fn contiguous_strides(shape: &[usize]) -> Strides {
 
 /// An input's strides over the output's dimensions: its own stride where its dimension lands on an
 /// output dimension of the same size, 0 where it is broadcast (its size is 1) or absent.
-pub fn strides_over(shape: &[usize], strides: &[isize], p: Placement, out: &[usize]) -> Strides {
+pub(crate) fn strides_over(
+    shape: &[usize],
+    strides: &[isize],
+    p: Placement,
+    out: &[usize],
+) -> Strides {
     let mut st: Strides = SmallVec::from_elem(0, out.len());
     for j in 0..p.len {
         if shape[j] != 1 {

@@ -13,7 +13,7 @@
 //! dimension addresses nothing and is always valid, whatever its strides and offset.
 
 use crate::error::{Error, Result, ShapeFmt};
-use crate::shape::{Strides, check_shape, contiguous_strides};
+use crate::shape::{Strides, check_shape, dense_strides};
 
 /// A read-only strided view of `T` elements.
 #[derive(Debug, Clone, Copy)]
@@ -444,7 +444,7 @@ pub(crate) fn validate(
 ) -> Result<Layout> {
     check_shape(what, shape)?;
     let st: Strides = match strides {
-        None => contiguous_strides(shape),
+        None => dense_strides(shape),
         Some(s) => {
             if s.len() != shape.len() {
                 return Err(Error::Layout {

@@ -303,7 +303,6 @@ impl std::fmt::Display for Variant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub struct KernelClass {
     /// The loop pattern.
-    #[doc(hidden)]
     pub pattern: crate::plan::Pattern,
     /// `floor(log2(output bytes))`.
     pub size_log2: u8,
@@ -311,7 +310,6 @@ pub struct KernelClass {
 
 impl KernelClass {
     /// The class of a signature.
-    #[doc(hidden)]
     pub fn of(sig: &crate::plan::Signature) -> KernelClass {
         let bytes = sig.out_bytes().max(1);
         KernelClass {

@@ -21,10 +21,19 @@ use pred_cases::{
     Bufs, GUARD, Layout, kinds, layouts, make_bufs, pool, reference, signature, value,
 };
 
-use selectjit::unstable::{
-    Canon, CondKind, ELSE, Jit, Kernel, OUT, Pattern, Ptrs, RHS, RowShape, Signature, THEN,
-    eval_cond,
-};
+use selectjit::codegen::Kernel;
+use selectjit::codegen::Ptrs;
+use selectjit::codegen::cranelift::Jit;
+use selectjit::plan::Canon;
+use selectjit::plan::CondKind;
+use selectjit::plan::ELSE;
+use selectjit::plan::OUT;
+use selectjit::plan::Pattern;
+use selectjit::plan::RHS;
+use selectjit::plan::RowShape;
+use selectjit::plan::Signature;
+use selectjit::plan::THEN;
+use selectjit::plan::eval_cond;
 use selectjit::{DType, TestOp};
 
 /// Runs `kernel` on the buffers (in two calls over the outer range when it has 3 or more).

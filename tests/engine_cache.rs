@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use selectjit::unstable::plan_contiguous;
+use selectjit::plan::plan_contiguous;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 fn engine(capacity: usize) -> Engine {

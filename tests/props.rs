@@ -11,7 +11,7 @@ mod aot_host;
 
 use proptest::prelude::*;
 use selectjit::Tier;
-use selectjit::unstable::X86Level as Level;
+use selectjit::codegen::x86::Level;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 /// Where input dim `j` lands in the output, or None when it is dropped (pdpd trailing 1s).

@@ -7,7 +7,7 @@
 mod common;
 
 use selectjit::Tier;
-use selectjit::unstable::live_kernels;
+use selectjit::codegen::live_kernels;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
 
 const CAPACITY: usize = 64;

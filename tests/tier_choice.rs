@@ -7,8 +7,8 @@
 
 use std::sync::Arc;
 
-use selectjit::unstable::CodeGen;
-use selectjit::unstable::plan_contiguous;
+use selectjit::codegen::CodeGen;
+use selectjit::plan::plan_contiguous;
 use selectjit::{Backend, Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef};
 use selectjit::{Tier, Variant};
 

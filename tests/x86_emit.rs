@@ -7,11 +7,19 @@ mod rng;
 use rng::Rng;
 
 use selectjit::Variant;
-use selectjit::unstable::Ptrs;
-use selectjit::unstable::{COND, ELSE, OUT, THEN};
-use selectjit::unstable::{CodeGen, CodeGenOptions};
-use selectjit::unstable::{Kernel, Pattern, RowShape, Signature};
-use selectjit::unstable::{X86Gen, X86Level as Level};
+use selectjit::codegen::CodeGen;
+use selectjit::codegen::CodeGenOptions;
+use selectjit::codegen::Kernel;
+use selectjit::codegen::Ptrs;
+use selectjit::codegen::x86::Level;
+use selectjit::codegen::x86::X86Gen;
+use selectjit::plan::COND;
+use selectjit::plan::ELSE;
+use selectjit::plan::OUT;
+use selectjit::plan::Pattern;
+use selectjit::plan::RowShape;
+use selectjit::plan::Signature;
+use selectjit::plan::THEN;
 use selectjit_emu::{Emulator, disassemble};
 
 /// Bytes of guard before and after every buffer.

@@ -13,9 +13,22 @@
 mod rng;
 use rng::Rng;
 
-use selectjit::unstable::{COND, ELSE, OUT, RHS, RowShape, THEN};
-use selectjit::unstable::{Canon, CondKind, Kernel, Ptrs, Signature, eval_cond};
-use selectjit::unstable::{CodeGen, CodeGenOptions, X86Gen, X86Level as Level};
+use selectjit::codegen::CodeGen;
+use selectjit::codegen::CodeGenOptions;
+use selectjit::codegen::Kernel;
+use selectjit::codegen::Ptrs;
+use selectjit::codegen::x86::Level;
+use selectjit::codegen::x86::X86Gen;
+use selectjit::plan::COND;
+use selectjit::plan::Canon;
+use selectjit::plan::CondKind;
+use selectjit::plan::ELSE;
+use selectjit::plan::OUT;
+use selectjit::plan::RHS;
+use selectjit::plan::RowShape;
+use selectjit::plan::Signature;
+use selectjit::plan::THEN;
+use selectjit::plan::eval_cond;
 use selectjit::{DType, TestOp, Variant};
 use selectjit_emu::{Emulator, disassemble};
 

@@ -10,9 +10,9 @@ use rng::Rng;
 
 use selectjit::Tier;
 use selectjit::broadcast_shapes;
-use selectjit::unstable::X86Level as Level;
-use selectjit::unstable::plan;
-use selectjit::unstable::{contiguous_strides, strides_over};
+use selectjit::codegen::x86::Level;
+use selectjit::contiguous_strides;
+use selectjit::plan::plan;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 
 /// The engines of one tier: exact kernels at once, and shape-generic kernels only.
@@ -225,12 +225,12 @@ fn check(tiers: &[Tiered], interp: &Engine, dt: DType, ins: [In; 3], out: Option
             places.push(Some(role));
         }
     }
-    let st = |x: &In, p| {
+    let st = |x: &In, p: selectjit::Placement| {
         let s = x
             .strides
             .clone()
             .unwrap_or_else(|| contiguous_strides(&x.shape).to_vec());
-        strides_over(&x.shape, &s, p, &b.out)
+        p.strides_over(&x.shape, &s, &b.out)
     };
     let so = out
         .strides

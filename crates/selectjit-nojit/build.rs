@@ -6,7 +6,10 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-use selectjit::unstable::{Canon, CondKind, Pattern, Signature};
+use selectjit::plan::Canon;
+use selectjit::plan::CondKind;
+use selectjit::plan::Pattern;
+use selectjit::plan::Signature;
 use selectjit::{DType, TestOp};
 use selectjit_aot::{ExportOptions, export, parse_shapes};
 

@@ -326,7 +326,7 @@ fn run(data: &[u8]) -> Result<()> {
         && t.shape == out_shape.as_slice()
         && !fortran
         && t.data.len() == n * w
-        && t.strides == selectjit::unstable::contiguous_strides(&t.shape).as_slice()
+        && t.strides == selectjit::contiguous_strides(&t.shape).as_slice()
     {
         for eng in &engines()[1..] {
             let mut io = t.data.clone();

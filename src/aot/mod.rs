@@ -32,10 +32,8 @@
 //! Nothing here needs Cranelift: the no-JIT build (`default-features = false`) registers and
 //! serves tables too.
 
-#[doc(hidden)]
 pub mod format;
 mod host;
-#[doc(hidden)]
 pub mod key;
 mod table;
 

@@ -336,25 +336,21 @@ impl AotTable {
     }
 
     /// The exact kernel of `sig`, if the table has it.
-    #[doc(hidden)]
     pub fn exact(&self, sig: &Signature) -> Option<&Arc<Kernel>> {
         self.inner.exact.get(sig)
     }
 
     /// The shape-generic kernel of pattern `p`, if the table has it.
-    #[doc(hidden)]
     pub fn generic(&self, p: &Pattern) -> Option<&Arc<Kernel>> {
         self.inner.generic.get(p)
     }
 
     /// The signatures with an exact kernel, in no particular order.
-    #[doc(hidden)]
     pub fn signatures(&self) -> impl Iterator<Item = &Signature> {
         self.inner.exact.keys()
     }
 
     /// The patterns with a shape-generic kernel, in no particular order.
-    #[doc(hidden)]
     pub fn patterns(&self) -> impl Iterator<Item = &Pattern> {
         self.inner.generic.keys()
     }

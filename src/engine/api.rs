@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
 use crate::plan::{OPS, Signature, plan, plan_cond};
 use crate::pred::Kind;
-use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, numel, strides_over};
+use crate::shape::{Broadcast, dense_strides, infer, numel, strides_over};
 use crate::tensor::{TensorMut, TensorRef};
 
 /// The elements of a call whose four views are contiguous from their first element and of one
@@ -201,7 +201,6 @@ impl Engine {
     /// mask; for a predicate, when a tier or the AOT table fuses it — else the static kernels
     /// run it in blocks, a mask block then its select). Not a stable API: for `selectjit
     /// explain` and the benchmarks.
-    #[doc(hidden)]
     pub fn plan_select_dyn<'c>(
         &self,
         dtype: DType,
@@ -241,7 +240,6 @@ impl Engine {
     /// the select, when it does (a predicate far smaller than its output: a mask of that shape,
     /// then the mask's select); `None` for a mask and every other predicate. Not a stable API:
     /// for `selectjit explain` and the benchmarks.
-    #[doc(hidden)]
     pub fn hoisted_pred_shape<'c>(
         &self,
         dtype: DType,
@@ -283,9 +281,9 @@ impl Engine {
         else_: &[usize],
         mode: Broadcast,
     ) -> Result<Prepared> {
-        let b = broadcast_shapes(mode, cond, then, else_)?;
-        let st = |s: &[usize], p| strides_over(s, &contiguous_strides(s), p, &b.out);
-        let so = contiguous_strides(&b.out);
+        let b = infer(mode, cond, then, else_)?;
+        let st = |s: &[usize], p| strides_over(s, &dense_strides(s), p, &b.out);
+        let so = dense_strides(&b.out);
         let (sc, sth, se) = (st(cond, b.cond), st(then, b.then), st(else_, b.else_));
         let sig = plan(dtype.width(), &b.out, [&sc, &sth, &se, &so]);
         // A prepared call is meant to be run many times: its exact kernel, at once.
@@ -406,7 +404,7 @@ impl Engine {
         };
         crate::shape::check_shape("then", then)?;
         crate::shape::check_shape("else", else_)?;
-        let out = broadcast_shapes(mode, &pshape, then, else_)?.out;
+        let out = infer(mode, &pshape, then, else_)?.out;
         let desc = |s| Desc {
             len: numel(s),
             shape: s,

@@ -465,7 +465,6 @@ impl EngineConfig {
     /// x86 tiers on a host that lacks their instructions: run the kernels through this runner
     /// (the emulator of the `selectjit-emu` crate) instead of refusing the tier. For verifying
     /// the generator; not a stable API.
-    #[doc(hidden)]
     pub fn runner(
         mut self,
         runner: impl Into<Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>>,
@@ -476,7 +475,6 @@ impl EngineConfig {
 
     /// The tier and the code generator's options this configuration builds an engine's code
     /// generator with (tools that compile kernels the way an engine would; not a stable API).
-    #[doc(hidden)]
     pub fn codegen_parts(&self) -> (Tier, crate::jit::CodeGenOptions) {
         let opts = crate::jit::CodeGenOptions {
             verify: self.verify,
@@ -488,7 +486,6 @@ impl EngineConfig {
     }
 
     /// Whether kernels of x86 tiers the host lacks run through a runner (not a stable API).
-    #[doc(hidden)]
     pub fn has_runner(&self) -> bool {
         self.runner.is_some()
     }
@@ -496,7 +493,6 @@ impl EngineConfig {
     /// Whether Cranelift may use x86 `blendv` for lane selects (default: where the host has
     /// it); off, x86-64 runs the portable `bitselect` code other architectures run. For tests;
     /// not a stable API.
-    #[doc(hidden)]
     pub fn cranelift_blendv(mut self, on: bool) -> Self {
         self.blendv = Some(on);
         self

@@ -200,19 +200,16 @@ impl Engine {
     }
 
     /// Output bytes from which a call may be split ([`EngineConfig::parallel_min_bytes`]).
-    #[doc(hidden)]
     pub fn parallel_min_bytes(&self) -> usize {
         self.config.parallel_min_bytes
     }
 
     /// The settings this engine was built with (not a stable API: its fields are private).
-    #[doc(hidden)]
     pub fn config(&self) -> &EngineConfig {
         &self.config
     }
 
     /// The code generators, if this engine has them (not a stable API).
-    #[doc(hidden)]
     pub fn codegen(&self) -> Option<&CodeGen> {
         self.jit.as_ref().ok()
     }

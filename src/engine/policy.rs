@@ -53,7 +53,6 @@ impl Engine {
     /// so the caller runs the static kernels.
     /// Under `Auto`, while the signature's class is being measured, the candidate that runs
     /// its calls now.
-    #[doc(hidden)]
     pub fn kernel(&self, sig: &Signature) -> Option<Arc<Kernel>> {
         self.pick(sig, self.config.exact_after)
             .map(|p| p.kernel().clone())

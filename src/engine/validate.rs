@@ -4,9 +4,7 @@
 use crate::error::{Error, Result, ShapeFmt};
 use crate::plan::{ELSE, OPS, RHS, THEN};
 use crate::pred::Kind;
-use crate::shape::{
-    Broadcast, Dims, Placement, Strides, broadcast_pair, broadcast_shapes, strides_over,
-};
+use crate::shape::{Broadcast, Dims, Placement, Strides, broadcast_pair, infer, strides_over};
 use crate::tensor::{TensorRef, check_output_distinct, validate};
 
 /// One operand's description in elements: buffer length, shape, optional strides, and the
@@ -62,7 +60,7 @@ pub(crate) fn check(
 ) -> Result<Checked> {
     let v = |what, d: Desc| validate(what, d.len, d.shape, d.strides, d.offset);
     let (lc, lt, le) = (v("cond", cond)?, v("then", then)?, v("else", else_)?);
-    let b = broadcast_shapes(mode, cond.shape, then.shape, else_.shape)?;
+    let b = infer(mode, cond.shape, then.shape, else_.shape)?;
     if out.shape != b.out.as_slice() {
         return Err(Error::OutputShape {
             got: ShapeFmt(out.shape).to_string(),
@@ -151,7 +149,7 @@ pub(crate) fn check_pred(
             dl.shape.into()
         }
     };
-    let b = broadcast_shapes(mode, &pshape, then.shape, else_.shape)?;
+    let b = infer(mode, &pshape, then.shape, else_.shape)?;
     if out.shape != b.out.as_slice() {
         return Err(Error::OutputShape {
             got: ShapeFmt(out.shape).to_string(),

@@ -25,4 +25,20 @@ pub(crate) mod registry;
 pub(crate) mod x86;
 
 pub use codegen::CodeGen;
+
+/// The generators of this build, for tools that drive one directly (re-exported by
+/// [`crate::codegen`]).
+pub(crate) mod generators {
+    /// The Cranelift tier: Cranelift IR compiled for the host, or for another target by an
+    /// ahead-of-time exporter.
+    #[cfg(cranelift_tier)]
+    pub mod cranelift {
+        pub use crate::jit::cranelift::{Jit, shared_flags};
+    }
+    /// The x86-64 tier: AVX2 and AVX-512 machine code emitted directly.
+    #[cfg(x86_tier)]
+    pub mod x86 {
+        pub use crate::jit::x86::{Level, X86Gen};
+    }
+}
 pub use generator::{CodeGenOptions, MachineCode};

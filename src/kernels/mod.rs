@@ -16,7 +16,7 @@ use crate::shape::MAX_RANK;
 
 /// Instruction-set level of the static kernels.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Level {
+pub(crate) enum Level {
     /// The build's baseline target (SSE2 on x86-64).
     Portable,
     /// Compiled with AVX2 enabled (256-bit vectors).
@@ -27,7 +27,7 @@ pub enum Level {
 
 impl Level {
     /// The best level this CPU runs.
-    pub fn detect() -> Level {
+    pub(crate) fn detect() -> Level {
         use crate::jit::host::{cpu_has, isa_allows};
         let has = |f: &str| cpu_has(f) && isa_allows(f);
         if has("avx512f") && has("avx512bw") && has("avx512vl") {
@@ -40,10 +40,12 @@ impl Level {
     }
 
     /// Every level, from the most portable.
-    pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
+    #[cfg(test)]
+    pub(crate) const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
 
     /// Whether this CPU can run kernels of this level.
-    pub fn supported(self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn supported(self) -> bool {
         match self {
             Level::Portable => true,
             Level::Avx2 => Level::detect() != Level::Portable,
@@ -52,7 +54,7 @@ impl Level {
     }
 
     /// The level's name (`portable`, `avx2`).
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Level::Portable => "portable",
             Level::Avx2 => "avx2",
@@ -62,7 +64,7 @@ impl Level {
 }
 
 /// The level chosen for this process.
-pub fn level() -> Level {
+pub(crate) fn level() -> Level {
     static L: std::sync::OnceLock<Level> = std::sync::OnceLock::new();
     *L.get_or_init(Level::detect)
 }
@@ -422,7 +424,7 @@ mod tests {
     use super::*;
     use crate::interp;
     use crate::plan::plan;
-    use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
+    use crate::shape::{Broadcast, dense_strides as contiguous_strides, infer, strides_over};
 
     /// Runs a call with explicit strides per input through the plan and a kernel level, and
     /// through the interpreter; compares the bytes.
@@ -434,7 +436,7 @@ mod tests {
         t_strides: Option<Vec<isize>>,
         split: bool,
     ) {
-        let b = broadcast_shapes(Broadcast::Numpy, c, t, e).unwrap();
+        let b = infer(Broadcast::Numpy, c, t, e).unwrap();
         let n = |s: &[usize]| s.iter().product::<usize>();
         let tst = t_strides.unwrap_or_else(|| contiguous_strides(t).to_vec());
         // Signed strides: the buffer spans the lowest to the highest addressed element, and the

@@ -5,7 +5,15 @@
 #![allow(dead_code)]
 
 use super::rng::Rng;
-use selectjit::unstable::{Canon, CondKind, ELSE, OPS, OUT, RHS, Signature, THEN, eval_cond};
+use selectjit::plan::Canon;
+use selectjit::plan::CondKind;
+use selectjit::plan::ELSE;
+use selectjit::plan::OPS;
+use selectjit::plan::OUT;
+use selectjit::plan::RHS;
+use selectjit::plan::Signature;
+use selectjit::plan::THEN;
+use selectjit::plan::eval_cond;
 use selectjit::{DType, TestOp};
 
 pub const GUARD: usize = 64;

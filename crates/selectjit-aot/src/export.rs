@@ -9,15 +9,23 @@ use cranelift_module::{DataDescription, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use target_lexicon::{Architecture, Endianness, PointerWidth, Triple};
 
+use selectjit::aot::format::AOT_MAX_KEY_BYTES;
+use selectjit::aot::format::ENTRIES_AT;
+use selectjit::aot::format::ENTRY_SIZE;
+use selectjit::aot::format::FUNC_AT;
+use selectjit::aot::format::Fnv;
+use selectjit::aot::format::KEYS_AT;
+use selectjit::aot::format::TABLE_SIZE;
+use selectjit::aot::format::arch_name;
+use selectjit::aot::key::pattern_key;
+use selectjit::aot::key::signature_key;
 use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_VERSION, C_TYPES};
-use selectjit::unstable::Jit;
-use selectjit::unstable::shared_flags;
-use selectjit::unstable::{
-    AOT_MAX_KEY_BYTES, ENTRIES_AT, ENTRY_SIZE, FUNC_AT, Fnv, KEYS_AT, TABLE_SIZE, arch_name,
-};
-use selectjit::unstable::{Pattern, Signature, plan};
-use selectjit::unstable::{contiguous_strides, strides_over};
-use selectjit::unstable::{pattern_key, signature_key};
+use selectjit::codegen::cranelift::Jit;
+use selectjit::codegen::cranelift::shared_flags;
+use selectjit::contiguous_strides;
+use selectjit::plan::Pattern;
+use selectjit::plan::Signature;
+use selectjit::plan::plan;
 use selectjit::{Broadcast, broadcast_shapes};
 use selectjit::{DType, Error, Result};
 
@@ -115,7 +123,9 @@ impl KernelSet {
         kinds: Kinds,
     ) -> Result<Option<Signature>> {
         let b = broadcast_shapes(mode, cond, then, else_)?;
-        let st = |s: &[usize], p| strides_over(s, &contiguous_strides(s), p, &b.out);
+        let st = |s: &[usize], p: selectjit::Placement| {
+            p.strides_over(s, &contiguous_strides(s), &b.out)
+        };
         let so = contiguous_strides(&b.out);
         let (sc, sth, se) = (st(cond, b.cond), st(then, b.then), st(else_, b.else_));
         let Some(sig) = plan(dtype.width(), &b.out, [&sc, &sth, &se, &so]) else {

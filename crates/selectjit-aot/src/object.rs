@@ -3,9 +3,15 @@
 
 use object::{Object, ObjectSection, ObjectSymbol, RelocationTarget, SectionIndex, SymbolKind};
 
+use selectjit::aot::format::ENTRIES_AT;
+use selectjit::aot::format::ENTRY_SIZE;
+use selectjit::aot::format::FUNC_AT;
+use selectjit::aot::format::KEYS_AT;
+use selectjit::aot::format::Named;
+use selectjit::aot::format::TABLE_SIZE;
+use selectjit::aot::format::check_entries;
+use selectjit::aot::format::check_format;
 use selectjit::aot::{SelectjitAotEntry, SelectjitAotTable};
-use selectjit::unstable::{ENTRIES_AT, ENTRY_SIZE, FUNC_AT, KEYS_AT, TABLE_SIZE};
-use selectjit::unstable::{Named, check_entries, check_format};
 use selectjit::{Error, Result};
 
 /// What an exported object holds, as read back from its bytes.

@@ -33,7 +33,10 @@ use serde_json::Value;
 
 use crate::export::{KernelSet, Kinds};
 use selectjit::aot::key::{cond_code, dtype_code};
-use selectjit::unstable::{Canon, CondKind, Pattern, Signature};
+use selectjit::plan::Canon;
+use selectjit::plan::CondKind;
+use selectjit::plan::Pattern;
+use selectjit::plan::Signature;
 use selectjit::{Broadcast, DType, Error, MAX_RANK, Result, TestOp};
 
 /// What a shapes file gave.
@@ -199,7 +202,7 @@ fn signature(case: usize, v: &Value) -> Result<Signature> {
             None => key.resize(key.len() + 8 * dims.len(), 0),
         }
     }
-    selectjit::unstable::parse_signature_key(&key).map_err(|e| bad(case, e))
+    selectjit::aot::key::parse_signature_key(&key).map_err(|e| bad(case, e))
 }
 
 /// A signature's predicate: its key code, its dtype's key code, and whether it compares.
@@ -292,7 +295,7 @@ pub fn parse_shapes(text: &str, default_dtypes: &[DType]) -> Result<ShapesFile> 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use selectjit::unstable::RHS;
+    use selectjit::plan::RHS;
 
     #[test]
     fn the_documented_example_parses() {

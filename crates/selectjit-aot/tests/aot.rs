@@ -479,7 +479,12 @@ fn truncated_or_corrupted_objects_are_clear_errors() {
 /// element by element.
 #[test]
 fn predicate_kernels_are_exported_registered_and_run() {
-    use selectjit::unstable::{Canon, CondKind, Pattern, Ptrs, Signature, eval_cond};
+    use selectjit::codegen::Ptrs;
+    use selectjit::plan::Canon;
+    use selectjit::plan::CondKind;
+    use selectjit::plan::Pattern;
+    use selectjit::plan::Signature;
+    use selectjit::plan::eval_cond;
     let n = 77usize;
     let kinds = [
         (CondKind::Cmp(Canon::Lt, DType::F32), 4usize),

@@ -25,9 +25,11 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use selectjit::aot::key;
-use selectjit::unstable::strides_over;
-use selectjit::unstable::{OPS, OUT, Pattern};
-use selectjit::unstable::{Signature, plan};
+use selectjit::plan::OPS;
+use selectjit::plan::OUT;
+use selectjit::plan::Pattern;
+use selectjit::plan::Signature;
+use selectjit::plan::plan;
 use selectjit::{Backend, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 use selectjit::{Broadcast, broadcast_shapes};
 use selectjit_aot::{ExportOptions, KernelSet};
@@ -430,7 +432,9 @@ fn build_cases() -> (KernelSet, Vec<Case>) {
             }
         }
         // The plan the engine makes of this call.
-        let st = |k: usize, p| strides_over(&ops[k].shape, &ops[k].strides, p, &b.out);
+        let st = |k: usize, p: selectjit::Placement| {
+            p.strides_over(&ops[k].shape, &ops[k].strides, &b.out)
+        };
         let (sc, sth, se) = (st(0, b.cond), st(1, b.then), st(2, b.else_));
         let Some(sig) = plan(w, &out_shape, [&sc, &sth, &se, &ost]) else {
             continue;

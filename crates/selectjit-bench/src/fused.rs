@@ -19,7 +19,8 @@ use half::{bf16, f16};
 use serde::de::{MapAccess, Visitor};
 use serde::{Deserialize, Deserializer, Serialize};
 
-use selectjit::unstable::{Signature, numel};
+use crate::numel;
+use selectjit::plan::Signature;
 use selectjit::{
     Backend, Broadcast, CmpOp, Cond, DType, Engine, Error, Operand, Result, TensorMut, TensorRef,
     TestOp, Tier, output_shape,

@@ -21,11 +21,11 @@ pub use fused::{
 };
 pub use ndarray_peer::{ZipLoop, ndarray_zip};
 
+use selectjit::codegen::CodeGen;
+use selectjit::codegen::CodeGenOptions;
 use selectjit::output_shape;
-use selectjit::unstable::Pool;
-use selectjit::unstable::numel;
-use selectjit::unstable::{CodeGen, CodeGenOptions};
-use selectjit::unstable::{plan, plan_contiguous};
+use selectjit::plan::plan;
+use selectjit::plan::plan_contiguous;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, Error, Result, Tier};
 use selectjit::{TensorMut, TensorRef};
 
@@ -519,7 +519,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
         .ok_or_else(|| Error::Invalid("no copy ran".into()))?;
     let copy_of = |k: CopyKind| kinds.iter().position(|&x| x == k).map(|i| copy_ns[i]);
     // The roofline copy split over the engine's threads, for the scaling the machine allows.
-    let copy_mt_ns = match Pool::new(threads) {
+    let copy_mt_ns = match roofline::pool(threads) {
         Some(pool) if out_bytes >= jit_mt.parallel_min_bytes() => {
             let mut b = CopyBuffers::new(copy_bytes);
             let mut f = || copy_split(&mut b, best_k, &pool).expect("available");
@@ -615,7 +615,7 @@ pub fn measure(case: &Case, opts: Options) -> Result<Measurement> {
 /// candidate's output is checked by the tests (`tests/tier_choice.rs`).
 pub(crate) fn settle_choice(
     e: &Engine,
-    sig: &selectjit::unstable::Signature,
+    sig: &selectjit::plan::Signature,
     out: &mut [u8],
     run: &mut dyn FnMut(&mut [u8]) -> Result<()>,
     check: &dyn Fn(&[u8]) -> Result<()>,
@@ -652,7 +652,7 @@ fn settle(
 }
 
 /// The signature of `inp`'s call.
-fn signature(inp: &Inputs) -> Option<selectjit::unstable::Signature> {
+fn signature(inp: &Inputs) -> Option<selectjit::plan::Signature> {
     let b = selectjit::broadcast_shapes(
         Broadcast::Numpy,
         &inp.cond_shape,
@@ -660,10 +660,10 @@ fn signature(inp: &Inputs) -> Option<selectjit::unstable::Signature> {
         &inp.else_shape,
     )
     .ok()?;
-    let st = |s: &[usize], p| {
-        selectjit::unstable::strides_over(s, &selectjit::unstable::contiguous_strides(s), p, &b.out)
+    let st = |s: &[usize], p: selectjit::Placement| {
+        p.strides_over(s, &selectjit::contiguous_strides(s), &b.out)
     };
-    let so = selectjit::unstable::contiguous_strides(&b.out);
+    let so = selectjit::contiguous_strides(&b.out);
     let (sc, sth, se) = (
         st(&inp.cond_shape, b.cond),
         st(&inp.then_shape, b.then),
@@ -1052,4 +1052,9 @@ pub fn measure_dynamic(lengths: usize, opts: Options) -> Result<DynamicReport> {
         total_ms,
         probes,
     })
+}
+
+/// Number of elements of a shape.
+pub(crate) fn numel(shape: &[usize]) -> usize {
+    shape.iter().product()
 }

@@ -151,11 +151,23 @@ pub fn copy_slice(kind: CopyKind, src: &[u8], dst: &mut [u8]) -> Result<()> {
     Ok(())
 }
 
+/// A pool of `threads` threads kept between calls (`None` for fewer than two): what the
+/// multi-threaded copy runs on, as an engine's calls run on its own pool.
+pub(crate) fn pool(threads: usize) -> Option<rayon::ThreadPool> {
+    if threads < 2 {
+        return None;
+    }
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(threads)
+        .build()
+        .ok()
+}
+
 /// A copy split across the threads of a pool: the multi-threaded yardstick.
 pub(crate) fn copy_split(
     bufs: &mut CopyBuffers,
     kind: CopyKind,
-    pool: &selectjit::unstable::Pool,
+    pool: &rayon::ThreadPool,
 ) -> Result<()> {
     if !kind.available() {
         return Err(Error::Invalid(format!(
@@ -163,7 +175,7 @@ pub(crate) fn copy_split(
             kind.name()
         )));
     }
-    let parts = pool.threads();
+    let parts = pool.current_num_threads();
     let ranges: Vec<(usize, usize)> = (0..parts).map(|i| bufs.split(parts, i)).collect();
     let off = bufs.off;
     let src = bufs.src.as_ptr() as usize;
@@ -174,7 +186,7 @@ pub(crate) fn copy_split(
             return;
         }
         // SAFETY: the ranges are disjoint parts of `0..n` for the buffers' `n`, inside both
-        // buffers (`src` holds `n` bytes, `dst` `off + n`); the buffers outlive `pool.run`, which returns only after
+        // buffers (`src` holds `n` bytes, `dst` `off + n`); the buffers outlive `pool.broadcast`, which returns only after
         // every part is done.
         let (s, d) = unsafe {
             (
@@ -184,11 +196,7 @@ pub(crate) fn copy_split(
         };
         copy_slice(kind, s, d).expect("availability checked above");
     };
-    if !pool.run(parts, &f) {
-        for i in 0..parts {
-            f(i);
-        }
-    }
+    pool.broadcast(|ctx| f(ctx.index()));
     std::hint::black_box(&mut bufs.dst);
     Ok(())
 }
@@ -423,7 +431,7 @@ mod tests {
                 }
                 b.copy(kind).unwrap();
                 assert_eq!(b.dst(), b.src(), "{kind:?} {n}");
-                if let Some(pool) = selectjit::unstable::Pool::new(3) {
+                if let Some(pool) = pool(3) {
                     let mut b = CopyBuffers::new(n);
                     copy_split(&mut b, kind, &pool).unwrap();
                     assert_eq!(b.dst(), b.src(), "split {kind:?} {n}");

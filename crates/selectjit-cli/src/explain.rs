@@ -3,12 +3,16 @@
 use std::fmt::Write as _;
 
 use selectjit::broadcast_shapes;
-use selectjit::unstable::{CodeGen, CodeGenOptions, MachineCode};
-use selectjit::unstable::{Pattern, plan};
-use selectjit::unstable::{ShapeFmt, numel};
-use selectjit::unstable::{contiguous_strides, strides_over};
+use selectjit::codegen::CodeGen;
+use selectjit::codegen::CodeGenOptions;
+use selectjit::codegen::MachineCode;
+use selectjit::contiguous_strides;
+use selectjit::plan::Pattern;
+use selectjit::plan::plan;
 use selectjit::{Broadcast, DType, Engine, EngineConfig, KernelClass, Result, Tier};
 use selectjit::{Cond, TensorMut, TensorRef};
+
+use crate::ShapeFmt;
 
 use crate::pred::{CondSpec, Named};
 
@@ -36,7 +40,8 @@ pub fn explain(
     )?;
     let mut s = String::new();
     let b = broadcast_shapes(mode, cond, then, else_)?;
-    let st = |sh: &[usize], p| strides_over(sh, &contiguous_strides(sh), p, &b.out);
+    let st =
+        |sh: &[usize], p: selectjit::Placement| p.strides_over(sh, &contiguous_strides(sh), &b.out);
     let so = contiguous_strides(&b.out);
     let (sc, sth, se) = (st(cond, b.cond), st(then, b.then), st(else_, b.else_));
     let _ = writeln!(
@@ -181,7 +186,7 @@ pub fn explain_cond(
     // A predicate far smaller than the output: evaluated once at its own shape into a byte
     // mask, then the pass over the output is that mask's select.
     let hoisted = engine.hoisted_pred_shape(dtype, spec.cond()?, &b.out)?;
-    let zeros = vec![0u8; hoisted.as_deref().map_or(0, numel)];
+    let zeros = vec![0u8; hoisted.as_deref().map_or(0, |s| s.iter().product())];
     let (sig, one_pass) = match &hoisted {
         None => (sig, one_pass),
         Some(ps) => {
@@ -196,7 +201,7 @@ pub fn explain_cond(
                 "hoisted    the predicate has {} elements ({}), at least 256x fewer than the \
                  output: evaluated once into a byte mask of that shape, then that mask's select \
                  over the output: {msig}",
-                numel(ps),
+                ps.iter().product::<usize>(),
                 ShapeFmt(ps)
             );
             (msig, true)

@@ -8,3 +8,13 @@ pub mod npy;
 pub mod pred;
 
 pub use cli::main;
+
+/// Shapes as the library writes them in messages: `[2,3,4]`, `[]` for a scalar.
+pub(crate) struct ShapeFmt<'a>(pub(crate) &'a [usize]);
+
+impl std::fmt::Display for ShapeFmt<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let dims: Vec<String> = self.0.iter().map(|d| d.to_string()).collect();
+        write!(f, "[{}]", dims.join(","))
+    }
+}

@@ -12,7 +12,6 @@ use std::path::Path;
 
 use npyz::{TypeChar, TypeStr};
 
-use selectjit::unstable::check_shape;
 use selectjit::{DType, Error, MAX_RANK, Result, TensorRef};
 
 const MAGIC: &[u8; 6] = b"\x93NUMPY";
@@ -275,7 +274,7 @@ pub fn read_npy_bytes(bytes: &[u8]) -> Result<NpyArray> {
     }
     let (descr, fortran_order, shape) = parse_dict(&bytes[start..end])?;
     let (dtype, big) = dtype_of(&descr)?;
-    check_shape("array", &shape).map_err(|_| bad(format!("shape {shape:?} is too large")))?;
+    check_shape(&shape).map_err(|_| bad(format!("shape {shape:?} is too large")))?;
     let n: usize = shape.iter().product();
     let w = dtype.width();
     let body = &bytes[end..];
@@ -307,7 +306,7 @@ pub fn read_npy_bytes(bytes: &[u8]) -> Result<NpyArray> {
         }
         st
     } else {
-        selectjit::unstable::contiguous_strides(&shape).to_vec()
+        selectjit::contiguous_strides(&shape).to_vec()
     };
     Ok(NpyArray {
         dtype,
@@ -330,7 +329,7 @@ pub fn read_npy(path: &Path) -> Result<NpyArray> {
 
 /// The bytes of a C-order `.npy` file holding `data` (raw little-endian elements of `dtype`).
 pub fn npy_bytes(dtype: DType, shape: &[usize], data: &[u8]) -> Result<Vec<u8>> {
-    check_shape("array", shape)?;
+    check_shape(shape)?;
     let n: usize = shape.iter().product();
     if data.len() != n * dtype.width() {
         return Err(Error::Layout {
@@ -473,5 +472,29 @@ mod tests {
             assert!(read_npy_bytes(&header(dict, &[0; 64])).is_err(), "{dict}");
         }
         assert!(read_npy_bytes(b"garbage garbage garbage").is_err());
+    }
+}
+
+/// Checks an array's rank and element count against the library's limits: at most
+/// [`MAX_RANK`] dimensions, and a product of the dimensions (zeros counted as ones) that fits
+/// in `isize`, so that strides and offsets never overflow.
+fn check_shape(shape: &[usize]) -> Result<()> {
+    if shape.len() > MAX_RANK {
+        return Err(Error::RankTooLarge {
+            what: "array",
+            rank: shape.len(),
+            max: MAX_RANK,
+        });
+    }
+    let fits = shape.iter().try_fold(1usize, |n, &d| {
+        n.checked_mul(d.max(1))
+            .filter(|&v| v <= isize::MAX as usize)
+    });
+    match fits {
+        Some(_) => Ok(()),
+        None => Err(Error::Overflow {
+            what: "array",
+            shape: crate::ShapeFmt(shape).to_string(),
+        }),
     }
 }

@@ -150,11 +150,7 @@ impl<'a> CondSpec<'a> {
         let mut out = Vec::new();
         for n in self.expr.vars() {
             if let Some(a) = self.arrays.iter().find(|a| a.name == n) {
-                out.push(format!(
-                    "{n}: {} {}",
-                    a.dtype,
-                    selectjit::unstable::ShapeFmt(&a.shape)
-                ));
+                out.push(format!("{n}: {} {}", a.dtype, crate::ShapeFmt(&a.shape)));
             }
         }
         out

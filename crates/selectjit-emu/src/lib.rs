@@ -354,18 +354,18 @@ pub struct Emulator;
 
 impl Emulator {
     /// The emulator, shared, as `EngineConfig::runner` takes it.
-    pub fn runner() -> std::sync::Arc<dyn selectjit::unstable::CodeRunner> {
+    pub fn runner() -> std::sync::Arc<dyn selectjit::codegen::CodeRunner> {
         std::sync::Arc::new(Emulator)
     }
 }
 
-impl selectjit::unstable::CodeRunner for Emulator {
+impl selectjit::codegen::CodeRunner for Emulator {
     unsafe fn call(
         &self,
         code: &[u8],
         avx512: bool,
-        args: &selectjit::unstable::KernelArgs,
-        regions: &[selectjit::unstable::MemRegion],
+        args: &selectjit::codegen::KernelArgs,
+        regions: &[selectjit::codegen::MemRegion],
     ) -> Result<(), String> {
         let regions: Vec<Region> = regions
             .iter()

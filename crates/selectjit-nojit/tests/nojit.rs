@@ -3,7 +3,7 @@
 //! its exact kernel) and the default engine; and no code generator in the dependency tree.
 
 use selectjit::output_shape;
-use selectjit::unstable::plan_layout;
+use selectjit::plan::plan_layout;
 use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef, Tier};
 #[path = "../../../tests/common/conformance_file.rs"]
 mod conformance_file;
@@ -98,9 +98,9 @@ fn every_conformance_case_on_every_engine() {
                 assert_eq!(run(eng), want, "{name} {dt} {mode:?} {c:?} {t:?} {e:?}");
                 checked += 1;
             }
-            let strides = |s: &[usize]| selectjit::unstable::contiguous_strides(s);
+            let strides = |s: &[usize]| selectjit::contiguous_strides(s);
             let b = selectjit::broadcast_shapes(mode, &c, &t, &e).unwrap();
-            let st = |s: &[usize], p| selectjit::unstable::strides_over(s, &strides(s), p, &b.out);
+            let st = |s: &[usize], p: selectjit::Placement| p.strides_over(s, &strides(s), &b.out);
             let so = strides(&b.out);
             let planned = plan_layout(
                 w,

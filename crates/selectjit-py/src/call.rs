@@ -17,7 +17,7 @@ use numpy::npyffi::NPY_ARRAY_C_CONTIGUOUS;
 use numpy::{PyArrayDescr, PyArrayDescrMethods, PyUntypedArray, PyUntypedArrayMethods};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyComplex, PyFloat, PyInt, PyList, PyTuple};
-use selectjit::unstable::Placement;
+use selectjit::Placement;
 use selectjit::{
     Broadcast, Cond, DType, Engine, InPlace, Operand as LibOperand, TensorMut, TensorRef,
 };

@@ -2,8 +2,8 @@
 
 use std::io::Write;
 
+use selectjit::codegen::cranelift::Jit;
 use selectjit::env::{CACHE_CAPACITY, MAX_ISA, TIER};
-use selectjit::unstable::Jit;
 use selectjit::{Result, Tier};
 
 pub fn run(w: &mut dyn Write) -> Result<()> {
@@ -77,7 +77,7 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
     writeln!(
         w,
         "static     {} (kernels compiled ahead of time, chosen at run time)",
-        selectjit::unstable::static_level().name()
+        selectjit::codegen::static_level()
     )
     .map_err(io)?;
     writeln!(
