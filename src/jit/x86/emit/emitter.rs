@@ -14,7 +14,6 @@ use iced_x86::code_asm::*;
 
 use super::pred::Pred;
 use super::regs::Cc;
-use crate::jit::x86::level::Level;
 use crate::plan::{COND, RowShape, Signature};
 
 /// Why emission failed: an encoding the assembler refused, or a bug of the emitter.
@@ -88,7 +87,6 @@ pub(super) struct Emitter<'s> {
     pub a: CodeAssembler,
     pub sig: &'s Signature,
     pub generic: bool,
-    pub level: Level,
     /// Non-temporal stores for long rows.
     pub nt: bool,
     /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
