@@ -91,12 +91,12 @@ pub(super) struct Emitter<'s> {
     pub nt: bool,
     /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
     pub wide: bool,
-    /// Non-temporal rows long enough walk four parts at once ([`walks_parts`]).
+    /// Non-temporal rows long enough walk four parts at once ([`super::walks_parts`]).
     pub parts: bool,
     /// The main loop with ordinary stores fetches the output's lines for writing ahead.
     pub prefetchw: bool,
     /// The rows of the innermost outer loop are walked a quarter apart, four at once
-    /// ([`walks_quarters`]).
+    /// ([`super::walks_quarters`]).
     pub quarters: bool,
     /// Stack offset of the quarter walk's slots: each operand's pointer distance of a
     /// quarter, of three quarters, and the rows left after the quarters.
@@ -118,7 +118,7 @@ pub(super) struct Emitter<'s> {
     pub unaligned_end: bool,
     /// The cond row is the same for every row and long: the prologue packs it to one bit per
     /// element on the stack, and main-loop blocks read their masks there (see
-    /// [`Self::packs_cond`]).
+    /// [`super::vector::packs_cond`]).
     pub packed: bool,
     /// Stack offset of the packed bits.
     pub bits_at: i32,
