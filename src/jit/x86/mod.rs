@@ -116,7 +116,7 @@ impl X86Gen {
     /// vector-select rows long enough to walk four parts of each at once, or an outer loop of
     /// rows to walk four rows at once.
     pub fn runs_four_way(&self, sig: &Signature) -> bool {
-        emit::walks_parts(sig, false, self.level) || emit::walks_quarters(sig, false, self.level)
+        emit::runs_four_way(sig, self.level)
     }
 
     /// Like [`X86Gen::emit_parts`], with the store kind, vector width and walk of `v` (its

@@ -14,7 +14,7 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Bounds, Emitter, Label, P, R};
+use super::emitter::{Bounds, EmitError, Emitter, Label, P, R};
 use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
 use super::pred::Pol;
 use super::regs::Cc;
@@ -76,6 +76,10 @@ impl VecIsa for Avx2 {
         // Width 1 compares its cond bytes straight from memory: bits would cost it more than
         // they save.
         matches!(w, 2 | 4 | 8)
+    }
+
+    fn wide(_w: usize) -> bool {
+        false
     }
 
     fn cond_bits(e: &mut Emitter, src: AsmMemoryOperand) -> R {
@@ -206,6 +210,22 @@ impl VecIsa for Avx2 {
         e.a.mov(r8, rax)?;
         Ok(())
     }
+
+    fn pred_scalar(
+        e: &mut Emitter,
+        lhs: AsmMemoryOperand,
+        rhs: AsmMemoryOperand,
+    ) -> Result<Cc, EmitError> {
+        e.lanes_scalar(lhs, rhs)
+    }
+
+    fn pred_invariants(e: &mut Emitter) -> R {
+        e.lanes_invariants()
+    }
+
+    fn pred_splat(e: &mut Emitter, op: usize) -> R {
+        e.lanes_splat(op)
+    }
 }
 
 impl Emitter<'_> {
@@ -254,7 +274,7 @@ impl Emitter<'_> {
             self.bind(top);
             let cc = if self.pred.is_some() {
                 let (l, r) = (self.pelem(COND, 0)?, self.pelem(RHS, 0)?);
-                self.pred_scalar(l, r)?
+                self.lanes_scalar(l, r)?
             } else {
                 self.a.cmp(byte_ptr(rdi + r8), 0)?;
                 Cc::Z

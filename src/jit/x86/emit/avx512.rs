@@ -22,9 +22,10 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Bounds, Emitter, Label, R};
+use super::emitter::{Bounds, EmitError, Emitter, Label, R};
 use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
 use super::pred::Pol;
+use super::regs::Cc;
 use super::regs::{XMM, YMM, ZMM};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
@@ -119,6 +120,11 @@ impl VecIsa for Avx512 {
 
     fn packs(w: usize) -> bool {
         // A block's masks are a `kmov` from the bits.
+        w <= 8
+    }
+
+    fn wide(w: usize) -> bool {
+        // Widths up to 8: blocks of width 16 stay ymm.
         w <= 8
     }
 
@@ -217,6 +223,22 @@ impl VecIsa for Avx512 {
         e.a.mov(r10, qword_ptr(rsp + SAVE_END))?;
         e.a.mov(r8, qword_ptr(rsp + SAVE_AT))?;
         Ok(())
+    }
+
+    fn pred_scalar(
+        e: &mut Emitter,
+        lhs: AsmMemoryOperand,
+        rhs: AsmMemoryOperand,
+    ) -> Result<Cc, EmitError> {
+        e.k_scalar(lhs, rhs)
+    }
+
+    fn pred_invariants(e: &mut Emitter) -> R {
+        e.k_invariants()
+    }
+
+    fn pred_splat(e: &mut Emitter, op: usize) -> R {
+        e.k_splat(op)
     }
 }
 

@@ -14,7 +14,6 @@ use iced_x86::code_asm::*;
 
 use super::pred::Pred;
 use super::regs::Cc;
-use crate::jit::x86::level::Level;
 use crate::plan::{COND, RowShape, Signature};
 
 /// Why emission failed: an encoding the assembler refused, or a bug of the emitter.
@@ -88,17 +87,16 @@ pub(super) struct Emitter<'s> {
     pub a: CodeAssembler,
     pub sig: &'s Signature,
     pub generic: bool,
-    pub level: Level,
     /// Non-temporal stores for long rows.
     pub nt: bool,
     /// zmm vectors in the main-loop blocks of vector-select rows (AVX-512, widths up to 8).
     pub wide: bool,
-    /// Non-temporal rows long enough walk four parts at once ([`walks_parts`]).
+    /// Non-temporal rows long enough walk four parts at once ([`super::walks_parts`]).
     pub parts: bool,
     /// The main loop with ordinary stores fetches the output's lines for writing ahead.
     pub prefetchw: bool,
     /// The rows of the innermost outer loop are walked a quarter apart, four at once
-    /// ([`walks_quarters`]).
+    /// ([`super::walks_quarters`]).
     pub quarters: bool,
     /// Stack offset of the quarter walk's slots: each operand's pointer distance of a
     /// quarter, of three quarters, and the rows left after the quarters.
@@ -120,7 +118,7 @@ pub(super) struct Emitter<'s> {
     pub unaligned_end: bool,
     /// The cond row is the same for every row and long: the prologue packs it to one bit per
     /// element on the stack, and main-loop blocks read their masks there (see
-    /// [`Self::packs_cond`]).
+    /// [`super::vector::packs_cond`]).
     pub packed: bool,
     /// Stack offset of the packed bits.
     pub bits_at: i32,

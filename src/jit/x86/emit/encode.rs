@@ -106,19 +106,41 @@ impl Emitter<'_> {
         enc: &mut Encoder,
         cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
     ) -> Result<(Vec<u8>, usize), EmitError> {
-        let ins = self.a.instructions();
-        let n = ins.len();
-        // Encode every non-branch instruction once at address 0 (their bytes do not depend on
-        // the address, except RIP-relative ones, encoded again below).
-        let mut start = Vec::with_capacity(n + 1);
-        let mut is_branch = vec![false; n];
+        let is_branch = self.branch_flags();
+        let body = self.encode_body(enc, cache, &is_branch)?;
+        let layout = self.size_branches(&is_branch, &body.start)?;
+        let code_len = layout.code_len();
+        let mut out = self.lay_out(&body, &is_branch, &layout);
+        let const_off = self.place_consts(&mut out);
+        patch_rip_rel(enc, &mut out, &body.rip_rel, &const_off, &layout)?;
+        Ok((out, code_len))
+    }
+
+    /// Whether each instruction is a branch placeholder.
+    fn branch_flags(&self) -> Vec<bool> {
+        let mut is_branch = vec![false; self.a.instructions().len()];
         for b in &self.branches {
             is_branch[b.at] = true;
         }
+        is_branch
+    }
+
+    /// Encodes every non-branch instruction once at address 0 (their bytes do not depend on the
+    /// address, except RIP-relative ones: zeros of their length here, encoded again by
+    /// [`patch_rip_rel`]). Leaves `enc` with an empty buffer.
+    fn encode_body(
+        &self,
+        enc: &mut Encoder,
+        cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
+        is_branch: &[bool],
+    ) -> Result<Body, EmitError> {
+        let ins = self.a.instructions();
+        let n = ins.len();
+        let mut start = Vec::with_capacity(n + 1);
         let mut rip_rel = Vec::new();
-        let mut body: Vec<u8> = Vec::with_capacity(8 * n);
+        let mut bytes: Vec<u8> = Vec::with_capacity(8 * n);
         for (i, x) in ins.iter().enumerate() {
-            start.push(body.len());
+            start.push(bytes.len());
             if is_branch[i] {
                 continue;
             }
@@ -130,7 +152,7 @@ impl Emitter<'_> {
                     x.set_memory_base(Register::RIP);
                     x.set_memory_displacement64(0);
                     let len = enc.encode(&x, 0)?;
-                    body.resize(body.len() + len, 0);
+                    bytes.resize(bytes.len() + len, 0);
                     rip_rel.push((i, x, (d - CONST_MARK) as usize));
                     continue;
                 }
@@ -150,12 +172,21 @@ impl Emitter<'_> {
                     e
                 }
             };
-            body.extend_from_slice(&e.bytes[..e.len as usize]);
+            bytes.extend_from_slice(&e.bytes[..e.len as usize]);
         }
-        start.push(body.len());
+        start.push(bytes.len());
         let _ = enc.take_buffer();
-        // Branch sizes: short until the displacement does not fit, then near (a fixpoint:
-        // sizes only grow).
+        Ok(Body {
+            bytes,
+            start,
+            rip_rel,
+        })
+    }
+
+    /// Branch sizes: short until the displacement does not fit, then near (a fixpoint: sizes
+    /// only grow). `start`: each instruction's offset in the encoded body, and its end.
+    fn size_branches(&self, is_branch: &[bool], start: &[usize]) -> Result<Layout, EmitError> {
+        let n = is_branch.len();
         let mut size: Vec<usize> = (0..n)
             .map(|i| {
                 if is_branch[i] {
@@ -186,15 +217,21 @@ impl Emitter<'_> {
                 }
             }
             if !grew {
-                break;
+                return Ok(Layout { size, at });
             }
         }
-        let code_len = at[n];
+    }
+
+    /// The code: the body's instructions at their places in `layout`, the branches encoded
+    /// between them, then `int3` padding up to the constants' 32-byte boundary.
+    fn lay_out(&self, body: &Body, is_branch: &[bool], layout: &Layout) -> Vec<u8> {
+        let Layout { size, at } = layout;
+        let code_len = layout.code_len();
         let const_at = code_len.next_multiple_of(32);
         let mut out = Vec::with_capacity(const_at + 64 * self.consts.len());
         let mut bi = 0;
-        for i in 0..n {
-            if is_branch[i] {
+        for (i, &branch) in is_branch.iter().enumerate() {
+            if branch {
                 let b = &self.branches[bi];
                 bi += 1;
                 let target = at[self.labels[b.target]] as i64;
@@ -213,27 +250,70 @@ impl Emitter<'_> {
                     }
                 }
             } else {
-                out.extend_from_slice(&body[start[i]..start[i + 1]]);
+                out.extend_from_slice(&body.bytes[body.start[i]..body.start[i + 1]]);
             }
         }
         out.resize(const_at, 0xcc);
+        out
+    }
+
+    /// Appends the constants to `out`, each padded to 32 bytes; returns their offsets.
+    fn place_consts(&self, out: &mut Vec<u8>) -> Vec<usize> {
         let mut const_off = Vec::with_capacity(self.consts.len());
         for c in &self.consts {
             const_off.push(out.len());
             out.extend_from_slice(c);
             out.resize(out.len().next_multiple_of(32), 0);
         }
-        for (i, mut x, k) in rip_rel {
-            x.set_memory_displacement64(const_off[k] as u64);
-            if enc.encode(&x, at[i] as u64)? != size[i] {
-                return Err(bug("RIP-relative instruction changed its length"));
-            }
-            let buf = enc.take_buffer();
-            out[at[i]..at[i] + size[i]].copy_from_slice(&buf);
-            enc.set_buffer(recycle(buf));
-        }
-        Ok((out, code_len))
+        const_off
     }
+}
+
+/// The instructions encoded at address 0, without the branches ([`Emitter::encode_body`]).
+struct Body {
+    bytes: Vec<u8>,
+    /// Offset of each instruction in `bytes` (a branch's is that of the next), and the end.
+    start: Vec<usize>,
+    /// The instructions that read a constant: index, the instruction made RIP-relative (to
+    /// displacement 0), and the constant's index.
+    rip_rel: Vec<(usize, Instruction, usize)>,
+}
+
+/// Where the instructions go in the code ([`Emitter::size_branches`]).
+struct Layout {
+    /// Bytes of each instruction.
+    size: Vec<usize>,
+    /// Offset of each instruction, and the end of the code.
+    at: Vec<usize>,
+}
+
+impl Layout {
+    /// The length of the code (constants after).
+    fn code_len(&self) -> usize {
+        self.at[self.at.len() - 1]
+    }
+}
+
+/// Encodes each instruction that reads a constant at its address in `out`, pointed at the
+/// constant (at `const_off` by the constant's index); its length must not change.
+fn patch_rip_rel(
+    enc: &mut Encoder,
+    out: &mut [u8],
+    rip_rel: &[(usize, Instruction, usize)],
+    const_off: &[usize],
+    layout: &Layout,
+) -> R {
+    let Layout { size, at } = layout;
+    for &(i, mut x, k) in rip_rel {
+        x.set_memory_displacement64(const_off[k] as u64);
+        if enc.encode(&x, at[i] as u64)? != size[i] {
+            return Err(bug("RIP-relative instruction changed its length"));
+        }
+        let buf = enc.take_buffer();
+        out[at[i]..at[i] + size[i]].copy_from_slice(&buf);
+        enc.set_buffer(recycle(buf));
+    }
+    Ok(())
 }
 
 /// An emptied buffer, to give back to the encoder (which appends to it).

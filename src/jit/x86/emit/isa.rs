@@ -2,7 +2,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Bounds, Emitter, Label, R};
+use super::emitter::{Bounds, EmitError, Emitter, Label, R};
+use super::regs::Cc;
 use crate::plan::THEN;
 
 /// 32-byte vectors per main-loop block: two lines of output.
@@ -28,6 +29,12 @@ pub(super) fn splat_reg(op: usize) -> usize {
 
 /// What differs between the vector ISAs. `r8` is the element (or byte) index in the row, `r9`
 /// the row length in elements (`r10` in bytes for copies); `rax`, `r10`, `r11` are scratch.
+///
+/// The emitter's code is generic over it (`fn f<I: VecIsa>`), like oneDNN's `jit_uni_*`
+/// kernels over their ISA; `super::on_isa` picks the ISA of a [`Level`] once, where a
+/// kernel (or a question about one) enters the emitter.
+///
+/// [`Level`]: crate::jit::x86::level::Level
 pub(super) trait VecIsa {
     /// The ISA's own loop-invariant registers.
     fn invariants(e: &mut Emitter) -> R;
@@ -36,6 +43,9 @@ pub(super) trait VecIsa {
     /// `r10d` = the mask bits of the 32 cond bytes at `src` (bit `i` for byte `i`), set where
     /// a block's blend takes its memory (or second) operand.
     fn cond_bits(e: &mut Emitter, src: AsmMemoryOperand) -> R;
+    /// Whether main-loop blocks of `w`-byte elements can run as zmm vectors
+    /// ([`crate::Variant::wide`]).
+    fn wide(w: usize) -> bool;
     /// Whether main-loop blocks test their cond bytes for all non-zero / all zero first (and
     /// then copy one input).
     fn uniform(w: usize) -> bool;
@@ -61,4 +71,17 @@ pub(super) trait VecIsa {
     /// `rax` (1 ..= `max`, less than a line) bytes from `r8` with ordinary stores; keeps `r8`
     /// and `r10`.
     fn copy_short(e: &mut Emitter, src: Option<AsmRegister64>, sr: usize, max: u64) -> R;
+    /// Sets the flags from the predicate on one element of lhs at `lhs` and of rhs at `rhs`
+    /// (ignored by tests); returns the condition under which the element is else's. Uses
+    /// xmm0-xmm3 (AVX2) or xmm16-xmm20 and k1-k3 (AVX-512), no general register.
+    fn pred_scalar(
+        e: &mut Emitter,
+        lhs: AsmMemoryOperand,
+        rhs: AsmMemoryOperand,
+    ) -> Result<Cc, EmitError>;
+    /// The predicate's loop-invariant registers (constants, operands splatted once: see
+    /// [`Emitter::pred_invariant_splats`]).
+    fn pred_invariants(e: &mut Emitter) -> R;
+    /// Splats lhs (`COND`) or rhs (`RHS`) from its row start, in compare lanes.
+    fn pred_splat(e: &mut Emitter, op: usize) -> R;
 }

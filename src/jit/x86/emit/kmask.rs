@@ -24,6 +24,7 @@
 
 use iced_x86::code_asm::*;
 
+use super::avx512::Avx512;
 use super::emitter::{EmitError, Emitter, R, bug};
 use super::pred::{Num, POp, Pol};
 use super::regs::Cc;
@@ -497,8 +498,8 @@ impl Emitter<'_> {
         Ok(())
     }
 
-    /// The predicate on one element (see [`Emitter::pred_scalar`]): every lane of an xmm holds
-    /// it, the opmask is all set or all clear.
+    /// The predicate on one element (see [`super::isa::VecIsa::pred_scalar`]): every lane of
+    /// an xmm holds it, the opmask is all set or all clear.
     pub(super) fn k_scalar(
         &mut self,
         lhs: AsmMemoryOperand,
@@ -594,6 +595,6 @@ impl Emitter<'_> {
                 self.a.vpxord(r[ZERO], r[ZERO], r[ZERO])?;
             });
         }
-        self.pred_invariant_splats()
+        self.pred_invariant_splats::<Avx512>()
     }
 }

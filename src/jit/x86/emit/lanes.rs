@@ -32,6 +32,7 @@
 
 use iced_x86::code_asm::*;
 
+use super::avx2::Avx2;
 use super::emitter::{EmitError, Emitter, R, bug};
 use super::pred::{Num, POp, Pol};
 use super::regs::Cc;
@@ -599,7 +600,7 @@ impl Emitter<'_> {
         Ok((m, pol))
     }
 
-    /// The predicate on one element (see [`Emitter::pred_scalar`]).
+    /// The predicate on one element (see [`super::isa::VecIsa::pred_scalar`]).
     pub(super) fn lanes_scalar(
         &mut self,
         lhs: AsmMemoryOperand,
@@ -699,6 +700,6 @@ impl Emitter<'_> {
             let m = self.constant(&c);
             self.a.vmovdqu(YMM[PERM], m)?;
         }
-        self.pred_invariant_splats()
+        self.pred_invariant_splats::<Avx2>()
     }
 }

@@ -25,6 +25,9 @@
 //! when out and cond have unit stride along the row and then/else unit or zero stride; a **row
 //! copy** (or fill) when cond has stride 0 along the row; a branch-free **strided** loop
 //! otherwise. The vector and copy rows of each level live in [`avx2`] and [`avx512`].
+//!
+//! The emitter is generic over the vector ISA ([`VecIsa`]); [`on_isa`] is the one place where
+//! a [`Level`] picks its ISA.
 
 /// `a.<m>(args)` with `m` the instruction for elements of `w` bytes among the four given (for
 /// 1, 2, 4 and 8).
@@ -57,13 +60,31 @@ use iced_x86::{Encoder, Instruction};
 
 use super::level::Level;
 use crate::plan::{ELSE, RowShape, Signature, THEN};
+use avx2::Avx2;
+use avx512::Avx512;
 use emitter::{Bounds, Emitter};
 pub(super) use emitter::{EmitError, Kind};
 use encode::{Encoded, MAX_CACHED, SCRATCH, Scratch};
+use isa::VecIsa;
 pub(super) use pred::supported as covers_cond;
 
 /// Bytes of output per main-loop block of a vector row.
 pub(super) const BLOCK_BYTES: usize = isa::UNROLL * isa::VBYTES as usize;
+
+/// Code generic over the vector ISA, run by [`on_isa`] with a level's.
+trait OnIsa {
+    type Out;
+    fn run<I: VecIsa>(self) -> Self::Out;
+}
+
+/// Runs `f` with the vector ISA of `level`: the one place a [`Level`] chooses between the
+/// AVX2 and AVX-512 code, everything under it being generic over [`VecIsa`].
+fn on_isa<F: OnIsa>(level: Level, f: F) -> F::Out {
+    match level {
+        Level::Avx2 => f.run::<Avx2>(),
+        Level::Avx512 => f.run::<Avx512>(),
+    }
+}
 
 /// What the code of an exact (or `generic`) kernel of `sig` knows about its row length.
 fn row_bounds(sig: &Signature, generic: bool) -> Bounds {
@@ -84,16 +105,29 @@ fn row_bounds(sig: &Signature, generic: bool) -> Bounds {
     }
 }
 
-/// Whether the non-temporal kernel of `sig` at `level` walks four parts of its rows at once
+/// Whether [`Kind::four_way`] changes the non-temporal exact kernel of `sig` at `level`: it
+/// [`walks_parts`] or [`walks_quarters`].
+pub(super) fn runs_four_way(sig: &Signature, level: Level) -> bool {
+    struct FourWay<'a>(&'a Signature);
+    impl OnIsa for FourWay<'_> {
+        type Out = bool;
+        fn run<I: VecIsa>(self) -> bool {
+            walks_parts::<I>(self.0, false) || walks_quarters::<I>(self.0, false)
+        }
+    }
+    on_isa(level, FourWay(sig))
+}
+
+/// Whether the non-temporal kernel of `sig` of ISA `I` walks four parts of its rows at once
 /// when asked to ([`Kind::four_way`]): an exact kernel of vector-select rows that can be long
 /// enough, of elements up to 8 bytes (the loop keeps a part's length in `r11`, through which
 /// width 16 addresses), whose masks are not read from packed bits (at `rax`, which the loop
 /// uses too).
-pub(super) fn walks_parts(sig: &Signature, generic: bool, level: Level) -> bool {
+fn walks_parts<I: VecIsa>(sig: &Signature, generic: bool) -> bool {
     !generic
         && sig.width <= 8
         && matches!(sig.row_shape(), RowShape::Select { .. })
-        && !vector::packs_cond(sig, generic, level)
+        && !vector::packs_cond::<I>(sig, generic)
         && row_bounds(sig, generic)
             .max
             .saturating_mul(sig.width as u64)
@@ -104,12 +138,12 @@ pub(super) fn walks_parts(sig: &Signature, generic: bool, level: Level) -> bool 
 /// at once, a quarter of the loop apart, when asked to ([`Kind::four_way`]): an exact kernel of
 /// vector-select rows too short for [`walks_parts`], with an outer loop of at least four rows
 /// (the outermost one's count is the call's range, known at run time only).
-pub(super) fn walks_quarters(sig: &Signature, generic: bool, level: Level) -> bool {
+fn walks_quarters<I: VecIsa>(sig: &Signature, generic: bool) -> bool {
     let rank = sig.rank();
     !generic
         && rank >= 2
         && matches!(sig.row_shape(), RowShape::Select { .. })
-        && !walks_parts(sig, generic, level)
+        && !walks_parts::<I>(sig, generic)
         && (rank == 2 || sig.dims[rank - 2] >= 4)
 }
 
@@ -119,6 +153,26 @@ pub(super) fn emit_kernel(
     sig: &Signature,
     generic: bool,
     level: Level,
+    kind: Kind,
+) -> Result<(Vec<u8>, usize), EmitError> {
+    struct Kernel<'a> {
+        sig: &'a Signature,
+        generic: bool,
+        kind: Kind,
+    }
+    impl OnIsa for Kernel<'_> {
+        type Out = Result<(Vec<u8>, usize), EmitError>;
+        fn run<I: VecIsa>(self) -> Self::Out {
+            emit_kernel_of::<I>(self.sig, self.generic, self.kind)
+        }
+    }
+    on_isa(level, Kernel { sig, generic, kind })
+}
+
+/// [`emit_kernel`] with ISA `I`.
+fn emit_kernel_of<I: VecIsa>(
+    sig: &Signature,
+    generic: bool,
     kind: Kind,
 ) -> Result<(Vec<u8>, usize), EmitError> {
     let mut s = match SCRATCH.with(|s| s.borrow_mut().take()) {
@@ -133,15 +187,15 @@ pub(super) fn emit_kernel(
     if s.cache.len() > MAX_CACHED {
         s.cache.clear();
     }
-    let mut e = Emitter::new(s.a, sig, generic, level, kind);
-    let r = e.emit_all(&mut s.enc, &mut s.cache);
+    let mut e = Emitter::new::<I>(s.a, sig, generic, kind);
+    let r = e.emit_all::<I>(&mut s.enc, &mut s.cache);
     s.a = e.a;
     SCRATCH.with(|x| *x.borrow_mut() = Some(s));
     r
 }
 
 impl<'s> Emitter<'s> {
-    fn new(a: CodeAssembler, sig: &'s Signature, generic: bool, level: Level, kind: Kind) -> Self {
+    fn new<I: VecIsa>(a: CodeAssembler, sig: &'s Signature, generic: bool, kind: Kind) -> Self {
         let rank = sig.rank();
         let shape = sig.row_shape();
         let n = row_bounds(sig, generic);
@@ -151,12 +205,11 @@ impl<'s> Emitter<'s> {
             a,
             sig,
             generic,
-            level,
             nt,
-            wide: kind.wide && level == Level::Avx512 && sig.width <= 8,
-            parts: nt && kind.four_way && walks_parts(sig, generic, level),
+            wide: kind.wide && I::wide(sig.width),
+            parts: nt && kind.four_way && walks_parts::<I>(sig, generic),
             prefetchw: kind.prefetchw,
-            quarters: nt && kind.four_way && walks_quarters(sig, generic, level),
+            quarters: nt && kind.four_way && walks_quarters::<I>(sig, generic),
             quarter_at: 0,
             w: sig.width,
             shape,
@@ -174,17 +227,17 @@ impl<'s> Emitter<'s> {
             frame: 0,
             pred: pred::Pred::of(sig),
         };
-        e.packed = vector::packs_cond(sig, generic, level);
+        e.packed = vector::packs_cond::<I>(sig, generic);
         e
     }
 
-    fn emit_all(
+    fn emit_all<I: VecIsa>(
         &mut self,
         enc: &mut Encoder,
         cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
     ) -> Result<(Vec<u8>, usize), EmitError> {
-        self.prologue()?;
-        self.body()?;
+        self.prologue::<I>()?;
+        self.body::<I>()?;
         self.epilogue()?;
         self.finish(enc, cache)
     }

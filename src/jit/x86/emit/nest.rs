@@ -9,11 +9,9 @@
 
 use iced_x86::code_asm::*;
 
-use super::avx2::Avx2;
-use super::avx512::Avx512;
 use super::emitter::{EmitError, Emitter, Label, P, PTR, R, Stride, gpr8, gpr16, gpr32};
+use super::isa::VecIsa;
 use super::regs::Cc;
-use crate::jit::x86::level::Level;
 use crate::plan::{ELSE, RowShape, THEN};
 
 /// Red-zone slot where a strided predicate row keeps rhs's row start while it moves r12.
@@ -45,7 +43,7 @@ impl Emitter<'_> {
         16 * self.nops() as i32 + 8
     }
 
-    pub(super) fn prologue(&mut self) -> R {
+    pub(super) fn prologue<I: VecIsa>(&mut self) -> R {
         // Nothing to do for an empty range: return before touching any register.
         let start = self.label();
         self.a.cmp(r8, r9)?;
@@ -116,16 +114,10 @@ impl Emitter<'_> {
         }
         self.a.sub(r9, r8)?;
         if self.uses_vectors() || self.pred.is_some() {
-            match self.level {
-                Level::Avx2 => self.vector_invariants::<Avx2>()?,
-                Level::Avx512 => self.vector_invariants::<Avx512>()?,
-            }
+            self.vector_invariants::<I>()?;
         }
         if self.packed {
-            match self.level {
-                Level::Avx2 => self.pack_cond::<Avx2>()?,
-                Level::Avx512 => self.pack_cond::<Avx512>()?,
-            }
+            self.pack_cond::<I>()?;
         }
         Ok(())
     }
@@ -135,9 +127,9 @@ impl Emitter<'_> {
         self.uses_vectors() && self.invariant[op - THEN]
     }
 
-    pub(super) fn body(&mut self) -> R {
+    pub(super) fn body<I: VecIsa>(&mut self) -> R {
         if self.rank == 1 {
-            return self.row();
+            return self.row::<I>();
         }
         // r9 holds the outer trip count; it moves to the loop's counter, r9 to the row length.
         if self.rank == 2 {
@@ -150,7 +142,7 @@ impl Emitter<'_> {
             Count::Const(n) => self.mov_imm(r9, n)?,
             Count::Mem(m) => self.a.mov(r9, m)?,
         }
-        self.outer(0)
+        self.outer::<I>(0)
     }
 
     /// Trip count of dim `level` (not the outermost).
@@ -163,9 +155,9 @@ impl Emitter<'_> {
     }
 
     /// The loop over dim `level` (its trip count already in place for level 0).
-    fn outer(&mut self, level: usize) -> R {
+    fn outer<I: VecIsa>(&mut self, level: usize) -> R {
         if level == self.rank - 1 {
-            return self.row();
+            return self.row::<I>();
         }
         let nops = self.nops();
         let steps: Vec<Stride> = (0..nops).map(|op| self.stride(level, op)).collect();
@@ -178,12 +170,12 @@ impl Emitter<'_> {
                 }
             }
             let done = if self.quarters {
-                Some(self.quarter_rows(&steps, top)?)
+                Some(self.quarter_rows::<I>(&steps, top)?)
             } else {
                 None
             };
             self.bind(top);
-            self.outer(level + 1)?;
+            self.outer::<I>(level + 1)?;
             for op in 0..nops {
                 self.add_stride(PTR[op], steps[op])?;
             }
@@ -214,7 +206,7 @@ impl Emitter<'_> {
         for (op, p) in PTR.into_iter().enumerate().take(nops) {
             self.a.mov(qword_ptr(rsp + (slot + 8 + 8 * op as i32)), p)?;
         }
-        self.outer(level + 1)?;
+        self.outer::<I>(level + 1)?;
         for (op, p) in PTR.into_iter().enumerate().take(nops) {
             self.a.mov(p, qword_ptr(rsp + (slot + 8 + 8 * op as i32)))?;
             self.add_stride(p, steps[op])?;
@@ -228,7 +220,11 @@ impl Emitter<'_> {
     /// than four) fall through to the one-row loop at `one_at_a_time`, which the caller emits
     /// next. Returns the label to bind after that loop, where no rows are left. Rows may
     /// clobber every scratch register, so the distances live in the stack frame.
-    fn quarter_rows(&mut self, steps: &[Stride], one_at_a_time: Label) -> Result<Label, EmitError> {
+    fn quarter_rows<I: VecIsa>(
+        &mut self,
+        steps: &[Stride],
+        one_at_a_time: Label,
+    ) -> Result<Label, EmitError> {
         let at = self.quarter_at;
         let n = steps.len() as i32;
         let (three, left) = (8 * n, 16 * n);
@@ -263,7 +259,7 @@ impl Emitter<'_> {
                     self.a.add(PTR[op], qword_ptr(rsp + (at + 8 * op as i32)))?;
                 }
             }
-            self.row()?;
+            self.row::<I>()?;
         }
         for &op in &moving {
             self.a
@@ -283,13 +279,12 @@ impl Emitter<'_> {
         Ok(done)
     }
 
-    fn row(&mut self) -> R {
-        match (self.shape, self.level) {
-            (RowShape::Select { .. }, Level::Avx2) => self.vector_row::<Avx2>(),
-            (RowShape::Select { .. }, Level::Avx512) => self.vector_row::<Avx512>(),
-            (RowShape::Copy { .. }, _) => self.copy_row(),
-            (RowShape::Strided, _) if self.pred.is_some() => self.pred_strided_row(),
-            (RowShape::Strided, _) => self.strided_row(),
+    fn row<I: VecIsa>(&mut self) -> R {
+        match self.shape {
+            RowShape::Select { .. } => self.vector_row::<I>(),
+            RowShape::Copy { .. } => self.copy_row::<I>(),
+            RowShape::Strided if self.pred.is_some() => self.pred_strided_row::<I>(),
+            RowShape::Strided => self.strided_row(),
         }
     }
 
@@ -313,26 +308,26 @@ impl Emitter<'_> {
 
     /// cond constant along the row: one test, then a copy (or fill) of the chosen input. A
     /// copy of the output onto itself (in place) is skipped.
-    fn copy_row(&mut self) -> R {
+    fn copy_row<I: VecIsa>(&mut self) -> R {
         let done = self.label();
         let take_else = self.label();
         if self.pred.is_some() {
             // A predicate constant along the row: its operands' first elements.
-            let cc = self.pred_scalar(ptr(rdi), ptr(r12))?;
+            let cc = I::pred_scalar(self, ptr(rdi), ptr(r12))?;
             self.jcc(cc, take_else)?;
         } else {
             self.a.cmp(byte_ptr(rdi), 0)?;
             self.je(take_else)?;
         }
-        self.copy_from(THEN, done)?;
+        self.copy_from::<I>(THEN, done)?;
         self.jmp(done)?;
         self.bind(take_else);
-        self.copy_from(ELSE, done)?;
+        self.copy_from::<I>(ELSE, done)?;
         self.bind(done);
         Ok(())
     }
 
-    fn copy_from(&mut self, op: usize, done: Label) -> R {
+    fn copy_from<I: VecIsa>(&mut self, op: usize, done: Label) -> R {
         // r10 = bytes in the row.
         match self.wlog() {
             0 => self.a.mov(r10, r9)?,
@@ -348,10 +343,7 @@ impl Emitter<'_> {
             self.a.cmp(P[op], rcx)?;
             self.je(done)?;
         }
-        match self.level {
-            Level::Avx2 => self.vector_copy::<Avx2>(op, fill, done),
-            Level::Avx512 => self.vector_copy::<Avx512>(op, fill, done),
-        }
+        self.vector_copy::<I>(op, fill, done)
     }
 
     // ---- strided rows --------------------------------------------------------------------
@@ -444,7 +436,7 @@ impl Emitter<'_> {
     /// in rbp and rhs in r12 itself (its row start kept in the red zone meanwhile); the
     /// predicate's flags pick then's or else's address (`cmov`) into r13, through which the
     /// element is copied.
-    fn pred_strided_row(&mut self) -> R {
+    fn pred_strided_row<I: VecIsa>(&mut self) -> R {
         let l = self.rank - 1;
         let nops = self.nops();
         let steps: Vec<Stride> = (0..nops).map(|op| self.stride(l, op)).collect();
@@ -458,7 +450,7 @@ impl Emitter<'_> {
         self.a.mov(r8, r9)?;
         let top = self.label();
         self.bind(top);
-        let cc = self.pred_scalar(ptr(r10), ptr(r12))?;
+        let cc = I::pred_scalar(self, ptr(r10), ptr(r12))?;
         self.a.mov(r13, r11)?;
         self.cmov64(cc, r13, rax)?;
         match self.w {

@@ -1,12 +1,12 @@
-//! The compares of a fused predicate ([`super::pred`]): the emitter's helpers that load a
-//! predicate's operands and set the flags from them.
+//! The compares of a fused predicate ([`super::pred`]): the emitter's helpers that address a
+//! predicate's operands and splat them, over the ISA's compares ([`VecIsa::pred_scalar`],
+//! [`VecIsa::pred_splat`]).
 
 use iced_x86::code_asm::AsmMemoryOperand;
 
 use super::emitter::{EmitError, Emitter};
+use super::isa::VecIsa;
 use super::pred::Pred;
-use super::regs::Cc;
-use crate::jit::x86::level::Level;
 use crate::plan::{COND, RHS};
 
 impl Emitter<'_> {
@@ -28,58 +28,30 @@ impl Emitter<'_> {
         Ok(ptr(base + r8 * p.cw as u32 + off * p.cw as i64))
     }
 
-    /// Sets the flags from the predicate on one element of lhs at `lhs` and of rhs at `rhs`
-    /// (ignored by tests); returns the condition under which the element is else's. Uses
-    /// xmm0-xmm3 (AVX2) or xmm16-xmm20 and k1-k3 (AVX-512), no general register.
-    pub(super) fn pred_scalar(
-        &mut self,
-        lhs: AsmMemoryOperand,
-        rhs: AsmMemoryOperand,
-    ) -> Result<Cc, EmitError> {
-        match self.level {
-            Level::Avx2 => self.lanes_scalar(lhs, rhs),
-            Level::Avx512 => self.k_scalar(lhs, rhs),
-        }
-    }
-
-    /// The predicate's loop-invariant registers (constants, operands splatted once).
-    pub(super) fn pred_invariants(&mut self) -> Result<(), EmitError> {
-        match self.level {
-            Level::Avx2 => self.lanes_invariants(),
-            Level::Avx512 => self.k_invariants(),
-        }
-    }
-
     /// Splats of lhs and rhs for a row along which they are constant, when they change from
     /// row to row.
-    pub(super) fn pred_row_splats(&mut self) -> Result<(), EmitError> {
+    pub(super) fn pred_row_splats<I: VecIsa>(&mut self) -> Result<(), EmitError> {
         let Some(p) = self.pred else { return Ok(()) };
         for (k, op) in [(0, COND), (1, RHS)] {
             if (k == 0 || p.binary) && p.bcast[k] && !p.invariant[k] {
-                self.pred_splat(op)?;
+                I::pred_splat(self, op)?;
             }
         }
         Ok(())
     }
 
-    /// Splats of lhs and rhs constant over the whole kernel.
-    pub(super) fn pred_invariant_splats(&mut self) -> Result<(), EmitError> {
+    /// Splats of lhs and rhs constant over the whole kernel (the end of an ISA's
+    /// [`VecIsa::pred_invariants`]).
+    pub(super) fn pred_invariant_splats<I: VecIsa>(&mut self) -> Result<(), EmitError> {
         let p = self.p()?;
         if !matches!(self.shape, crate::plan::RowShape::Select { .. }) {
             return Ok(());
         }
         for (k, op) in [(0, COND), (1, RHS)] {
             if (k == 0 || p.binary) && p.invariant[k] {
-                self.pred_splat(op)?;
+                I::pred_splat(self, op)?;
             }
         }
         Ok(())
-    }
-
-    fn pred_splat(&mut self, op: usize) -> Result<(), EmitError> {
-        match self.level {
-            Level::Avx2 => self.lanes_splat(op),
-            Level::Avx512 => self.k_splat(op),
-        }
     }
 }

@@ -1,9 +1,10 @@
-//! The vector rows, written once over the vector ISA ([`VecIsa`], implemented by [`Avx2`]
-//! and [`Avx512`]), the way oneDNN's `jit_uni_*` kernels are templated on theirs: the splats,
-//! the non-temporal gate, the line head, the main loop of 128-byte blocks, the whole-line
-//! non-temporal stores and the row copies are here; an ISA supplies how one block of vectors is
-//! selected (lane masks and `vblendv*`, or opmasks and `vpblendm*`), and how the rest of a row
-//! that fills no block is done (overlapping steps, or masked vectors).
+//! The vector rows, written once over the vector ISA ([`VecIsa`], implemented by
+//! [`Avx2`](super::avx2::Avx2) and [`Avx512`](super::avx512::Avx512)), the way oneDNN's
+//! `jit_uni_*` kernels are templated on theirs: the splats, the non-temporal gate, the line
+//! head, the main loop of 128-byte blocks, the whole-line non-temporal stores and the row
+//! copies are here; an ISA supplies how one block of vectors is selected (lane masks and
+//! `vblendv*`, or opmasks and `vpblendm*`), and how the rest of a row that fills no block is
+//! done (overlapping steps, or masked vectors).
 //!
 //! Both ISAs use 256-bit vectors; AVX-512 kernels can also run their main-loop blocks as zmm
 //! ([`crate::Variant::wide`]), a variant the measured choice weighs. On an AMD Zen 4 host zmm
@@ -31,12 +32,9 @@
 
 use iced_x86::code_asm::*;
 
-use super::avx2::Avx2;
-use super::avx512::Avx512;
 use super::emitter::{Bounds, Emitter, Label, P, R};
 use super::isa::*;
 use super::regs::{YMM, ZMM};
-use crate::jit::x86::level::Level;
 use crate::plan::{COND, ELSE, OUT, RowShape, Signature, THEN};
 
 /// Row copies: bytes per block.
@@ -60,17 +58,13 @@ const PACK_MIN: u64 = 4096;
 /// And at most this many (the bits live in the stack frame: 8 KiB).
 const PACK_MAX: u64 = 65536;
 
-/// Whether the kernel of `sig` (exact, or `generic`) at `level` packs its cond row to bits: an
+/// Whether the kernel of `sig` (exact, or `generic`) of ISA `I` packs its cond row to bits: an
 /// exact kernel of vector rows of `PACK_MIN..=PACK_MAX` elements whose cond row is the same for
 /// every outer index, and whose output rows all start at the same offset within a cache line
 /// (so that every row's main loop starts at the same element, that of the bits' first).
-pub(super) fn packs_cond(sig: &Signature, generic: bool, level: Level) -> bool {
+pub(super) fn packs_cond<I: VecIsa>(sig: &Signature, generic: bool) -> bool {
     let rank = sig.rank();
-    let packs = match level {
-        Level::Avx2 => Avx2::packs(sig.width),
-        Level::Avx512 => Avx512::packs(sig.width),
-    };
-    packs
+    I::packs(sig.width)
         && sig.is_mask()
         && !generic
         && rank >= 2
@@ -99,7 +93,7 @@ impl Emitter<'_> {
             self.a.vmovdqu(YMM[SEL], c)?;
         }
         if self.pred.is_some() {
-            self.pred_invariants()?;
+            I::pred_invariants(self)?;
         }
         Ok(())
     }
@@ -181,13 +175,13 @@ impl Emitter<'_> {
     }
 
     /// Splats of operands broadcast along the row that change from row to row.
-    fn row_splats(&mut self) -> R {
+    fn row_splats<I: VecIsa>(&mut self) -> R {
         for op in [THEN, ELSE] {
             if self.row_bcast(op) && !self.invariant[op - THEN] {
                 self.splat(op)?;
             }
         }
-        self.pred_row_splats()
+        self.pred_row_splats::<I>()
     }
 
     /// Whether operand `op` (then or else) is read from memory along the row and is not the
@@ -241,7 +235,7 @@ impl Emitter<'_> {
 
     /// A vector-select row.
     pub(super) fn vector_row<I: VecIsa>(&mut self) -> R {
-        self.row_splats()?;
+        self.row_splats::<I>()?;
         let done = self.label();
         let (line, n) = (self.per_line(), self.n);
         let e = self.lanes() * UNROLL as u64;
