@@ -386,6 +386,30 @@ pub fn write_npy(path: &Path, dtype: DType, shape: &[usize], data: &[u8]) -> Res
     Ok(())
 }
 
+/// Checks an array's rank and element count against the library's limits: at most
+/// [`MAX_RANK`] dimensions, and a product of the dimensions (zeros counted as ones) that fits
+/// in `isize`, so that strides and offsets never overflow.
+fn check_shape(shape: &[usize]) -> Result<()> {
+    if shape.len() > MAX_RANK {
+        return Err(Error::RankTooLarge {
+            what: "array",
+            rank: shape.len(),
+            max: MAX_RANK,
+        });
+    }
+    let fits = shape.iter().try_fold(1usize, |n, &d| {
+        n.checked_mul(d.max(1))
+            .filter(|&v| v <= isize::MAX as usize)
+    });
+    match fits {
+        Some(_) => Ok(()),
+        None => Err(Error::Overflow {
+            what: "array",
+            shape: crate::ShapeFmt(shape).to_string(),
+        }),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -472,29 +496,5 @@ mod tests {
             assert!(read_npy_bytes(&header(dict, &[0; 64])).is_err(), "{dict}");
         }
         assert!(read_npy_bytes(b"garbage garbage garbage").is_err());
-    }
-}
-
-/// Checks an array's rank and element count against the library's limits: at most
-/// [`MAX_RANK`] dimensions, and a product of the dimensions (zeros counted as ones) that fits
-/// in `isize`, so that strides and offsets never overflow.
-fn check_shape(shape: &[usize]) -> Result<()> {
-    if shape.len() > MAX_RANK {
-        return Err(Error::RankTooLarge {
-            what: "array",
-            rank: shape.len(),
-            max: MAX_RANK,
-        });
-    }
-    let fits = shape.iter().try_fold(1usize, |n, &d| {
-        n.checked_mul(d.max(1))
-            .filter(|&v| v <= isize::MAX as usize)
-    });
-    match fits {
-        Some(_) => Ok(()),
-        None => Err(Error::Overflow {
-            what: "array",
-            shape: crate::ShapeFmt(shape).to_string(),
-        }),
     }
 }
