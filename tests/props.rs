@@ -1,6 +1,6 @@
 //! Differential property tests: every backend against an independent formulation written here
-//! from SPEC.md: infer the shape by its own rule, materialise each input broadcast to the output
-//! by explicit index arithmetic, then select element by element. Bytes are compared.
+//! from docs/semantics.md: infer the shape by its own rule, materialise each input broadcast to
+//! the output by explicit index arithmetic, then select element by element. Bytes are compared.
 
 #[path = "common/rng.rs"]
 mod rng;
@@ -19,7 +19,8 @@ use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, InPlace, Tensor
 /// Where input dim `j` lands in the output, or None when it is dropped (pdpd trailing 1s).
 type Map = Vec<Option<usize>>;
 
-/// The output shape and each input's dim map, by the rules of SPEC.md; None for an error.
+/// The output shape and each input's dim map, by the rules of docs/semantics.md ("Broadcast
+/// modes"); None for an error.
 fn reference_shape(mode: Broadcast, s: [&[usize]; 3]) -> Option<(Vec<usize>, [Map; 3])> {
     let right =
         |x: &[usize], r: usize| -> Map { (0..x.len()).map(|j| Some(r - x.len() + j)).collect() };
