@@ -134,11 +134,16 @@ unsafe fn run_avx512(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 #[inline(always)]
 unsafe fn walk(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     match sig.width {
-        // SAFETY: see `run`; the width matches the element type.
+        // SAFETY: `run`'s contract is the caller's; this arm matched `sig.width == 1`, the
+        // `W == sig.width` that `walk_w` requires. The same for each arm below.
         1 => unsafe { walk_w::<1>(sig, p, begin, end) },
+        // SAFETY: the caller's contract; `sig.width == 2` (this arm).
         2 => unsafe { walk_w::<2>(sig, p, begin, end) },
+        // SAFETY: the caller's contract; `sig.width == 4` (this arm).
         4 => unsafe { walk_w::<4>(sig, p, begin, end) },
+        // SAFETY: the caller's contract; `sig.width == 8` (this arm).
         8 => unsafe { walk_w::<8>(sig, p, begin, end) },
+        // SAFETY: the caller's contract; `sig.width == 16` (this arm).
         16 => unsafe { walk_w::<16>(sig, p, begin, end) },
         _ => {}
     }
@@ -335,7 +340,7 @@ unsafe fn row<const W: usize>(
     if n == 0 {
         return;
     }
-    // SAFETY (every `from_raw_parts` below): the row's `n` elements are inside the buffers
+    // SAFETY: for every `from_raw_parts` below: the row's `n` elements are inside the buffers
     // (caller), `[u8; W]` has alignment 1, and a slice is only made of an input when it is not
     // the output, so no `&` overlaps the `&mut` output slice.
     unsafe {

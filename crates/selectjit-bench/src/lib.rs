@@ -5,6 +5,7 @@
 //! traffic (each input's own bytes plus the output's bytes), so that the copy's reads + writes
 //! move as many bytes as the select does. Tiers, static kernels and peers are timed interleaved
 //! in one run and compared as ratios; each copy is timed on its own right after them.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 use std::time::Instant;
 

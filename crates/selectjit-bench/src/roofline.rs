@@ -210,8 +210,9 @@ mod x86 {
         let head = d.align_offset(32).min(n);
         dst[..head].copy_from_slice(&src[..head]);
         let mut i = head;
-        // SAFETY (all pointer accesses below): `i + 128 <= n` (or `i + 32 <= n`) bounds every
-        // access inside both slices; stores at `d + i` are 32-byte aligned after the head.
+        // SAFETY: for all pointer accesses below, `i + 128 <= n` (or `i + 32 <= n`) bounds
+        // every access inside both slices (`n` is the shorter length); the aligned stores at
+        // `d + i` are 32-byte aligned after the head; AVX2 is the caller's contract.
         unsafe {
             while i + 128 <= n {
                 let v0 = _mm256_loadu_si256(s.add(i) as *const __m256i);
