@@ -2,9 +2,13 @@
 """Lists the public API of the `selectjit` library from rustdoc's JSON output, one item per
 line (kind, path, and for functions their signature), sorted: what a dependent can name.
 
-Items marked #[doc(hidden)] (the `unstable` module of the workspace's own crates) are left out,
-as are trait implementations of standard traits (Debug, Clone, ...): their presence is visible
-in the type's derive list in the docs, and they are not part of what this listing reviews.
+Items marked #[doc(hidden)] (the `unstable` module of the workspace's own crates, and hidden
+items elsewhere) are listed too, each line prefixed with `#[doc(hidden)] ` (as is everything
+inside a hidden item): a dependent can name them, so the listing shows them grow. rustdoc puts
+them in its JSON only with `--document-hidden-items` (as .ci/public-api.sh passes). They need
+no example (`--missing-examples` skips them). Trait implementations of standard traits (Debug,
+Clone, ...) are left out: their presence is visible in the type's derive list in the docs, and
+they are not part of what this listing reviews.
 
 Usage: public_api.py TARGET/doc/selectjit.json [--check LISTING] [--write LISTING]
            [--missing-examples]
@@ -124,19 +128,23 @@ def is_hidden(item):
     return False
 
 
+HIDDEN = "#[doc(hidden)] "
+
+
 def walk(krate):
     index = krate["index"]
     root = index[str(krate["root"])]
     lines = []
     missing = []
 
-    def visit(item_id, path, seen):
+    def visit(item_id, path, seen, hidden):
         item = index.get(str(item_id))
         if item is None or item_id in seen:
             return
         seen = seen | {item_id}
-        if is_hidden(item) or item.get("visibility") not in ("public", "default"):
+        if item.get("visibility") not in ("public", "default"):
             return
+        hidden = hidden or is_hidden(item)
         inner = item["inner"]
         (kind, body), = inner.items()
         name = item.get("name")
@@ -151,42 +159,52 @@ def walk(krate):
             if body.get("is_glob") or body.get("glob"):
                 (tk, tb), = tgt["inner"].items()
                 for c in tb.get("items", []):
-                    visit(c, path, seen)
+                    visit(c, path, seen, hidden)
                 return
-            visit_named(target, path + [alias], seen)
+            visit_named(target, path + [alias], seen, hidden)
             return
-        visit_named(item_id, path + ([name] if name else []), seen)
+        visit_named(item_id, path + ([name] if name else []), seen, hidden)
 
-    def visit_named(item_id, path, seen):
+    def visit_named(item_id, path, seen, hidden):
         item = index.get(str(item_id))
-        if item is None or is_hidden(item):
+        if item is None:
             return
+        hidden = hidden or is_hidden(item)
         (kind, body), = item["inner"].items()
         p = "::".join(path)
+
+        def add(line, hidden_too=False):
+            lines.append((HIDDEN if hidden or hidden_too else "") + line)
+
+        def no_example(name, doc_item, hidden_too=False):
+            # Hidden items need no example.
+            if not (hidden or hidden_too) and "```" not in (doc_item.get("docs") or ""):
+                missing.append(name)
+
         if kind == "module":
-            lines.append(f"mod {p}")
+            add(f"mod {p}")
             for c in body.get("items", []):
-                visit(c, path, seen | {item_id})
+                visit(c, path, seen | {item_id}, hidden)
         elif kind in ("struct", "enum", "union", "trait", "type_alias", "constant", "static",
                       "macro"):
-            lines.append(f"{kind} {p}")
+            add(f"{kind} {p}")
             if kind == "enum":
                 for v in body.get("variants", []):
                     vi = index.get(str(v))
                     if vi:
-                        lines.append(f"variant {p}::{vi['name']}")
+                        add(f"variant {p}::{vi['name']}", is_hidden(vi))
             if kind == "struct":
                 fields = body.get("kind", {}).get("plain", {}).get("fields", [])
                 for fid in fields:
                     fi = index.get(str(fid))
-                    if fi and fi.get("visibility") == "public" and not is_hidden(fi):
+                    if fi and fi.get("visibility") == "public":
                         ty = render_type(fi["inner"]["struct_field"])
-                        lines.append(f"field {p}::{fi['name']}: {ty}")
+                        add(f"field {p}::{fi['name']}: {ty}", is_hidden(fi))
             if kind == "trait":
                 for m in body.get("items", []):
                     mi = index.get(str(m))
                     if mi and "function" in mi["inner"]:
-                        lines.append(f"trait-fn {p}::{mi['name']} {signature(mi)}")
+                        add(f"trait-fn {p}::{mi['name']} {signature(mi)}", is_hidden(mi))
             for impl_id in body.get("impls", []):
                 impl = index.get(str(impl_id))
                 if impl is None:
@@ -196,24 +214,25 @@ def walk(krate):
                     continue
                 for m in ib.get("items", []):
                     mi = index.get(str(m))
-                    if mi is None or is_hidden(mi) or mi.get("visibility") != "public":
+                    if mi is None or mi.get("visibility") != "public":
                         continue
+                    mh = is_hidden(mi)
                     if "function" in mi["inner"]:
-                        lines.append(f"fn {p}::{mi['name']} {signature(mi)}")
-                        if "```" not in (mi.get("docs") or ""):
-                            missing.append(f"{p}::{mi['name']}")
+                        add(f"fn {p}::{mi['name']} {signature(mi)}", mh)
+                        no_example(f"{p}::{mi['name']}", mi, mh)
                     elif "assoc_const" in mi["inner"] or "constant" in mi["inner"]:
-                        lines.append(f"const {p}::{mi['name']}")
+                        add(f"const {p}::{mi['name']}", mh)
         elif kind == "function":
-            lines.append(f"fn {p} {signature(item)}")
-            if "```" not in (item.get("docs") or ""):
-                missing.append(p)
+            add(f"fn {p} {signature(item)}")
+            no_example(p, item)
         else:
-            lines.append(f"{kind} {p}")
+            add(f"{kind} {p}")
 
     for c in root["inner"]["module"]["items"]:
-        visit(c, ["selectjit"], frozenset())
-    return sorted(set(lines)), sorted(set(missing))
+        visit(c, ["selectjit"], frozenset(), False)
+    # Sorted by the item, so that a hidden item sits among its neighbours.
+    return (sorted(set(lines), key=lambda line: (line.removeprefix(HIDDEN), line)),
+            sorted(set(missing)))
 
 
 def main():

@@ -6,7 +6,8 @@ use std::str::FromStr;
 
 use crate::error::Error;
 
-/// Every element type of the contract (SPEC.md). Strings go through [`crate::select_generic`].
+/// Every element type of the contract (docs/semantics.md, "Element types"). Strings go through
+/// [`crate::select_generic`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum DType {
     /// One byte, 0 or 1 (numpy `bool`).

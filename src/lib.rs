@@ -75,6 +75,7 @@
 //! * `ndarray` — select on `ndarray` arrays and views of any dimensionality and strides.
 #![warn(missing_docs)]
 #![warn(unreachable_pub)]
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod aot;
 mod cache;

@@ -504,7 +504,9 @@ pub(crate) unsafe fn eval_run(
         // SAFETY: the caller's contract.
         return unsafe { go::<Bool>(kind, lhs, ls, rhs, rs, out) };
     };
-    // SAFETY (every arm): the caller's contract.
+    // SAFETY: every arm calls `go` with `V` the type of `d`, `kind`'s operand dtype, so the
+    // reads are of `kind.operand_width()` bytes at the addresses the caller's contract makes
+    // readable (`lhs + i * ls`, and `rhs + i * rs` for a comparison, for `i < out.len()`).
     unsafe {
         match d {
             DType::Bool => go::<Bool>(kind, lhs, ls, rhs, rs, out),

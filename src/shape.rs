@@ -1,4 +1,5 @@
-//! Broadcast rules for the four modes of docs/semantics.md, as pure functions.
+//! Broadcast rules for the four modes of docs/semantics.md ("Broadcast modes"), as pure
+//! functions.
 //!
 //! [`infer`] returns the output shape and, for each input, where its dimensions land in the
 //! output ([`Placement`]); [`strides_over`] turns an input's own strides into strides over the

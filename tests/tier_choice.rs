@@ -12,6 +12,9 @@ use selectjit::plan::plan_contiguous;
 use selectjit::{Backend, Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef};
 use selectjit::{Tier, Variant};
 
+#[path = "common/skip.rs"]
+mod skip;
+
 /// A fixed cost per variant.
 type Cost = fn(Variant) -> u64;
 
@@ -172,7 +175,10 @@ fn the_slower_variant_is_never_kept() {
         assert!(!small.iter().any(|v| v.prefetchw), "{small:?}");
         assert!(cands.len() <= 8 && smaller.len() <= 8);
         if cands.len() < 2 {
-            println!("{name}: this host has one candidate ({cands:?}), nothing to choose");
+            skip::skip(
+                &format!("the_slower_variant_is_never_kept: {name}"),
+                &format!("this host has one candidate ({cands:?}), nothing to choose"),
+            );
             run_checked(&e, n, 3);
             assert_eq!(e.stats().tier_trials, 0);
             continue;
@@ -237,7 +243,10 @@ fn a_class_is_measured_once() {
     });
     let n = 1 << 20;
     if candidates(&e, n).len() < 2 {
-        println!("one candidate on this host: nothing to measure");
+        skip::skip(
+            "a_class_is_measured_once",
+            "one candidate on this host: nothing to measure",
+        );
         return;
     }
     run_checked(&e, n, PROBES * 8 + 2);
@@ -265,7 +274,10 @@ fn prepared_calls_measure_too() {
     let n = 2 << 20;
     let cands = candidates(&e, n);
     if cands.len() < 2 {
-        println!("one candidate on this host: nothing to measure");
+        skip::skip(
+            "prepared_calls_measure_too",
+            "one candidate on this host: nothing to measure",
+        );
         return;
     }
     let p = e
@@ -353,7 +365,10 @@ fn ordinary_stores_are_probed_before_non_temporal_ones() {
     let n = 2 << 20;
     let cands = candidates(&e, n);
     if !cands.iter().any(|v| v.nt) || !cands.iter().any(|v| !v.nt) {
-        println!("this host offers one store kind ({cands:?}): nothing to order");
+        skip::skip(
+            "ordinary_stores_are_probed_before_non_temporal_ones",
+            &format!("this host offers one store kind ({cands:?}): nothing to order"),
+        );
         return;
     }
     run_checked(&e, n, PROBES * cands.len() + 2);
@@ -411,7 +426,10 @@ fn the_store_kinds_must_win_by_a_margin() {
         let e = auto(cost);
         let cands = candidates(&e, n);
         if !cands.iter().any(|v| v.nt) || !cands.iter().any(|v| !v.nt) {
-            println!("this host offers one store kind ({cands:?}): no margin to apply");
+            skip::skip(
+                "the_store_kinds_must_win_by_a_margin",
+                &format!("this host offers one store kind ({cands:?}): no margin to apply"),
+            );
             return;
         }
         run_checked(&e, n, PROBES * cands.len() + 2);
@@ -458,7 +476,10 @@ fn whole_line_stores_are_kept_up_to_16_mib_unless_beaten_by_8_percent() {
         let e = auto(cost);
         let cands = candidates(&e, n);
         if !cands.iter().any(|&v| v.wide && !v.nt) || cands.len() < 2 {
-            println!("no whole-line candidate on this host ({cands:?})");
+            skip::skip(
+                "whole_line_stores_are_kept_up_to_16_mib_unless_beaten_by_8_percent",
+                &format!("no whole-line candidate on this host ({cands:?})"),
+            );
             return;
         }
         run_checked(&e, n, PROBES * cands.len() + 2);
@@ -467,7 +488,10 @@ fn whole_line_stores_are_kept_up_to_16_mib_unless_beaten_by_8_percent() {
             Some(pfw) if cands.iter().any(|&v| is_whole(v, pfw)) => {
                 assert!(is_whole(c.chosen, pfw), "{n}: {c}")
             }
-            Some(_) => println!("{n}: no such whole-line candidate here ({cands:?})"),
+            Some(_) => skip::skip(
+                &format!("whole_line_stores_are_kept_up_to_16_mib_unless_beaten_by_8_percent: {n}"),
+                &format!("no such whole-line candidate here ({cands:?})"),
+            ),
             None => {
                 let best = cands.iter().map(|&v| cost(v)).min().unwrap();
                 assert_eq!(cost(c.chosen), best, "{n}: {c}");

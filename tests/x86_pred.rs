@@ -12,6 +12,8 @@
 #[path = "common/rng.rs"]
 mod rng;
 use rng::Rng;
+#[path = "common/skip.rs"]
+mod skip;
 
 use selectjit::codegen::CodeGen;
 use selectjit::codegen::CodeGenOptions;
@@ -42,12 +44,16 @@ enum Exec {
     Emulated,
 }
 
-/// How `level` runs on this host: natively, else in the emulator (with a printed line).
+/// How `level` runs on this host: natively, else in the emulator (a [`skip::skip`] of the
+/// native run: a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`).
 fn exec_for(level: Level) -> Exec {
     if level.host_supports() {
         return Exec::Native;
     }
-    println!("{level:?} kernels run in the emulator (the host lacks the instructions)");
+    skip::skip(
+        &format!("{level:?} kernels natively"),
+        "the host lacks the instructions; they run in the emulator",
+    );
     Exec::Emulated
 }
 
@@ -321,8 +327,19 @@ fn check(xg: &X86Gen, exec: Exec, sig: &Signature, how: How, place: Place, seed:
     let w = sig.width();
     let kind = sig.cond();
     let d = dtype(kind);
-    // f16 compares need F16C (which the AVX2 tier does not require of the host).
-    let exec = if d == DType::F16 && !std::arch::is_x86_feature_detected!("f16c") {
+    // f16 compares need F16C (which the AVX2 tier does not require of the host): without it
+    // they run in the emulator, a skip of the native run (said once per process).
+    let exec = if exec == Exec::Native
+        && d == DType::F16
+        && !std::arch::is_x86_feature_detected!("f16c")
+    {
+        static ONCE: std::sync::Once = std::sync::Once::new();
+        ONCE.call_once(|| {
+            skip::skip(
+                "f16 compares natively",
+                "the host lacks F16C; they run in the emulator",
+            )
+        });
         Exec::Emulated
     } else {
         exec

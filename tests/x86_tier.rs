@@ -7,6 +7,8 @@
 #[path = "common/rng.rs"]
 mod rng;
 use rng::Rng;
+#[path = "common/skip.rs"]
+mod skip;
 
 use selectjit::Tier;
 use selectjit::broadcast_shapes;
@@ -47,18 +49,22 @@ fn engines_of(tier: Tier, emulate: bool, threads: usize) -> Tiered {
     }
 }
 
-/// The x86 tiers this host can run (natively or emulated); the others are reported.
+/// The x86 tiers this host can run (natively or emulated); the others are skips
+/// ([`skip::skip`]: failures under `SELECTJIT_REQUIRE_ALL_TIERS=1`).
 fn tiers(threads: usize) -> Vec<Tiered> {
     let mut v = Vec::new();
     if Level::Avx2.host_supports() {
         v.push(engines_of(Tier::Avx2, false, threads));
     } else {
-        println!("skipped: tier avx2 (the host lacks AVX2 or BMI2)");
+        skip::skip("tier avx2", "the host lacks AVX2 or BMI2");
     }
     if Level::Avx512.host_supports() {
         v.push(engines_of(Tier::Avx512, false, threads));
     } else {
-        println!("tier avx512 runs in the emulator (the host lacks AVX-512)");
+        skip::skip(
+            "tier avx512 natively",
+            "the host lacks AVX-512; its kernels run in the emulator",
+        );
         v.push(engines_of(Tier::Avx512, true, threads));
     }
     v

@@ -1,5 +1,5 @@
 //! Shape inference never panics or overflows on any shapes (huge dims, rank up to 70, zeros),
-//! and agrees with a small independent rule written here from SPEC.md.
+//! and agrees with a small independent rule written here from docs/semantics.md.
 #![no_main]
 
 use arbitrary::{Result, Unstructured};

@@ -3,8 +3,9 @@
 use super::Engine;
 use super::config::{Backend, InPlace};
 use super::exec::{CondArg, plan_checked, plan_pred};
+use super::policy::Pick;
 use super::prepared::{PredArg, PredCall, Prepared};
-use super::validate::{Desc, Operand, Pred, PredSrc, check_pred, contiguous_elements};
+use super::validate::{Checked, Desc, Operand, Pred, PredSrc, check_pred, contiguous_elements};
 use crate::cond::{Cond, Repr, Src};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
@@ -173,6 +174,117 @@ fn prepared_arg<'c>(
             "{what}: prepared calls do not run in place (Engine::select_in_place does)"
         ))),
     }
+}
+
+/// The operands of a prepared predicate as written: their names, their order, and which are
+/// the run-time buffers (placeholders) [`Prepared::run_cond`] is given.
+struct PreparedOperands<'c, 'a> {
+    /// The names at each place as written: `lhs` and `rhs`, or `operand` for a test.
+    names: [&'static str; 2],
+    /// The operands in the order written, each with its place.
+    written: Vec<(&'c crate::cond::Operand<'a>, usize)>,
+    /// Each run-time buffer, in the order written: its name and the elements it must hold.
+    inputs: Vec<(&'static str, usize)>,
+    /// The index among `inputs` of the placeholder at each place (`usize::MAX`: a value).
+    input_of: [usize; 2],
+}
+
+impl<'c, 'a> PreparedOperands<'c, 'a> {
+    /// `c`'s operands, each placeholder's shape checked (in the order written).
+    fn new(c: &Canonical<'c, 'a>) -> Result<Self> {
+        let names = if c.kind.binary() {
+            ["lhs", "rhs"]
+        } else {
+            ["operand", "rhs"]
+        };
+        let mut written = vec![c.lhs];
+        written.extend(c.rhs);
+        written.sort_by_key(|&(_, pos)| pos);
+        let mut inputs = Vec::new();
+        let mut input_of = [usize::MAX; 2];
+        for &(o, pos) in &written {
+            if let Src::Placeholder { shape, .. } = o.src {
+                crate::shape::check_shape(names[pos], shape)?;
+                input_of[pos] = inputs.len();
+                inputs.push((names[pos], numel(shape)));
+            }
+        }
+        Ok(PreparedOperands {
+            names,
+            written,
+            inputs,
+            input_of,
+        })
+    }
+
+    /// The predicate as the checks see it (operands in the kernel's order, of `width`-byte
+    /// elements), and where a run finds the kernel's lhs and rhs.
+    fn pred(
+        &self,
+        c: &Canonical<'c, 'a>,
+        width: usize,
+    ) -> Result<(Pred<'c>, PredArg, Option<PredArg>)> {
+        let arg = |(o, pos): (&'c crate::cond::Operand<'a>, usize)| {
+            prepared_arg(o, self.names[pos], self.input_of[pos], width)
+        };
+        let (sl, al) = arg(c.lhs)?;
+        let (sr, ar) = match c.rhs {
+            Some(r) => {
+                let (s, a) = arg(r)?;
+                (Some(s), Some(a))
+            }
+            None => (None, None),
+        };
+        let pred = Pred {
+            kind: c.kind,
+            lhs: sl,
+            rhs: sr,
+            swapped: c.lhs.1 == 1,
+        };
+        Ok((pred, al, ar))
+    }
+
+    /// The predicate's shape: its operands broadcast with numpy's rule, named as written.
+    fn shape(&self) -> Result<crate::shape::Dims> {
+        fn shape_of<'s>(o: &crate::cond::Operand<'s>) -> &'s [usize] {
+            match o.src {
+                Src::Placeholder { shape, .. } => shape,
+                _ => &[], // a value (anything else was refused by `pred`)
+            }
+        }
+        match self.written[..] {
+            [(l, _), (r, _)] => crate::shape::broadcast_pair(self.names, shape_of(l), shape_of(r)),
+            _ => Ok(shape_of(self.written[0].0).into()),
+        }
+    }
+}
+
+/// A prepared predicate call of output shape `out`, checked as a select runs it (then and else
+/// as given, then traded for the kernels where the canonical form says so, `swap`:
+/// [`Prepared::run_cond`] trades their buffers alike), and its plan for contiguous row-major
+/// buffers (`None`: no signature).
+fn plan_prepared_cond(
+    dtype: DType,
+    mode: Broadcast,
+    pred: &Pred<'_>,
+    swap: bool,
+    then: &[usize],
+    else_: &[usize],
+    out: &[usize],
+) -> Result<(Checked, Option<Signature>)> {
+    let desc = |s| Desc {
+        len: numel(s),
+        shape: s,
+        strides: None,
+        offset: 0,
+    };
+    let checked = check_pred(mode, pred, desc(then), desc(else_), desc(out), false)?.traded(swap);
+    let st: [&[isize]; OPS] = std::array::from_fn(|op| checked.st[op].as_slice());
+    let sig = plan_cond(dtype.width(), pred.kind, &checked.out, st).map(|p| {
+        debug_assert_eq!(p.base, [0; OPS], "contiguous buffers flip no dimension");
+        p.sig
+    });
+    Ok((checked, sig))
 }
 
 /// `cond` as the engine runs it for a select of `dtype`, and whether `then` and `else` trade
@@ -357,76 +469,14 @@ impl Engine {
                     .to_string(),
             ));
         };
-        let d = c.kind.dtype().unwrap_or(dtype);
-        let names = if c.kind.binary() {
-            ["lhs", "rhs"]
-        } else {
-            ["operand", "rhs"]
-        };
-        // The run-time buffers, in the order written: the placeholders' names and lengths.
-        let mut ops = vec![c.lhs];
-        ops.extend(c.rhs);
-        ops.sort_by_key(|&(_, pos)| pos);
-        let mut inputs = Vec::new();
-        let mut input_of = [usize::MAX; 2];
-        for &(o, pos) in &ops {
-            if let Src::Placeholder { shape, .. } = o.src {
-                crate::shape::check_shape(names[pos], shape)?;
-                input_of[pos] = inputs.len();
-                inputs.push((names[pos], numel(shape)));
-            }
-        }
-        let arg = |(o, pos)| prepared_arg(o, names[pos], input_of[pos], d.width());
-        let (sl, al) = arg(c.lhs)?;
-        let (sr, ar) = match c.rhs {
-            Some(r) => {
-                let (s, a) = arg(r)?;
-                (Some(s), Some(a))
-            }
-            None => (None, None),
-        };
-        let pred = Pred {
-            kind: c.kind,
-            lhs: sl,
-            rhs: sr,
-            swapped: c.lhs.1 == 1,
-        };
-        // The predicate's shape: its operands broadcast with numpy's rule, named as written.
-        fn shape_of<'s>(o: &crate::cond::Operand<'s>) -> &'s [usize] {
-            match o.src {
-                Src::Placeholder { shape, .. } => shape,
-                _ => &[], // a value (anything else was refused above)
-            }
-        }
-        let pshape: crate::shape::Dims = match ops[..] {
-            [(l, _), (r, _)] => crate::shape::broadcast_pair(names, shape_of(l), shape_of(r))?,
-            _ => shape_of(ops[0].0).into(),
-        };
+        let ops = PreparedOperands::new(&c)?;
+        let (pred, lhs, rhs) = ops.pred(&c, c.kind.dtype().unwrap_or(dtype).width())?;
+        let pshape = ops.shape()?;
         crate::shape::check_shape("then", then)?;
         crate::shape::check_shape("else", else_)?;
         let out = infer(mode, &pshape, then, else_)?.out;
-        let desc = |s| Desc {
-            len: numel(s),
-            shape: s,
-            strides: None,
-            offset: 0,
-        };
-        // As a select runs it: checked with then and else as given, traded for the kernels
-        // where the canonical form says so (`run_cond` trades their buffers alike).
-        let checked =
-            check_pred(mode, &pred, desc(then), desc(else_), desc(&out), false)?.traded(c.swap);
-        let st: [&[isize]; OPS] = std::array::from_fn(|op| checked.st[op].as_slice());
-        let sig = plan_cond(dtype.width(), c.kind, &checked.out, st).map(|p| {
-            debug_assert_eq!(p.base, [0; OPS], "contiguous buffers flip no dimension");
-            p.sig
-        });
-        // A prepared call is meant to be run many times: its exact kernel, at once; a predicate
-        // no tier fuses runs on the static kernels, in blocks.
-        let kernel = match (&sig, self.config.backend) {
-            (Some(_), Backend::Interp) | (None, _) => None,
-            (Some(s), _) if !self.fuses(s) => None,
-            (Some(s), _) => self.pick(s, 1),
-        };
+        let (checked, sig) = plan_prepared_cond(dtype, mode, &pred, c.swap, then, else_, &out)?;
+        let kernel = self.prepared_cond_kernel(sig.as_ref());
         Ok(Prepared {
             dtype,
             lens: [0, numel(then), numel(else_), numel(&out)],
@@ -438,11 +488,23 @@ impl Engine {
             pred: Some(PredCall {
                 kind: c.kind,
                 swap: c.swap,
-                lhs: al,
-                rhs: ar,
-                inputs,
+                lhs,
+                rhs,
+                inputs: ops.inputs,
             }),
         })
+    }
+
+    /// The kernel a prepared predicate call binds: its exact kernel, at once (a prepared call
+    /// is meant to be run many times). None on an interpreter engine, without a signature, or
+    /// when no tier (nor the AOT table) fuses the predicate: the static kernels then run it, in
+    /// blocks.
+    fn prepared_cond_kernel(&self, sig: Option<&Signature>) -> Option<Pick> {
+        match (sig, self.config.backend) {
+            (Some(_), Backend::Interp) | (None, _) => None,
+            (Some(s), _) if !self.fuses(s) => None,
+            (Some(s), _) => self.pick(s, 1),
+        }
     }
 
     /// `out = cond ? then : else` with broadcasting under `mode`. `cond` is a mask view (any

@@ -3,6 +3,8 @@
 
 use selectjit::{Backend, CmpOp, Engine, EngineConfig, Tier};
 
+pub mod skip;
+
 /// The oracle of the predicate tests: `op` with Rust's own operators (IEEE for floats).
 pub fn cmp_ord<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
     match op {
@@ -16,22 +18,25 @@ pub fn cmp_ord<T: PartialOrd>(op: CmpOp, a: T, b: T) -> bool {
 }
 
 /// The code-generation tiers to test on this host, each with whether its kernels run in the
-/// built-in emulator (x86 tiers the CPU lacks). Prints a line for every tier not run natively.
+/// built-in emulator (x86 tiers the CPU lacks). An x86 tier not run natively is a
+/// [`skip::skip`] (a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`), on another architecture
+/// an [`skip::inherent`] one.
 pub fn tiers() -> Vec<(Tier, bool)> {
     let mut v = vec![(Tier::Cranelift, false)];
     for t in [Tier::Avx2, Tier::Avx512] {
         if t.available() {
             v.push((t, false));
         } else if cfg!(target_arch = "x86_64") {
-            println!(
-                "tier {t}: {}; its kernels run in the emulator",
-                t.unavailable_reason().unwrap_or_default()
+            let why = t.unavailable_reason().unwrap_or_default();
+            skip::skip(
+                &format!("tier {t} natively"),
+                &format!("{why}; its kernels run in the emulator"),
             );
             v.push((t, true));
         } else {
-            println!(
-                "tier {t} skipped: {}",
-                t.unavailable_reason().unwrap_or_default()
+            skip::inherent(
+                &format!("tier {t}"),
+                &t.unavailable_reason().unwrap_or_default(),
             );
         }
     }

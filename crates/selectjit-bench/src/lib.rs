@@ -5,6 +5,7 @@
 //! traffic (each input's own bytes plus the output's bytes), so that the copy's reads + writes
 //! move as many bytes as the select does. Tiers, static kernels and peers are timed interleaved
 //! in one run and compared as ratios; each copy is timed on its own right after them.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 use std::time::Instant;
 
@@ -908,6 +909,28 @@ pub fn measure_overheads(opts: Options) -> Result<Overheads> {
         compiled: auto.compiled,
         compile,
     })
+}
+
+// `skip(what, why)`: `SKIPPED: ...` on stderr, a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`
+// (as `.ci/run` sets), shared with the workspace's other tests.
+#[cfg(test)]
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
+
+/// Whether the copy `kind` runs on this host; if not, a skip (on x86-64 a failure under
+/// `SELECTJIT_REQUIRE_ALL_TIERS=1`; elsewhere the vector copies are inherent skips).
+#[cfg(test)]
+fn copy_runs(kind: roofline::CopyKind) -> bool {
+    if kind.available() {
+        return true;
+    }
+    let what = format!("copy {} (tests of it)", kind.name());
+    if cfg!(target_arch = "x86_64") {
+        skip::skip(&what, "the host lacks AVX2");
+    } else {
+        skip::inherent(&what, "AVX2 copies are x86-64 only");
+    }
+    false
 }
 
 #[cfg(test)]

@@ -388,6 +388,16 @@ mod tests {
             assert!(t.contains("candidates avx512, avx512+zmm, avx2"), "{t}");
             assert!(t.contains("measured   w4 rank1"), "{t}");
             assert!(t.contains(" us"), "{t}");
+        } else if cfg!(target_arch = "x86_64") {
+            crate::skip::skip(
+                "explains_the_measured_choice: the measured x86 candidates",
+                &format!("this host runs x86 tiers {x86:?}, not both"),
+            );
+        } else {
+            crate::skip::inherent(
+                "explains_the_measured_choice: the measured x86 candidates",
+                "no x86 tier",
+            );
         }
         let quiet = explain(
             &cfg,

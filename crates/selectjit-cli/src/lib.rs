@@ -6,6 +6,11 @@ mod cli;
 pub mod explain;
 pub mod npy;
 pub mod pred;
+// `skip(what, why)`: `SKIPPED: ...` on stderr, a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`
+// (as `.ci/run` sets), shared with the workspace's other tests.
+#[cfg(test)]
+#[path = "../../../tests/common/skip.rs"]
+mod skip;
 
 pub use cli::main;
 

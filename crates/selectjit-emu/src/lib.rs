@@ -67,6 +67,7 @@
 //!
 //! Not emulated (an [`EmuError::Unsupported`]): `call`, string instructions, division, legacy
 //! SSE encodings, gathers and scatters, segment overrides, and anything else not listed.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 mod exec;
 mod gpr;

@@ -1,6 +1,7 @@
 //! The no-JIT build of selectjit, as a runtime on a host that forbids executable memory embeds
 //! it: `selectjit = { default-features = false }`, and the kernels of its calls exported ahead
 //! of time by `build.rs` and linked into the program.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 use selectjit::aot::{AotTable, SelectjitAotTable};
 use selectjit::{Backend, Engine, EngineConfig};

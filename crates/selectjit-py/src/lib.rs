@@ -10,6 +10,7 @@
 //!
 //! The work is in [`call`] (numpy's steps: conversion, promotion, casts, output order) and
 //! [`layout`] (numpy views as the library's views); [`np`] wraps the numpy C API.
+#![warn(clippy::undocumented_unsafe_blocks)]
 
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};

@@ -36,7 +36,7 @@
 //! folding, uniform masks, scaled-masked-softmax detection — still see `Iff`) and before
 //! `into_optimized` / `optimize`. [`SelectjitTransform`] is also a tract `ModelTransform`,
 //! registered under the name `selectjit`.
-
+#![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
 mod op;
