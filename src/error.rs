@@ -125,7 +125,14 @@ impl std::error::Error for Error {
 }
 
 impl Error {
-    /// A code-generation error with no underlying error.
+    /// A code-generation error with no underlying error (for generators and exporters built
+    /// on the library).
+    ///
+    /// ```
+    /// let e = selectjit::Error::codegen("no target for this signature");
+    /// assert!(matches!(e, selectjit::Error::Codegen { .. }));
+    /// assert!(e.to_string().contains("no target for this signature"));
+    /// ```
     pub fn codegen(what: impl Into<String>) -> Error {
         Error::Codegen {
             what: what.into(),
@@ -134,7 +141,7 @@ impl Error {
     }
 
     /// A code-generation error caused by `source`.
-    pub fn codegen_from(
+    pub(crate) fn codegen_from(
         what: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Error {
@@ -146,6 +153,14 @@ impl Error {
 
     /// This error with `ctx` (e.g. the signature being compiled) in front of a code-generation
     /// error's description; other errors are returned as they are.
+    ///
+    /// ```
+    /// use selectjit::Error;
+    /// let e = Error::codegen("unsupported width").in_context("w3 [7]");
+    /// assert!(e.to_string().contains("w3 [7]: unsupported width"));
+    /// let other = Error::Invalid("bad".into()).in_context("w3 [7]");
+    /// assert_eq!(other.to_string(), Error::Invalid("bad".into()).to_string());
+    /// ```
     pub fn in_context(self, ctx: impl std::fmt::Display) -> Error {
         match self {
             Error::Codegen { what, source } => Error::Codegen {

@@ -463,8 +463,15 @@ impl EngineConfig {
     }
 
     /// x86 tiers on a host that lacks their instructions: run the kernels through this runner
-    /// (the emulator of the `selectjit-emu` crate) instead of refusing the tier. For verifying
-    /// the generator; not a stable API.
+    /// (the emulator of the workspace's `selectjit-emu` crate implements
+    /// [`crate::codegen::CodeRunner`]) instead of refusing the tier. For verifying the
+    /// generator: emulated kernels are slow. `None` removes a runner.
+    ///
+    /// ```
+    /// use selectjit::EngineConfig;
+    /// let config = EngineConfig::new().runner(None);
+    /// assert!(!config.has_runner());
+    /// ```
     pub fn runner(
         mut self,
         runner: impl Into<Option<std::sync::Arc<dyn crate::kernel::abi::CodeRunner>>>,
@@ -474,7 +481,15 @@ impl EngineConfig {
     }
 
     /// The tier and the code generator's options this configuration builds an engine's code
-    /// generator with (tools that compile kernels the way an engine would; not a stable API).
+    /// generator with: what a tool that compiles kernels the way an engine would passes to
+    /// [`crate::codegen::CodeGen::new`].
+    ///
+    /// ```
+    /// use selectjit::{EngineConfig, Tier};
+    /// let (tier, opts) = EngineConfig::new().tier(Tier::Auto).nt_min_bytes(1 << 20).codegen_parts();
+    /// assert_eq!((tier, opts.nt_min_bytes), (Tier::Auto, 1 << 20));
+    /// assert!(opts.runner.is_none());
+    /// ```
     pub fn codegen_parts(&self) -> (Tier, crate::jit::CodeGenOptions) {
         let opts = crate::jit::CodeGenOptions {
             verify: self.verify,
@@ -485,14 +500,35 @@ impl EngineConfig {
         (self.tier, opts)
     }
 
-    /// Whether kernels of x86 tiers the host lacks run through a runner (not a stable API).
+    /// Whether kernels of x86 tiers the host lacks run through a runner
+    /// ([`EngineConfig::runner`]).
+    ///
+    /// ```
+    /// assert!(!selectjit::EngineConfig::new().has_runner());
+    /// ```
     pub fn has_runner(&self) -> bool {
         self.runner.is_some()
     }
 
     /// Whether Cranelift may use x86 `blendv` for lane selects (default: where the host has
-    /// it); off, x86-64 runs the portable `bitselect` code other architectures run. For tests;
-    /// not a stable API.
+    /// it); off, x86-64 runs the portable `bitselect` code other architectures run, which
+    /// gives the same bytes (tests run both).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, EngineConfig, TensorMut, TensorRef, Tier};
+    /// if Tier::Cranelift.available() {
+    ///     let config = EngineConfig::new().tier(Tier::Cranelift).cranelift_blendv(false);
+    ///     let engine = Engine::with_config(config)?;
+    ///     let mut out = [0f32; 3];
+    ///     engine.select(TensorRef::new(&[1, 0, 1], &[3]), TensorRef::new(&[1f32, 2., 3.], &[3]),
+    ///                   TensorRef::scalar(&[-0.0f32]), TensorMut::new(&mut out, &[3]),
+    ///                   Broadcast::Numpy)?;
+    ///     assert_eq!(out.map(f32::to_bits), [1f32, -0.0, 3.].map(f32::to_bits));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn cranelift_blendv(mut self, on: bool) -> Self {
         self.blendv = Some(on);
         self

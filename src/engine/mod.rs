@@ -200,16 +200,42 @@ impl Engine {
     }
 
     /// Output bytes from which a call may be split ([`EngineConfig::parallel_min_bytes`]).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig, PARALLEL_MIN_BYTES};
+    /// assert_eq!(Engine::new().parallel_min_bytes(), PARALLEL_MIN_BYTES);
+    /// let e = Engine::with_config(EngineConfig::new().parallel_min_bytes(4 << 20))?;
+    /// assert_eq!(e.parallel_min_bytes(), 4 << 20);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn parallel_min_bytes(&self) -> usize {
         self.config.parallel_min_bytes
     }
 
-    /// The settings this engine was built with (not a stable API: its fields are private).
-    pub fn config(&self) -> &EngineConfig {
+    /// The settings this engine was built with.
+    pub(crate) fn config(&self) -> &EngineConfig {
         &self.config
     }
 
-    /// The code generators, if this engine has them (not a stable API).
+    /// The engine's code generators ([`crate::codegen`]), if it has them: what tools that
+    /// compile or inspect kernels the way the engine would use. `None` for the `Static` and
+    /// `Interp` backends and where no generator runs ([`Engine::last_codegen_error`] says why).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Backend, Engine, EngineConfig};
+    /// let engine = Engine::new();
+    /// match engine.codegen() {
+    ///     Some(cg) => assert_eq!(Some(cg.tier()), engine.tier()),
+    ///     None => assert!(engine.last_codegen_error().is_some()),
+    /// }
+    /// let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp))?;
+    /// assert!(interp.codegen().is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn codegen(&self) -> Option<&CodeGen> {
         self.jit.as_ref().ok()
     }

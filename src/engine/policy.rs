@@ -52,7 +52,19 @@ impl Engine {
     /// shape-generic kernel. `None` when there is none or code generation failed (recorded),
     /// so the caller runs the static kernels.
     /// Under `Auto`, while the signature's class is being measured, the candidate that runs
-    /// its calls now.
+    /// its calls now. Counts as a sighting of `sig`, as a call would.
+    ///
+    /// ```
+    /// use selectjit::{Engine, plan};
+    /// let engine = Engine::new();
+    /// let sig = plan::plan_contiguous(4, 4096).unwrap();
+    /// if engine.codegen().is_some() {
+    ///     let first = engine.kernel(&sig).unwrap();
+    ///     assert!(first.is_generic()); // a new signature runs on its pattern's kernel
+    ///     let hot = engine.kernel(&sig).unwrap(); // the second sighting compiles it
+    ///     assert!(!hot.is_generic() && hot.signature() == &sig);
+    /// }
+    /// ```
     pub fn kernel(&self, sig: &Signature) -> Option<Arc<Kernel>> {
         self.pick(sig, self.config.exact_after)
             .map(|p| p.kernel().clone())
