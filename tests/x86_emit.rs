@@ -37,7 +37,7 @@ enum Exec {
 /// How `level` runs on this host: natively, else in the emulator (a [`skip::skip`] of the
 /// native run: a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`).
 fn exec_for(level: Level) -> Exec {
-    if level.host_supports() {
+    if level.available() {
         return Exec::Native;
     }
     skip::skip(
@@ -399,7 +399,7 @@ fn avx2_rows_in_the_emulator() {
 /// every masked access against the operands' extents.
 #[test]
 fn avx512_rows_in_the_emulator() {
-    if Level::Avx512.host_supports() {
+    if Level::Avx512.available() {
         sweep_rows(Level::Avx512, Exec::Emulated);
         sweep_layouts(Level::Avx512, Exec::Emulated);
     } else {

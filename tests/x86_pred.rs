@@ -47,7 +47,7 @@ enum Exec {
 /// How `level` runs on this host: natively, else in the emulator (a [`skip::skip`] of the
 /// native run: a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`).
 fn exec_for(level: Level) -> Exec {
-    if level.host_supports() {
+    if level.available() {
         return Exec::Native;
     }
     skip::skip(

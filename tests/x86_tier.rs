@@ -53,12 +53,12 @@ fn engines_of(tier: Tier, emulate: bool, threads: usize) -> Tiered {
 /// ([`skip::skip`]: failures under `SELECTJIT_REQUIRE_ALL_TIERS=1`).
 fn tiers(threads: usize) -> Vec<Tiered> {
     let mut v = Vec::new();
-    if Level::Avx2.host_supports() {
+    if Level::Avx2.available() {
         v.push(engines_of(Tier::Avx2, false, threads));
     } else {
         skip::skip("tier avx2", "the host lacks AVX2 or BMI2");
     }
-    if Level::Avx512.host_supports() {
+    if Level::Avx512.available() {
         v.push(engines_of(Tier::Avx512, false, threads));
     } else {
         skip::skip(

@@ -214,11 +214,6 @@ impl Engine {
         self.config.parallel_min_bytes
     }
 
-    /// The settings this engine was built with.
-    pub(crate) fn config(&self) -> &EngineConfig {
-        &self.config
-    }
-
     /// The engine's code generators ([`crate::codegen`]), if it has them: what tools that
     /// compile or inspect kernels the way the engine would use. `None` for the `Static` and
     /// `Interp` backends and where no generator runs ([`Engine::last_codegen_error`] says why).

@@ -26,7 +26,7 @@ impl Level {
     }
 
     /// Whether this CPU runs kernels of this level.
-    pub fn host_supports(self) -> bool {
+    pub fn available(self) -> bool {
         self.tier().available()
     }
 }

@@ -259,7 +259,10 @@ impl Emitter<'_> {
                         self.a.kandnq(K[k], K[ka], K[kb])?;
                         Pol::Then
                     }
-                    _ => {
+                    POp::IsNan | POp::IsInf | POp::IsFinite => {
+                        return Err(bug("a test in a bool comparison"));
+                    }
+                    POp::Le => {
                         // Not (!a | b): a & !b.
                         self.a.kandnq(K[k], K[kb], K[ka])?;
                         Pol::Else
@@ -271,7 +274,8 @@ impl Emitter<'_> {
                 let (imm, pol) = match p.op {
                     POp::IsNan => (0x81, Pol::Then),
                     POp::IsInf => (0x18, Pol::Then),
-                    _ => (0x99, Pol::Else),
+                    POp::IsFinite => (0x99, Pol::Else),
+                    POp::Eq | POp::Lt | POp::Le => return Err(bug("a comparison in a test")),
                 };
                 let a = reg(a)?;
                 v3!(vb, r => if l == 4 {

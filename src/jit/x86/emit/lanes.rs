@@ -310,8 +310,8 @@ impl Emitter<'_> {
         Ok(match p.op {
             POp::Lt if !p.float() && p.num != Num::Bool => (false, true),
             POp::IsInf | POp::IsFinite => (false, false),
-            _ if p.num == Num::Bool => (true, true),
-            _ => (true, false),
+            POp::Eq | POp::Lt | POp::Le | POp::IsNan if p.num == Num::Bool => (true, true),
+            POp::Eq | POp::Lt | POp::Le | POp::IsNan => (true, false),
         })
     }
 
@@ -339,7 +339,10 @@ impl Emitter<'_> {
                 let imm = match p.op {
                     POp::Eq => 0x00, // EQ_OQ
                     POp::Lt => 0x11, // LT_OQ
-                    _ => 0x12,       // LE_OQ
+                    POp::Le => 0x12, // LE_OQ
+                    POp::IsNan | POp::IsInf | POp::IsFinite => {
+                        return Err(bug("a test in a float comparison"));
+                    }
                 };
                 let a = reg(a)?;
                 if l == 4 {
@@ -363,7 +366,10 @@ impl Emitter<'_> {
                         op3!(self, vpandn, cb, d, zb, Opnd::Reg(za));
                         Pol::Then
                     }
-                    _ => {
+                    POp::IsNan | POp::IsInf | POp::IsFinite => {
+                        return Err(bug("a test in a bool comparison"));
+                    }
+                    POp::Le => {
                         // Not (!a || b): !za & zb.
                         op3!(self, vpandn, cb, d, za, Opnd::Reg(zb));
                         Pol::Else
@@ -429,7 +435,8 @@ impl Emitter<'_> {
             match p.op {
                 POp::IsNan => self.pcmpgt(cb, 2, d, d, Opnd::Reg(INF16))?,
                 POp::IsInf => self.pcmpeq(cb, 2, d, d, Opnd::Reg(INF16))?,
-                _ => self.pcmpgt(cb, 2, d, INF16, Opnd::Reg(d))?,
+                POp::IsFinite => self.pcmpgt(cb, 2, d, INF16, Opnd::Reg(d))?,
+                POp::Eq | POp::Lt | POp::Le => return Err(bug("a comparison in a half test")),
             }
             return Ok(Pol::Then);
         }
@@ -468,7 +475,10 @@ impl Emitter<'_> {
                 self.pcmpgt(cb, 2, d, kb, Opnd::Reg(ka))?;
                 Pol::Then
             }
-            _ => {
+            POp::IsNan | POp::IsInf | POp::IsFinite => {
+                return Err(bug("a test in a half comparison"));
+            }
+            POp::Le => {
                 // Not a <= b: a > b.
                 self.pcmpgt(cb, 2, d, ka, Opnd::Reg(kb))?;
                 Pol::Else

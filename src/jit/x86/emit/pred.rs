@@ -173,7 +173,7 @@ impl Pred {
     pub(super) fn base(&self) -> usize {
         match self.num {
             Num::F16 | Num::BF16 => 4,
-            _ => self.cw,
+            Num::Bool | Num::Int { .. } | Num::F32 | Num::F64 => self.cw,
         }
     }
 
@@ -183,7 +183,7 @@ impl Pred {
         match self.num {
             Num::F16 => Some(0x7c00),
             Num::BF16 => Some(0x7f80),
-            _ => None,
+            Num::Bool | Num::Int { .. } | Num::F32 | Num::F64 => None,
         }
     }
 
@@ -197,9 +197,9 @@ impl Pred {
     pub(super) fn constant(&self) -> Option<bool> {
         match self.op {
             POp::Eq | POp::Lt | POp::Le => None,
-            _ if self.float() => None,
+            POp::IsNan | POp::IsInf | POp::IsFinite if self.float() => None,
             POp::IsFinite => Some(true),
-            _ => Some(false),
+            POp::IsNan | POp::IsInf => Some(false),
         }
     }
 
