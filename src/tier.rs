@@ -237,31 +237,32 @@ impl std::str::FromStr for Tier {
     }
 }
 
-/// One candidate of a measured choice: the tier, whether the kernel stores its output
-/// non-temporally (x86 tiers), whether its vector rows run 512-bit blocks (AVX-512), whether
-/// its non-temporal rows are walked four ways at once (x86 tiers), and whether its rows with
-/// ordinary stores fetch the output's lines for writing ahead of the stores (x86 tiers).
+/// One candidate of a measured choice, as its generator reports it: the tier, and the options
+/// the generator compiled the kernel with. The engine, the cache and the trial store, time and
+/// print variants without reading them, except the store kind (`nt`), which the trial weighs
+/// by the output's size; what the other options do is the generator's business (today the x86
+/// tier offers them; Cranelift's kernels have none).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default)]
 pub struct Variant {
     /// The code generator.
     pub tier: Tier,
     /// Non-temporal stores for the output's whole cache lines.
     pub nt: bool,
-    /// zmm vectors in the main loop of vector-select rows (AVX-512 tier, element widths up to
-    /// 8 bytes); ymm otherwise.
+    /// The generator's widest vectors in the main loop of vector-select rows (the x86 tier at
+    /// the AVX-512 level: zmm, for element widths up to 8 bytes); its usual width otherwise.
     pub wide: bool,
-    /// With `nt` (x86 tiers): four streams per operand from memory instead of one. Vector-select
-    /// rows long enough walk four parts of the row at once (element widths up to 8 bytes);
-    /// shorter rows are walked four at once, a quarter of their loop apart.
+    /// With `nt`: four streams per operand from memory instead of one (the x86 tiers:
+    /// vector-select rows long enough walk four parts of the row at once, shorter rows are
+    /// walked four at once, a quarter of their loop apart).
     pub four_way: bool,
-    /// x86 tiers: the main loop of vector-select rows with ordinary stores `prefetchw`es the
-    /// output's lines 1 KiB ahead, so that its stores find their lines already fetched for
-    /// writing (the hardware prefetchers follow loads, not stores).
+    /// The main loop of vector-select rows with ordinary stores fetches the output's lines for
+    /// writing ahead of its stores (the x86 tiers: `prefetchw` 1 KiB ahead), so that the stores
+    /// find their lines already owned (the hardware prefetchers follow loads, not stores).
     pub prefetchw: bool,
 }
 
 impl Variant {
-    /// The variant of `tier` with ordinary stores and 256-bit vectors.
+    /// The variant of `tier` with ordinary stores and none of the generator's options.
     ///
     /// ```
     /// use selectjit::{Tier, Variant};

@@ -175,6 +175,8 @@ impl AotTable {
         let mut exact = HashMap::with_hasher(FxBuildHasher);
         let mut generic = HashMap::with_hasher(FxBuildHasher);
         let mut code_bytes = 0;
+        // Tables are exported by the Cranelift tier (`selectjit-aot`).
+        let made_by = crate::tier::Variant::of(crate::tier::Tier::Cranelift);
         for (e, nm) in entries.iter().zip(named) {
             let Some(f) = e.func else { continue }; // checked above
             code_bytes += e.code_bytes as usize;
@@ -183,12 +185,14 @@ impl AotTable {
                     let sig = *sig;
                     // SAFETY: the caller's contract: `f` is the exact kernel of `sig`, linked
                     // into the program for good; its target and features were checked above.
-                    let k = unsafe { Kernel::linked(sig.clone(), false, f, e.code_bytes) };
+                    let k = unsafe { Kernel::linked(sig.clone(), false, made_by, f, e.code_bytes) };
                     exact.insert(sig, Arc::new(k));
                 }
                 Named::Generic(p) => {
                     // SAFETY: as above, for the shape-generic kernel of `p`.
-                    let k = unsafe { Kernel::linked(p.representative(), true, f, e.code_bytes) };
+                    let k = unsafe {
+                        Kernel::linked(p.representative(), true, made_by, f, e.code_bytes)
+                    };
                     generic.insert(p, Arc::new(k));
                 }
             }

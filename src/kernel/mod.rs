@@ -109,8 +109,8 @@ impl Kernel {
         Kernel::counted(sig, generic, v, Some(entry), code_bytes, Code::Owned(owner))
     }
 
-    /// A kernel linked into the program ahead of time (from an exported table). It owns no
-    /// memory and is not counted by [`live_kernels`].
+    /// A kernel of variant `v` linked into the program ahead of time (from an exported table).
+    /// It owns no memory and is not counted by [`live_kernels`].
     ///
     /// # Safety
     /// `entry` is a function with the [`KernelFn`] contract for `sig` (exact) or `sig`'s pattern
@@ -118,13 +118,14 @@ impl Kernel {
     pub(crate) unsafe fn linked(
         sig: Signature,
         generic: bool,
+        v: Variant,
         entry: KernelFn,
         code_bytes: u32,
     ) -> Self {
         Kernel {
             sig,
             generic,
-            variant: Variant::of(Tier::Cranelift),
+            variant: v,
             entry: Some(entry),
             code_bytes: code_bytes as usize,
             code: Code::Linked,
