@@ -140,8 +140,17 @@ impl Error {
         }
     }
 
-    /// A code-generation error caused by `source`.
-    pub(crate) fn codegen_from(
+    /// A code-generation error caused by `source`, kept as its
+    /// [`source`](std::error::Error::source).
+    ///
+    /// ```
+    /// use std::error::Error as _;
+    /// let io = std::io::Error::other("mmap refused");
+    /// let e = selectjit::Error::codegen_from("executable memory", io);
+    /// assert!(e.to_string().contains("executable memory"));
+    /// assert_eq!(e.source().unwrap().to_string(), "mmap refused");
+    /// ```
+    pub fn codegen_from(
         what: impl Into<String>,
         source: impl std::error::Error + Send + Sync + 'static,
     ) -> Error {

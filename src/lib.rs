@@ -149,17 +149,6 @@ pub mod codegen {
     pub use crate::jit::{CodeGen, CodeGenOptions, MachineCode};
     pub use crate::kernel::abi::{CodeRunner, KernelArgs, KernelFn, MemRegion, Ptrs};
     pub use crate::kernel::{Kernel, live_kernels};
-
-    /// The instruction set the static kernels (the `Static` backend, and every fallback) run
-    /// with on this host: `portable`, `avx2` or `avx512`.
-    ///
-    /// ```
-    /// let level = selectjit::codegen::static_level();
-    /// assert!(["portable", "avx2", "avx512"].contains(&level));
-    /// ```
-    pub fn static_level() -> &'static str {
-        crate::kernels::level().name()
-    }
 }
 
 /// The process-wide engine used by [`select`] (default settings, built on first use).

@@ -12,6 +12,8 @@ use crate::tier::{Tier, Variant};
 /// generator the registry has `Auto` measure, among which the engine chooses by measuring),
 /// and a fallback for every signature those do not cover.
 pub struct CodeGen {
+    /// The build has generators (none can be built otherwise: see `registry::Live`).
+    _live: registry::Live,
     /// The generators kernels may be compiled with, the preferred one (the widest) last.
     gens: Vec<Box<dyn Generator>>,
     /// Compiles what none of `gens` covers (Cranelift beside the x86 tiers).
@@ -41,6 +43,7 @@ impl CodeGen {
         let set = registry::generators(tier, opts)?;
         let tiers = set.gens.iter().map(|g| g.tier()).collect();
         Ok(CodeGen {
+            _live: set.live,
             gens: set.gens,
             fallback: set.fallback,
             tiers,

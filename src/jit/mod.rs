@@ -29,6 +29,17 @@ pub use codegen::CodeGen;
 /// The generators of this build, for tools that drive one directly (re-exported by
 /// [`crate::codegen`]).
 pub(crate) mod generators {
+    /// The instruction set the static kernels (the `Static` backend, and every fallback) run
+    /// with on this host: `portable`, `avx2` or `avx512`.
+    ///
+    /// ```
+    /// let level = selectjit::codegen::static_level();
+    /// assert!(["portable", "avx2", "avx512"].contains(&level));
+    /// ```
+    pub fn static_level() -> &'static str {
+        crate::kernels::level().name()
+    }
+
     /// The Cranelift tier: Cranelift IR compiled for the host, or for another target by an
     /// ahead-of-time exporter.
     #[cfg(cranelift_tier)]

@@ -7,12 +7,33 @@ use super::generator::{CodeGenOptions, Generator};
 use crate::error::{Error, Result};
 use crate::tier::Tier;
 
-/// Why a build without the `jit` feature has no generator.
-const NO_JIT: &str = "this build of selectjit generates no code (its `jit` feature is off): \
-                      calls run on the static kernels and AOT tables";
+/// Proof that this build has code generators: a [`Generators`] holds one, and a `CodeGen` its
+/// generators, so in a build without the `jit` feature (where it has no value) neither can
+/// exist and the code that uses one is compiled out of the no-JIT build.
+#[cfg(feature = "jit")]
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Live;
+/// See the `jit` build's `Live`: no value, no generators.
+#[cfg(not(feature = "jit"))]
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Live {}
+
+/// The proof, or why this build has no generator.
+fn live() -> Result<Live> {
+    #[cfg(feature = "jit")]
+    return Ok(Live);
+    #[cfg(not(feature = "jit"))]
+    Err(Error::Invalid(
+        "this build of selectjit generates no code (its `jit` feature is off): calls run on \
+         the static kernels and AOT tables"
+            .to_string(),
+    ))
+}
 
 /// The generators of one engine.
 pub(crate) struct Generators {
+    /// This build has generators.
+    pub(crate) live: Live,
     /// The ones kernels are compiled with (and, under `Auto`, measured), the preferred last.
     pub(crate) gens: Vec<Box<dyn Generator>>,
     /// Compiles what none of `gens` covers.
@@ -24,9 +45,7 @@ pub(crate) struct Generators {
 /// not cover), Cranelift otherwise. A tier the host cannot run is an error, unless
 /// `opts.runner` is given to run an x86 tier's kernels.
 pub(crate) fn generators(tier: Tier, opts: CodeGenOptions) -> Result<Generators> {
-    if !super::host::JIT {
-        return Err(Error::Invalid(NO_JIT.to_string()));
-    }
+    let live = live()?;
     let auto = tier == Tier::Auto;
     let tiers = if auto {
         let host = Tier::host_tiers();
@@ -67,7 +86,11 @@ pub(crate) fn generators(tier: Tier, opts: CodeGenOptions) -> Result<Generators>
             "tier {tier}: this build of selectjit has no generator for {tiers:?}"
         )));
     }
-    Ok(Generators { gens, fallback })
+    Ok(Generators {
+        live,
+        gens,
+        fallback,
+    })
 }
 
 /// The generator of x86 `tier` (`None` for the others, and in builds without the x86 tier).
