@@ -373,6 +373,7 @@ pub enum RowShape {
 
 impl RowShape {
     /// Whether operand `op` (then or else) is one element broadcast along the row.
+    #[cfg_attr(not(x86_tier), allow(dead_code))] // the x86 emitter's question
     pub(crate) fn bcast(self, op: usize) -> bool {
         match self {
             RowShape::Select {
