@@ -40,7 +40,7 @@ pub enum IsaCap {
 
 impl IsaCap {
     /// Parses a [`MAX_ISA`] value (case-insensitive; empty: no cap).
-    pub fn parse(v: &str) -> std::result::Result<IsaCap, String> {
+    pub(crate) fn parse(v: &str) -> std::result::Result<IsaCap, String> {
         match v.trim().to_ascii_lowercase().as_str() {
             "" | "all" | "avx512" => Ok(IsaCap::All),
             "avx2" => Ok(IsaCap::Avx2),
@@ -54,6 +54,14 @@ impl IsaCap {
 
 /// The cap [`MAX_ISA`] sets (read once per process), or why its value is not one (not a
 /// stable API).
+///
+/// ```
+/// use selectjit::env::{IsaCap, max_isa};
+/// // Unset or `all` in a plain environment: no cap.
+/// if std::env::var_os(selectjit::env::MAX_ISA).is_none() {
+///     assert_eq!(max_isa(), Ok(IsaCap::All));
+/// }
+/// ```
 pub fn max_isa() -> std::result::Result<IsaCap, String> {
     static CAP: std::sync::OnceLock<std::result::Result<IsaCap, String>> =
         std::sync::OnceLock::new();

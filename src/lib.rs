@@ -120,9 +120,10 @@ pub use trial::CallTimer;
 /// ahead-of-time exporters, emulators, `explain`-style inspectors and the generators' own
 /// tests. A runtime that only selects never needs this module.
 ///
-/// An engine's generators are a [`CodeGen`] ([`Engine::codegen`]); what they compile is a
-/// [`Kernel`], one `extern "C"` [`KernelFn`] over a range of a [`plan::Signature`]'s outer
-/// dimension. A [`CodeRunner`] runs machine code this host cannot (the emulator of the
+/// An engine's generators are a [`CodeGen`](codegen::CodeGen) ([`Engine::codegen`]); what they
+/// compile is a [`Kernel`](codegen::Kernel), one `extern "C"` [`KernelFn`](codegen::KernelFn)
+/// over a range of a [`plan::Signature`]'s outer dimension. A
+/// [`CodeRunner`](codegen::CodeRunner) runs machine code this host cannot (the emulator of the
 /// workspace's `selectjit-emu` crate plugs in through [`EngineConfig::runner`]). The
 /// generators of this build are reachable for tools that drive one directly: `cranelift`
 /// (feature `cranelift`: [`Jit`](codegen::cranelift::Jit), which the AOT exporter compiles

@@ -67,6 +67,18 @@ impl Signature {
     /// and an output whose elements are distinct (non-negative strides, the planner's form).
     /// What the planner makes for real calls; this is for tests and tools that describe loop
     /// nests directly.
+    ///
+    /// ```
+    /// use selectjit::plan::{COND, Signature};
+    /// // A [3, 4] output whose mask is one row broadcast down the columns.
+    /// let sig = Signature::new(4, &[3, 4], [&[0, 1], &[4, 1], &[4, 1], &[4, 1]])?;
+    /// assert_eq!(sig.dims(), &[3, 4]);
+    /// assert_eq!(sig.strides(COND), &[0, 1]);
+    /// // Checked: no 3-byte elements, and no output written backwards.
+    /// assert!(Signature::new(3, &[4], [&[1], &[1], &[1], &[1]]).is_err());
+    /// assert!(Signature::new(4, &[4], [&[1], &[1], &[1], &[-1]]).is_err());
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn new(width: usize, dims: &[usize], strides: [&[isize]; 4]) -> Result<Signature> {
         let bad = |why: String| Err(Error::Invalid(format!("signature: {why}")));
         if ![1, 2, 4, 8, 16].contains(&width) {
@@ -104,6 +116,20 @@ impl Signature {
     /// A signature whose condition is `cond` (a mask or a predicate), from its parts, checked
     /// as [`Signature::new`] checks; `strides` in the operand order cond (a predicate's
     /// `lhs`), then, else, out, rhs. An absent rhs (masks, tests) must have strides of 0.
+    ///
+    /// ```
+    /// use selectjit::plan::{Canon, CondKind, RHS, Signature};
+    /// use selectjit::{DType, TestOp};
+    /// // where(x < y, a, b) over 16 f32 elements, y a scalar.
+    /// let lt = CondKind::Cmp(Canon::Lt, DType::F32);
+    /// let sig = Signature::with_cond(4, lt, &[16], [&[1], &[1], &[1], &[1], &[0]])?;
+    /// assert_eq!(sig.cond(), lt);
+    /// assert_eq!(sig.strides(RHS), &[0]);
+    /// // A test reads no rhs: its rhs strides must be 0.
+    /// let nan = CondKind::Test(TestOp::IsNan, DType::F32);
+    /// assert!(Signature::with_cond(4, nan, &[16], [&[1], &[1], &[1], &[1], &[1]]).is_err());
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn with_cond(
         width: usize,
         cond: Kind,
@@ -123,23 +149,65 @@ impl Signature {
         Ok(sig)
     }
     /// What decides each element: the mask, or a predicate.
+    ///
+    /// ```
+    /// use selectjit::plan::{CondKind, plan_contiguous};
+    /// let sig = plan_contiguous(4, 100).unwrap();
+    /// assert_eq!(sig.cond(), CondKind::Mask);
+    /// ```
     pub fn cond(&self) -> Kind {
         self.cond
     }
     /// Element width in bytes.
+    ///
+    /// ```
+    /// // The width is the key, not the dtype: f32, i32 and u32 calls share a signature.
+    /// let sig = selectjit::plan::plan_contiguous(4, 100).unwrap();
+    /// assert_eq!(sig.width(), 4);
+    /// ```
     pub fn width(&self) -> usize {
         self.width
     }
     /// The collapsed dims, outermost first.
+    ///
+    /// ```
+    /// use selectjit::plan::plan;
+    /// // Size-1 dims are dropped and contiguous ones merged.
+    /// let st: &[isize] = &[12, 12, 4, 1];
+    /// let sig = plan(2, &[2, 1, 3, 4], [st; 4]).unwrap();
+    /// assert_eq!(sig.dims(), &[24]);
+    /// ```
     pub fn dims(&self) -> &[usize] {
         &self.dims
     }
     /// Operand `op`'s strides in elements, one per dim.
+    ///
+    /// ```
+    /// use selectjit::plan::{COND, ELSE, OUT, THEN, plan};
+    /// // out [2, 3] = where(cond [3], x [2, 3], y scalar)
+    /// let sig = plan(4, &[2, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.strides(COND), &[0, 1]);
+    /// assert_eq!(sig.strides(THEN), &[3, 1]);
+    /// assert_eq!(sig.strides(ELSE), &[0, 0]);
+    /// assert_eq!(sig.strides(OUT), &[3, 1]);
+    /// ```
     pub fn strides(&self, op: usize) -> &[isize] {
         &self.strides[op]
     }
     /// Bytes per element of operand `op`: the mask's 1 (or the compared dtype's width) for cond
     /// and rhs, the element width for the others.
+    ///
+    /// ```
+    /// use selectjit::plan::{COND, CondKind, OUT, RHS, Signature, plan_contiguous};
+    /// use selectjit::{DType, TestOp};
+    /// // A mask is one byte per element.
+    /// assert_eq!(plan_contiguous(8, 10).unwrap().op_width(COND), 1);
+    /// // Select 2-byte elements where an f64 tensor is NaN: cond reads 8-byte elements.
+    /// let nan = CondKind::Test(TestOp::IsNan, DType::F64);
+    /// let sig = Signature::with_cond(2, nan, &[10], [&[1], &[1], &[1], &[1], &[0]])?;
+    /// assert_eq!((sig.op_width(COND), sig.op_width(RHS), sig.op_width(OUT)), (8, 8, 2));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn op_width(&self, op: usize) -> usize {
         if op == COND || op == RHS {
             self.cond.operand_width()
@@ -148,14 +216,32 @@ impl Signature {
         }
     }
     /// Rank of the collapsed nest.
+    ///
+    /// ```
+    /// use selectjit::plan::plan;
+    /// let sig = plan(4, &[2, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.rank(), 2);
+    /// ```
     pub fn rank(&self) -> usize {
         self.dims.len()
     }
     /// Size of the outermost dimension: the range a kernel call may be split over.
+    ///
+    /// ```
+    /// use selectjit::plan::plan;
+    /// let sig = plan(4, &[5, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.outer(), 5); // kernels run ranges of 0..5
+    /// ```
     pub fn outer(&self) -> usize {
         self.dims[0]
     }
     /// Total number of elements.
+    ///
+    /// ```
+    /// use selectjit::plan::plan;
+    /// let sig = plan(4, &[5, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.numel(), 15);
+    /// ```
     pub fn numel(&self) -> usize {
         self.dims.iter().product()
     }
@@ -164,25 +250,72 @@ impl Signature {
         self.numel().saturating_mul(self.width)
     }
     /// Inner-dimension stride of operand `op`.
+    ///
+    /// ```
+    /// use selectjit::plan::{COND, ELSE, THEN, plan};
+    /// // then walks a [3, 5] buffer down a column: stride 5 along the row.
+    /// let sig = plan(4, &[5, 3], [&[3, 1], &[1, 5], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.inner_stride(COND), 1);
+    /// assert_eq!(sig.inner_stride(THEN), 5);
+    /// assert_eq!(sig.inner_stride(ELSE), 0);
+    /// ```
     pub fn inner_stride(&self, op: usize) -> isize {
         self.strides[op][self.rank() - 1]
     }
     /// Inner-dimension size.
+    ///
+    /// ```
+    /// use selectjit::plan::plan;
+    /// let sig = plan(4, &[5, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.inner(), 3);
+    /// ```
     pub fn inner(&self) -> usize {
         self.dims[self.rank() - 1]
     }
     /// Bytes operand `op` moves per step along dim `k`: its stride times its element size
     /// ([`Signature::op_width`]).
+    ///
+    /// ```
+    /// use selectjit::plan::{COND, OUT, plan};
+    /// // 8-byte elements, a [4, 3] output with a mask broadcast along the columns.
+    /// let sig = plan(8, &[4, 3], [&[1, 0], &[3, 1], &[3, 1], &[3, 1]]).unwrap();
+    /// assert_eq!(sig.byte_stride(OUT, 0), 24); // 3 elements of 8 bytes
+    /// assert_eq!(sig.byte_stride(COND, 0), 1); // one mask byte
+    /// assert_eq!(sig.byte_stride(COND, 1), 0);
+    /// ```
     pub fn byte_stride(&self, op: usize, k: usize) -> isize {
         self.strides[op][k] * self.op_width(op) as isize
     }
     /// Whether each element's choice comes from a mask (not from a predicate).
+    ///
+    /// ```
+    /// use selectjit::plan::{Canon, CondKind, Signature, plan_contiguous};
+    /// assert!(plan_contiguous(4, 8).unwrap().is_mask());
+    /// let eq = CondKind::Cmp(Canon::Eq, selectjit::DType::I32);
+    /// let sig = Signature::with_cond(4, eq, &[8], [&[1], &[1], &[1], &[1], &[1]])?;
+    /// assert!(!sig.is_mask());
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn is_mask(&self) -> bool {
         self.cond == Kind::Mask
     }
     /// How the row (the innermost dim) runs. For a predicate, the condition's operands play
     /// cond's part: unit or zero strides (not both zero) along the row make a vector select,
     /// both zero a copy.
+    ///
+    /// ```
+    /// use selectjit::plan::{RowShape, plan};
+    /// // Everything contiguous: a vector select.
+    /// let st: &[isize] = &[3, 1];
+    /// let sel = plan(4, &[2, 3], [st; 4]).unwrap();
+    /// assert_eq!(sel.row_shape(), RowShape::Select { then_bcast: false, else_bcast: false });
+    /// // One mask byte per row, else a scalar: a test per row, then a copy or a fill.
+    /// let copy = plan(4, &[2, 3], [&[1, 0], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// assert_eq!(copy.row_shape(), RowShape::Copy { then_bcast: false, else_bcast: true });
+    /// // then read down a column: one element at a time.
+    /// let strided = plan(4, &[2, 3], [&[3, 1], &[1, 2], &[3, 1], &[3, 1]]).unwrap();
+    /// assert_eq!(strided.row_shape(), RowShape::Strided);
+    /// ```
     pub fn row_shape(&self) -> RowShape {
         let s = |op| self.inner_stride(op);
         let unit_or_bcast = |v: isize| v == 0 || v == 1;
@@ -240,7 +373,8 @@ pub enum RowShape {
 
 impl RowShape {
     /// Whether operand `op` (then or else) is one element broadcast along the row.
-    pub fn bcast(self, op: usize) -> bool {
+    #[cfg_attr(not(x86_tier), allow(dead_code))] // the x86 emitter's question
+    pub(crate) fn bcast(self, op: usize) -> bool {
         match self {
             RowShape::Select {
                 then_bcast,
@@ -284,6 +418,13 @@ impl Pattern {
     /// A mask kernel's pattern from its parts (cond, then, else, out): what AOT tools
     /// enumerate. The parts are checked where it matters, by the key parser and by the code
     /// generators that refuse what they do not cover.
+    ///
+    /// ```
+    /// use selectjit::plan::{Pattern, plan_contiguous};
+    /// // Rank 1, unit stride along the row for cond, then, else and out: every contiguous call.
+    /// let p = Pattern::of_mask(4, 1, [1, 1, 1, 1], [0; 4]);
+    /// assert_eq!(p, Pattern::of(&plan_contiguous(4, 1000).unwrap()));
+    /// ```
     pub fn of_mask(width: usize, rank: usize, inner: [u8; 4], outer_zero: [u64; 4]) -> Pattern {
         let all_outer = if rank >= 65 {
             u64::MAX
@@ -306,6 +447,16 @@ impl Pattern {
     }
 
     /// The pattern of a signature.
+    ///
+    /// ```
+    /// use selectjit::plan::{Pattern, plan};
+    /// // Different dims, the same shape-generic kernel.
+    /// let a = plan(4, &[2, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    /// let b = plan(4, &[7, 9], [&[0, 1], &[9, 1], &[0, 0], &[9, 1]]).unwrap();
+    /// assert_ne!(a, b);
+    /// assert_eq!(Pattern::of(&a), Pattern::of(&b));
+    /// assert_eq!(Pattern::of(&a).inner, [1, 1, 0, 1, 0]); // cond, then, else, out, rhs
+    /// ```
     pub fn of(sig: &Signature) -> Pattern {
         Pattern {
             width: sig.width,
@@ -327,6 +478,15 @@ impl Pattern {
 
     /// A signature with this pattern (dims of 2, outer strides of 0 or 2), from which code
     /// generators read only the width, the rank, the inner-stride classes and the zero strides.
+    ///
+    /// ```
+    /// use selectjit::plan::{Pattern, plan};
+    /// let sig = plan(4, &[7, 9], [&[0, 1], &[9, 1], &[0, 0], &[9, 1]]).unwrap();
+    /// let p = Pattern::of(&sig);
+    /// let r = p.representative();
+    /// assert_eq!(r.dims(), &[2, 2]);
+    /// assert_eq!(Pattern::of(&r), p);
+    /// ```
     pub fn representative(&self) -> Signature {
         let r = self.rank;
         Signature {
@@ -387,6 +547,14 @@ impl std::fmt::Display for Signature {
 /// The plan of a call whose four operands are contiguous with one and the same shape of `n`
 /// elements, built directly: exactly what [`plan`] returns for such a call, at a fraction of the
 /// cost. `None` when `n` is 0.
+///
+/// ```
+/// use selectjit::plan::{plan, plan_contiguous};
+/// let st: &[isize] = &[12, 4, 1];
+/// assert_eq!(plan_contiguous(2, 24), plan(2, &[2, 3, 4], [st; 4]));
+/// assert_eq!(plan_contiguous(2, 24).unwrap().dims(), &[24]);
+/// assert_eq!(plan_contiguous(2, 0), None);
+/// ```
 pub fn plan_contiguous(width: usize, n: usize) -> Option<Signature> {
     if n == 0 {
         return None;
@@ -421,6 +589,21 @@ pub struct Plan {
 /// Only for calls whose output strides are all non-negative, where every base adjustment is 0
 /// (the common case, kept for callers that build contiguous outputs). With a negative output
 /// stride use [`plan_layout`], whose [`Plan::base`] the kernels' pointers must include.
+///
+/// ```
+/// use selectjit::plan::{COND, ELSE, plan};
+/// // The attention-mask case: cond [1, 1, 4, 4] over then [2, 3, 4, 4], else a scalar.
+/// let sig = plan(
+///     4,
+///     &[2, 3, 4, 4],
+///     [&[0, 0, 4, 1], &[48, 16, 4, 1], &[0, 0, 0, 0], &[48, 16, 4, 1]],
+/// )
+/// .unwrap();
+/// assert_eq!(sig.dims(), &[6, 16]); // batch dims merged, rows merged
+/// assert_eq!(sig.strides(COND), &[0, 1]);
+/// assert_eq!(sig.strides(ELSE), &[0, 0]);
+/// assert!(plan(4, &[3, 0], [&[0, 1], &[0, 1], &[0, 1], &[0, 1]]).is_none()); // no work
+/// ```
 pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Signature> {
     plan_layout(width, shape, strides).map(|p| p.sig)
 }
@@ -428,6 +611,19 @@ pub fn plan(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Sig
 /// Canonicalises one call with any signed strides: flips the dimensions whose output stride is
 /// negative (see the module docs) and returns the signature with the base adjustments. `None`
 /// when the output is empty.
+///
+/// ```
+/// use selectjit::plan::{OUT, THEN, plan_contiguous, plan_layout};
+/// // out = reversed(then) over 4 elements: the output is flipped to walk forwards.
+/// let p = plan_layout(4, &[4], [&[0], &[1], &[0], &[-1]]).unwrap();
+/// assert_eq!(p.sig.strides(OUT), &[1]);
+/// assert_eq!(p.sig.strides(THEN), &[-1]);
+/// assert_eq!(p.base, [0, 3, 0, -3, 0]); // then starts at its last element, out at its first
+/// // Reversed everywhere is the forward kernel.
+/// let p = plan_layout(4, &[4], [&[-1], &[-1], &[-1], &[-1]]).unwrap();
+/// assert_eq!(Some(p.sig), plan_contiguous(4, 4));
+/// assert_eq!(p.base, [-3, -3, -3, -3, 0]);
+/// ```
 pub fn plan_layout(width: usize, shape: &[usize], strides: [&[isize]; 4]) -> Option<Plan> {
     let [c, t, e, o] = strides;
     plan_cond(

@@ -156,17 +156,26 @@ impl std::str::FromStr for TestOp {
     }
 }
 
-/// The comparisons a kernel evaluates (see the module docs).
-#[allow(missing_docs)]
+/// The comparisons a kernel evaluates: the canonical form of every [`CmpOp`]. `>` and `>=`
+/// become `<` and `<=` with the operands swapped (exact for IEEE values and numpy's complex
+/// order), `!=` becomes `==` with `then` and `else` swapped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Canon {
+    /// `lhs == rhs`
     Eq,
+    /// `lhs < rhs`
     Lt,
+    /// `lhs <= rhs`
     Le,
 }
 
 impl Canon {
     /// The operator as written: `==`, `<`, `<=`.
+    ///
+    /// ```
+    /// use selectjit::plan::Canon;
+    /// assert_eq!(Canon::Le.symbol(), "<=");
+    /// ```
     pub const fn symbol(self) -> &'static str {
         match self {
             Canon::Eq => "==",
@@ -192,6 +201,13 @@ pub enum Kind {
 
 impl Kind {
     /// Bytes per element of the condition's operands (the mask's 1 for masks).
+    ///
+    /// ```
+    /// use selectjit::DType;
+    /// use selectjit::plan::{Canon, CondKind};
+    /// assert_eq!(CondKind::Mask.operand_width(), 1);
+    /// assert_eq!(CondKind::Cmp(Canon::Lt, DType::F64).operand_width(), 8);
+    /// ```
     pub fn operand_width(self) -> usize {
         match self {
             Kind::Mask => 1,
@@ -200,11 +216,26 @@ impl Kind {
     }
 
     /// Whether the condition reads a second operand.
+    ///
+    /// ```
+    /// use selectjit::plan::{Canon, CondKind};
+    /// use selectjit::{DType, TestOp};
+    /// assert!(CondKind::Cmp(Canon::Eq, DType::I32).binary());
+    /// assert!(!CondKind::Test(TestOp::IsNan, DType::F32).binary());
+    /// assert!(!CondKind::Mask.binary());
+    /// ```
     pub fn binary(self) -> bool {
         matches!(self, Kind::Cmp(..))
     }
 
     /// The dtype compared or tested (`None` for masks).
+    ///
+    /// ```
+    /// use selectjit::plan::{Canon, CondKind};
+    /// use selectjit::DType;
+    /// assert_eq!(CondKind::Cmp(Canon::Lt, DType::BF16).dtype(), Some(DType::BF16));
+    /// assert_eq!(CondKind::Mask.dtype(), None);
+    /// ```
     pub fn dtype(self) -> Option<DType> {
         match self {
             Kind::Mask => None,
@@ -430,6 +461,17 @@ fn decide<V: Value>(kind: Kind, l: &[u8], r: &[u8]) -> bool {
 
 /// The condition of one element: `l` holds the element of the mask or of `lhs`, `r` that of
 /// `rhs` (ignored unless the kind compares). Little-endian bytes of at least the operand width.
+///
+/// ```
+/// use selectjit::plan::{Canon, CondKind, eval_cond};
+/// use selectjit::{DType, TestOp};
+/// let lt = CondKind::Cmp(Canon::Lt, DType::F32);
+/// assert!(eval_cond(lt, &1.0f32.to_le_bytes(), &2.0f32.to_le_bytes()));
+/// assert!(!eval_cond(lt, &f32::NAN.to_le_bytes(), &2.0f32.to_le_bytes())); // NaN compares false
+/// let nan = CondKind::Test(TestOp::IsNan, DType::F16);
+/// assert!(eval_cond(nan, &0x7e00u16.to_le_bytes(), &[]));
+/// assert!(eval_cond(CondKind::Mask, &[7], &[])); // any non-zero mask byte
+/// ```
 pub fn eval(kind: Kind, l: &[u8], r: &[u8]) -> bool {
     let Some(d) = kind.dtype() else {
         return l[0] != 0;

@@ -311,6 +311,17 @@ pub struct KernelClass {
 
 impl KernelClass {
     /// The class of a signature.
+    ///
+    /// ```
+    /// use selectjit::KernelClass;
+    /// use selectjit::plan::{Pattern, plan_contiguous};
+    /// // 2400 and 4000 bytes of output: one size class (2^11 up to 2^12), one measured choice.
+    /// let a = KernelClass::of(&plan_contiguous(4, 600).unwrap());
+    /// let b = KernelClass::of(&plan_contiguous(4, 1000).unwrap());
+    /// assert_eq!(a, b);
+    /// assert_eq!((a.pattern, a.size_log2), (Pattern::of(&plan_contiguous(4, 2).unwrap()), 11));
+    /// assert_ne!(a, KernelClass::of(&plan_contiguous(4, 4096).unwrap()));
+    /// ```
     pub fn of(sig: &crate::plan::Signature) -> KernelClass {
         let bytes = sig.out_bytes().max(1);
         KernelClass {

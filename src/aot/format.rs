@@ -127,17 +127,35 @@ impl Default for Fnv {
 
 impl Fnv {
     /// The initial state.
+    ///
+    /// ```
+    /// use selectjit::aot::format::Fnv;
+    /// assert_eq!(Fnv::new().0, 0xcbf2_9ce4_8422_2325); // FNV-1a's offset basis: no entries
+    /// ```
     pub const fn new() -> Fnv {
         Fnv(0xcbf2_9ce4_8422_2325)
     }
     /// Adds bytes.
-    pub fn write(&mut self, bytes: &[u8]) {
+    pub(crate) fn write(&mut self, bytes: &[u8]) {
         for &b in bytes {
             self.0 ^= b as u64;
             self.0 = self.0.wrapping_mul(0x0000_0100_0000_01b3);
         }
     }
     /// Adds one entry: kind, key length, key.
+    ///
+    /// ```
+    /// use selectjit::aot::format::Fnv;
+    /// use selectjit::aot::key::signature_key;
+    /// use selectjit::aot::{AOT_EXACT, AOT_GENERIC};
+    /// use selectjit::plan::plan_contiguous;
+    /// // A table's checksum, entry by entry, as an exporter computes it.
+    /// let key = signature_key(&plan_contiguous(4, 100).unwrap());
+    /// let (mut a, mut b) = (Fnv::new(), Fnv::new());
+    /// a.entry(AOT_EXACT, &key);
+    /// b.entry(AOT_GENERIC, &key);
+    /// assert_ne!(a.0, b.0); // the kind counts, not only the key
+    /// ```
     pub fn entry(&mut self, kind: u32, key: &[u8]) {
         self.write(&kind.to_le_bytes());
         self.write(&(key.len() as u32).to_le_bytes());
@@ -146,6 +164,14 @@ impl Fnv {
 }
 
 /// The architecture family of a triple, as named in messages and tables.
+///
+/// ```
+/// use selectjit::aot::format::arch_name;
+/// use target_lexicon::{Aarch64Architecture, Architecture};
+/// assert_eq!(arch_name(Architecture::X86_64), "x86_64");
+/// // arm64, aarch64_be: one family.
+/// assert_eq!(arch_name(Architecture::Aarch64(Aarch64Architecture::Aarch64be)), "aarch64");
+/// ```
 pub fn arch_name(a: Architecture) -> String {
     match a {
         Architecture::X86_64 => "x86_64".into(),
@@ -197,6 +223,32 @@ pub struct Header<'a> {
 
 /// Checks the header fields that need neither the entries nor the host: magic, version,
 /// counts, reserved field, the triple and the feature list.
+///
+/// ```
+/// use selectjit::aot::format::check_format;
+/// use selectjit::aot::{AOT_MAGIC, AOT_VERSION, SelectjitAotTable};
+/// let (mut triple, mut features) = ([0u8; 64], [0u8; 256]);
+/// triple[..24].copy_from_slice(b"x86_64-unknown-linux-gnu");
+/// features[..18].copy_from_slice(b"has_avx2 has_bmi2\0");
+/// let mut t = SelectjitAotTable {
+///     magic: AOT_MAGIC,
+///     version: AOT_VERSION,
+///     entry_count: 0,
+///     keys_len: 0,
+///     reserved: 0,
+///     checksum: 0,
+///     triple,
+///     features,
+///     entries: std::ptr::null(),
+///     keys: std::ptr::null(),
+/// };
+/// let header = check_format(&t)?; // on any host: the target is checked elsewhere
+/// assert_eq!(header.triple, "x86_64-unknown-linux-gnu");
+/// assert_eq!(header.features, ["has_avx2", "has_bmi2"]);
+/// t.version = AOT_VERSION + 1;
+/// assert!(check_format(&t).is_err());
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn check_format(t: &SelectjitAotTable) -> Result<Header<'_>> {
     if t.magic != AOT_MAGIC {
         return Err(Error::Aot(format!(
@@ -247,6 +299,34 @@ pub enum Named {
 
 /// Checks every entry against the key bytes: kinds, key bounds and syntax, duplicates, and the
 /// checksum. `func_ok(i)` says whether entry `i` has a function.
+///
+/// ```
+/// use selectjit::aot::format::{Fnv, Named, check_entries};
+/// use selectjit::aot::key::{pattern_key, signature_key};
+/// use selectjit::aot::{AOT_EXACT, AOT_GENERIC, SelectjitAotEntry};
+/// use selectjit::plan::{Pattern, plan_contiguous};
+/// let sig = plan_contiguous(4, 100).unwrap();
+/// let (sk, pk) = (signature_key(&sig), pattern_key(&Pattern::of(&sig)));
+/// let keys = [&sk[..], &pk[..]].concat();
+/// let entry = |kind: u32, key_offset: usize, key_len: usize| SelectjitAotEntry {
+///     key_offset: key_offset as u32,
+///     key_len: key_len as u32,
+///     kind,
+///     code_bytes: 0,
+///     func: None,
+/// };
+/// let entries = [entry(AOT_EXACT, 0, sk.len()), entry(AOT_GENERIC, sk.len(), pk.len())];
+/// let mut sum = Fnv::new();
+/// sum.entry(AOT_EXACT, &sk);
+/// sum.entry(AOT_GENERIC, &pk);
+/// let named = check_entries(sum.0, &entries, &keys, |_| true)?;
+/// assert!(matches!(&named[0], Named::Exact(s) if **s == sig));
+/// assert!(matches!(named[1], Named::Generic(p) if p == Pattern::of(&sig)));
+/// // A wrong checksum, or an entry without a function, is refused.
+/// assert!(check_entries(sum.0 ^ 1, &entries, &keys, |_| true).is_err());
+/// assert!(check_entries(sum.0, &entries, &keys, |i| i == 0).is_err());
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn check_entries(
     checksum: u64,
     entries: &[SelectjitAotEntry],

@@ -36,6 +36,13 @@ pub const PRED_PATTERN_KEY_LEN: usize = PATTERN_KEY_LEN + 2 + 1 + 8;
 /// The code of a compared dtype in keys: 0 bool, 1 to 4 i8 to i64, 5 to 8 u8 to u64, 9 f16,
 /// 10 bf16, 11 f32, 12 f64, 13 complex64, 14 complex128. Stable: tables exported by one
 /// release are read by the next.
+///
+/// ```
+/// use selectjit::DType;
+/// use selectjit::aot::key::dtype_code;
+/// assert_eq!(dtype_code(DType::Bool), 0);
+/// assert_eq!(dtype_code(DType::F32), 11);
+/// ```
 pub fn dtype_code(d: DType) -> u8 {
     match d {
         DType::Bool => 0,
@@ -63,6 +70,15 @@ fn dtype_of_code(code: u8) -> Option<DType> {
 
 /// The code of a predicate in keys: 1 `==`, 2 `<`, 3 `<=`, 4 `isnan`, 5 `isinf`, 6 `isfinite`
 /// (0 is a mask, which has no suffix).
+///
+/// ```
+/// use selectjit::aot::key::cond_code;
+/// use selectjit::plan::{Canon, CondKind};
+/// use selectjit::{DType, TestOp};
+/// assert_eq!(cond_code(CondKind::Mask), 0);
+/// assert_eq!(cond_code(CondKind::Cmp(Canon::Le, DType::I8)), 3);
+/// assert_eq!(cond_code(CondKind::Test(TestOp::IsFinite, DType::F64)), 6);
+/// ```
 pub fn cond_code(k: Kind) -> u8 {
     match k {
         Kind::Mask => 0,
@@ -93,6 +109,17 @@ fn parse_cond(code: u8, dtype: u8) -> Result<Kind> {
 const WIDTHS: [usize; 5] = [1, 2, 4, 8, 16];
 
 /// The key of `sig`'s exact kernel (see the module docs).
+///
+/// ```
+/// use selectjit::aot::key::{parse_signature_key, signature_key};
+/// use selectjit::plan::plan;
+/// let sig = plan(4, &[2, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+/// let key = signature_key(&sig);
+/// assert_eq!(key.len(), 2 + 40 * 2); // a mask kernel of rank 2
+/// assert_eq!(&key[..2], &[4, 2]); // width, rank
+/// assert_eq!(parse_signature_key(&key)?, sig);
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn signature_key(sig: &Signature) -> Vec<u8> {
     let r = sig.rank();
     let mut k = Vec::with_capacity(4 + 48 * r);
@@ -116,6 +143,16 @@ pub fn signature_key(sig: &Signature) -> Vec<u8> {
 }
 
 /// The key of the shape-generic kernel of `p`.
+///
+/// ```
+/// use selectjit::aot::key::{PATTERN_KEY_LEN, parse_pattern_key, pattern_key};
+/// use selectjit::plan::{Pattern, plan_contiguous};
+/// let p = Pattern::of(&plan_contiguous(8, 100).unwrap());
+/// let key = pattern_key(&p);
+/// assert_eq!(key.len(), PATTERN_KEY_LEN);
+/// assert_eq!(parse_pattern_key(&key)?, p);
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn pattern_key(p: &Pattern) -> Vec<u8> {
     let mut k = Vec::with_capacity(PRED_PATTERN_KEY_LEN);
     k.push(p.width as u8);
@@ -158,6 +195,17 @@ fn u64_at(key: &[u8], at: usize) -> u64 {
 
 /// The signature a key names. Rejects wrong lengths, widths and ranks, zero dims, and dims or
 /// strides whose byte extent overflows.
+///
+/// ```
+/// use selectjit::aot::key::{parse_signature_key, signature_key};
+/// use selectjit::plan::{Canon, CondKind, Signature};
+/// let lt = CondKind::Cmp(Canon::Lt, selectjit::DType::F16);
+/// let sig = Signature::with_cond(2, lt, &[64], [&[1], &[1], &[0], &[1], &[0]])?;
+/// let key = signature_key(&sig);
+/// assert_eq!(parse_signature_key(&key)?, sig);
+/// assert!(parse_signature_key(&key[..key.len() - 1]).is_err()); // truncated
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
     let (w, r) = head(key)?;
     let cond = if key.len() == 2 + 40 * r {
@@ -224,6 +272,18 @@ pub fn parse_signature_key(key: &[u8]) -> Result<Signature> {
 
 /// The pattern a key names. Rejects wrong lengths, widths, ranks and stride classes, and zero
 /// masks with bits at or above `rank - 1`.
+///
+/// ```
+/// use selectjit::aot::key::{parse_pattern_key, pattern_key};
+/// use selectjit::plan::{Pattern, plan};
+/// let sig = plan(1, &[5, 7], [&[0, 1], &[7, 1], &[0, 0], &[7, 1]]).unwrap();
+/// let key = pattern_key(&Pattern::of(&sig));
+/// assert_eq!(parse_pattern_key(&key)?, Pattern::of(&sig));
+/// let mut bad = key.clone();
+/// bad[0] = 3; // no 3-byte elements
+/// assert!(parse_pattern_key(&bad).is_err());
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn parse_pattern_key(key: &[u8]) -> Result<Pattern> {
     let (w, r) = head(key)?;
     let (cond, rhs_inner, rhs_zero) = match key.len() {

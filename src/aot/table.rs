@@ -340,21 +340,257 @@ impl AotTable {
     }
 
     /// The exact kernel of `sig`, if the table has it.
+    ///
+    /// ```
+    /// # use selectjit::aot::format::Fnv;
+    /// # use selectjit::aot::key::{pattern_key, signature_key};
+    /// # use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_VERSION};
+    /// # use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
+    /// # use selectjit::plan::{Pattern, plan_contiguous};
+    /// # /// A kernel of contiguous 4-byte elements, exact or shape-generic (neither reads dims).
+    /// # unsafe extern "C" fn select_u32(
+    /// #     c: *const u8, t: *const u8, e: *const u8, o: *mut u8, begin: usize, end: usize,
+    /// #     _: *const u64, _: *const i64, _: *const u8,
+    /// # ) {
+    /// #     for i in begin..end {
+    /// #         // SAFETY: the kernel contract: every element in `begin..end` lies in its buffer.
+    /// #         unsafe {
+    /// #             let src = if *c.add(i) != 0 { t } else { e };
+    /// #             *o.cast::<u32>().add(i) = *src.cast::<u32>().add(i);
+    /// #         }
+    /// #     }
+    /// # }
+    /// # /// A table for this host: the exact kernel of 8 contiguous 4-byte elements, and the
+    /// # /// shape-generic kernel of its pattern.
+    /// # fn table() -> selectjit::Result<AotTable> {
+    /// #     let sig = plan_contiguous(4, 8).unwrap();
+    /// #     let (sk, pk) = (signature_key(&sig), pattern_key(&Pattern::of(&sig)));
+    /// #     let keys: &'static [u8] = [&sk[..], &pk[..]].concat().leak();
+    /// #     let mut sum = Fnv::new();
+    /// #     sum.entry(AOT_EXACT, &sk);
+    /// #     sum.entry(AOT_GENERIC, &pk);
+    /// #     let entry = |kind: u32, key_offset: usize, key_len: usize| SelectjitAotEntry {
+    /// #         key_offset: key_offset as u32, key_len: key_len as u32, kind, code_bytes: 0,
+    /// #         func: Some(select_u32),
+    /// #     };
+    /// #     let entries: &'static [SelectjitAotEntry] =
+    /// #         vec![entry(AOT_EXACT, 0, sk.len()), entry(AOT_GENERIC, sk.len(), pk.len())].leak();
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 2,
+    /// #         keys_len: keys.len() as u32, reserved: 0, checksum: sum.0, triple,
+    /// #         features: [0; 256], entries: entries.as_ptr(), keys: keys.as_ptr(),
+    /// #     }));
+    /// #     // SAFETY: the table, its entries and keys live for the rest of the program, and each
+    /// #     // function is the kernel its key names, for this host.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = table()?; // one exact and one shape-generic kernel, linked into this program
+    /// let kernel = table.exact(&plan_contiguous(4, 8).unwrap()).expect("exported");
+    /// assert!(kernel.is_linked() && !kernel.is_generic());
+    /// // Other dims of the pattern have no exact kernel: the generic one runs them.
+    /// assert!(table.exact(&plan_contiguous(4, 9).unwrap()).is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn exact(&self, sig: &Signature) -> Option<&Arc<Kernel>> {
         self.inner.exact.get(sig)
     }
 
     /// The shape-generic kernel of pattern `p`, if the table has it.
+    ///
+    /// ```
+    /// # use selectjit::aot::format::Fnv;
+    /// # use selectjit::aot::key::{pattern_key, signature_key};
+    /// # use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_VERSION};
+    /// # use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
+    /// # use selectjit::plan::{Pattern, plan_contiguous};
+    /// # /// A kernel of contiguous 4-byte elements, exact or shape-generic (neither reads dims).
+    /// # unsafe extern "C" fn select_u32(
+    /// #     c: *const u8, t: *const u8, e: *const u8, o: *mut u8, begin: usize, end: usize,
+    /// #     _: *const u64, _: *const i64, _: *const u8,
+    /// # ) {
+    /// #     for i in begin..end {
+    /// #         // SAFETY: the kernel contract: every element in `begin..end` lies in its buffer.
+    /// #         unsafe {
+    /// #             let src = if *c.add(i) != 0 { t } else { e };
+    /// #             *o.cast::<u32>().add(i) = *src.cast::<u32>().add(i);
+    /// #         }
+    /// #     }
+    /// # }
+    /// # /// A table for this host: the exact kernel of 8 contiguous 4-byte elements, and the
+    /// # /// shape-generic kernel of its pattern.
+    /// # fn table() -> selectjit::Result<AotTable> {
+    /// #     let sig = plan_contiguous(4, 8).unwrap();
+    /// #     let (sk, pk) = (signature_key(&sig), pattern_key(&Pattern::of(&sig)));
+    /// #     let keys: &'static [u8] = [&sk[..], &pk[..]].concat().leak();
+    /// #     let mut sum = Fnv::new();
+    /// #     sum.entry(AOT_EXACT, &sk);
+    /// #     sum.entry(AOT_GENERIC, &pk);
+    /// #     let entry = |kind: u32, key_offset: usize, key_len: usize| SelectjitAotEntry {
+    /// #         key_offset: key_offset as u32, key_len: key_len as u32, kind, code_bytes: 0,
+    /// #         func: Some(select_u32),
+    /// #     };
+    /// #     let entries: &'static [SelectjitAotEntry] =
+    /// #         vec![entry(AOT_EXACT, 0, sk.len()), entry(AOT_GENERIC, sk.len(), pk.len())].leak();
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 2,
+    /// #         keys_len: keys.len() as u32, reserved: 0, checksum: sum.0, triple,
+    /// #         features: [0; 256], entries: entries.as_ptr(), keys: keys.as_ptr(),
+    /// #     }));
+    /// #     // SAFETY: the table, its entries and keys live for the rest of the program, and each
+    /// #     // function is the kernel its key names, for this host.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::codegen::Ptrs;
+    /// let table = table()?; // one exact and one shape-generic kernel, linked into this program
+    /// // Every contiguous call of 4-byte elements has the pattern of the exported one.
+    /// let sig = plan_contiguous(4, 3).unwrap();
+    /// let kernel = table.generic(&Pattern::of(&sig)).expect("exported");
+    /// assert!(kernel.is_generic());
+    /// let (cond, a, b) = ([0u8, 1, 0], [1u32; 3], [2u32; 3]);
+    /// let mut out = [0u32; 3];
+    /// let p = Ptrs {
+    ///     cond: cond.as_ptr(),
+    ///     then: a.as_ptr().cast(),
+    ///     else_: b.as_ptr().cast(),
+    ///     out: out.as_mut_ptr().cast(),
+    ///     rhs: std::ptr::null(),
+    /// };
+    /// // SAFETY: every buffer holds the 3 elements `sig` addresses; the output overlaps no input.
+    /// unsafe { kernel.run(&sig, p, 0, sig.outer()) };
+    /// assert_eq!(out, [2, 1, 2]);
+    /// assert!(table.generic(&Pattern::of(&plan_contiguous(8, 3).unwrap())).is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn generic(&self, p: &Pattern) -> Option<&Arc<Kernel>> {
         self.inner.generic.get(p)
     }
 
     /// The signatures with an exact kernel, in no particular order.
+    ///
+    /// ```
+    /// # use selectjit::aot::format::Fnv;
+    /// # use selectjit::aot::key::{pattern_key, signature_key};
+    /// # use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_VERSION};
+    /// # use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
+    /// # use selectjit::plan::{Pattern, plan_contiguous};
+    /// # /// A kernel of contiguous 4-byte elements, exact or shape-generic (neither reads dims).
+    /// # unsafe extern "C" fn select_u32(
+    /// #     c: *const u8, t: *const u8, e: *const u8, o: *mut u8, begin: usize, end: usize,
+    /// #     _: *const u64, _: *const i64, _: *const u8,
+    /// # ) {
+    /// #     for i in begin..end {
+    /// #         // SAFETY: the kernel contract: every element in `begin..end` lies in its buffer.
+    /// #         unsafe {
+    /// #             let src = if *c.add(i) != 0 { t } else { e };
+    /// #             *o.cast::<u32>().add(i) = *src.cast::<u32>().add(i);
+    /// #         }
+    /// #     }
+    /// # }
+    /// # /// A table for this host: the exact kernel of 8 contiguous 4-byte elements, and the
+    /// # /// shape-generic kernel of its pattern.
+    /// # fn table() -> selectjit::Result<AotTable> {
+    /// #     let sig = plan_contiguous(4, 8).unwrap();
+    /// #     let (sk, pk) = (signature_key(&sig), pattern_key(&Pattern::of(&sig)));
+    /// #     let keys: &'static [u8] = [&sk[..], &pk[..]].concat().leak();
+    /// #     let mut sum = Fnv::new();
+    /// #     sum.entry(AOT_EXACT, &sk);
+    /// #     sum.entry(AOT_GENERIC, &pk);
+    /// #     let entry = |kind: u32, key_offset: usize, key_len: usize| SelectjitAotEntry {
+    /// #         key_offset: key_offset as u32, key_len: key_len as u32, kind, code_bytes: 0,
+    /// #         func: Some(select_u32),
+    /// #     };
+    /// #     let entries: &'static [SelectjitAotEntry] =
+    /// #         vec![entry(AOT_EXACT, 0, sk.len()), entry(AOT_GENERIC, sk.len(), pk.len())].leak();
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 2,
+    /// #         keys_len: keys.len() as u32, reserved: 0, checksum: sum.0, triple,
+    /// #         features: [0; 256], entries: entries.as_ptr(), keys: keys.as_ptr(),
+    /// #     }));
+    /// #     // SAFETY: the table, its entries and keys live for the rest of the program, and each
+    /// #     // function is the kernel its key names, for this host.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = table()?; // one exact and one shape-generic kernel, linked into this program
+    /// let sigs: Vec<_> = table.signatures().cloned().collect();
+    /// assert_eq!(sigs, [plan_contiguous(4, 8).unwrap()]);
+    /// assert_eq!(sigs.len(), table.exact_len());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn signatures(&self) -> impl Iterator<Item = &Signature> {
         self.inner.exact.keys()
     }
 
     /// The patterns with a shape-generic kernel, in no particular order.
+    ///
+    /// ```
+    /// # use selectjit::aot::format::Fnv;
+    /// # use selectjit::aot::key::{pattern_key, signature_key};
+    /// # use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_VERSION};
+    /// # use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
+    /// # use selectjit::plan::{Pattern, plan_contiguous};
+    /// # /// A kernel of contiguous 4-byte elements, exact or shape-generic (neither reads dims).
+    /// # unsafe extern "C" fn select_u32(
+    /// #     c: *const u8, t: *const u8, e: *const u8, o: *mut u8, begin: usize, end: usize,
+    /// #     _: *const u64, _: *const i64, _: *const u8,
+    /// # ) {
+    /// #     for i in begin..end {
+    /// #         // SAFETY: the kernel contract: every element in `begin..end` lies in its buffer.
+    /// #         unsafe {
+    /// #             let src = if *c.add(i) != 0 { t } else { e };
+    /// #             *o.cast::<u32>().add(i) = *src.cast::<u32>().add(i);
+    /// #         }
+    /// #     }
+    /// # }
+    /// # /// A table for this host: the exact kernel of 8 contiguous 4-byte elements, and the
+    /// # /// shape-generic kernel of its pattern.
+    /// # fn table() -> selectjit::Result<AotTable> {
+    /// #     let sig = plan_contiguous(4, 8).unwrap();
+    /// #     let (sk, pk) = (signature_key(&sig), pattern_key(&Pattern::of(&sig)));
+    /// #     let keys: &'static [u8] = [&sk[..], &pk[..]].concat().leak();
+    /// #     let mut sum = Fnv::new();
+    /// #     sum.entry(AOT_EXACT, &sk);
+    /// #     sum.entry(AOT_GENERIC, &pk);
+    /// #     let entry = |kind: u32, key_offset: usize, key_len: usize| SelectjitAotEntry {
+    /// #         key_offset: key_offset as u32, key_len: key_len as u32, kind, code_bytes: 0,
+    /// #         func: Some(select_u32),
+    /// #     };
+    /// #     let entries: &'static [SelectjitAotEntry] =
+    /// #         vec![entry(AOT_EXACT, 0, sk.len()), entry(AOT_GENERIC, sk.len(), pk.len())].leak();
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 2,
+    /// #         keys_len: keys.len() as u32, reserved: 0, checksum: sum.0, triple,
+    /// #         features: [0; 256], entries: entries.as_ptr(), keys: keys.as_ptr(),
+    /// #     }));
+    /// #     // SAFETY: the table, its entries and keys live for the rest of the program, and each
+    /// #     // function is the kernel its key names, for this host.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = table()?; // one exact and one shape-generic kernel, linked into this program
+    /// let patterns: Vec<_> = table.patterns().copied().collect();
+    /// assert_eq!(patterns, [Pattern::of(&plan_contiguous(4, 8).unwrap())]);
+    /// assert_eq!(patterns.len(), table.generic_len());
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn patterns(&self) -> impl Iterator<Item = &Pattern> {
         self.inner.generic.keys()
     }

@@ -134,6 +134,16 @@ impl Kernel {
     }
 
     /// Whether the kernel's code was linked into the program ahead of time.
+    ///
+    /// ```
+    /// use selectjit::plan::plan_contiguous;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     // Compiled at run time: the kernel owns its code (an AOT table's kernels are linked).
+    ///     let kernel = cg.compile(&plan_contiguous(4, 100).unwrap())?;
+    ///     assert!(!kernel.is_linked());
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn is_linked(&self) -> bool {
         matches!(self.code, Code::Linked)
     }
@@ -141,6 +151,50 @@ impl Kernel {
     /// A kernel whose x86 machine `code` (of variant `v`, for `sig` or, `generic`, its
     /// pattern) runs through `runner` instead of on the CPU: how tests execute kernels of a
     /// tier the host lacks. The runner lets the code use AVX-512 where `v`'s tier requires it.
+    ///
+    /// ```
+    /// use std::sync::{Arc, Mutex};
+    /// use selectjit::codegen::{CodeRunner, Kernel, KernelArgs, MemRegion, Ptrs};
+    /// use selectjit::plan::plan_contiguous;
+    /// use selectjit::{Tier, Variant};
+    ///
+    /// /// Records the outer range of each call instead of executing the code.
+    /// #[derive(Debug, Default)]
+    /// struct Recorder(Mutex<Vec<(u64, u64)>>);
+    /// impl CodeRunner for Recorder {
+    ///     unsafe fn call(
+    ///         &self,
+    ///         _code: &[u8],
+    ///         _avx512: bool,
+    ///         args: &KernelArgs,
+    ///         regions: &[MemRegion],
+    ///     ) -> Result<(), String> {
+    ///         assert_eq!(regions.iter().filter(|r| r.writable).count(), 1); // the output
+    ///         self.0.lock().unwrap().push((args[4], args[5]));
+    ///         Ok(())
+    ///     }
+    /// }
+    ///
+    /// let sig = plan_contiguous(4, 8).unwrap();
+    /// let runner = Arc::new(Recorder::default());
+    /// let v = Variant::of(Tier::Avx512);
+    /// let kernel = Kernel::with_runner(sig.clone(), false, v, vec![0xc3], runner.clone()); // `ret`
+    /// assert!(kernel.is_emulated());
+    /// assert_eq!(kernel.x86_code(), Some(&[0xc3][..]));
+    ///
+    /// let (cond, data) = ([1u8; 8], [0u32; 8]);
+    /// let mut out = [0u32; 8];
+    /// let p = Ptrs {
+    ///     cond: cond.as_ptr(),
+    ///     then: data.as_ptr().cast(),
+    ///     else_: data.as_ptr().cast(),
+    ///     out: out.as_mut_ptr().cast(),
+    ///     rhs: std::ptr::null(),
+    /// };
+    /// // SAFETY: every buffer holds the 8 elements `sig` addresses; the output overlaps no input.
+    /// unsafe { kernel.run(&sig, p, 2, 6) };
+    /// assert_eq!(*runner.0.lock().unwrap(), [(2, 6)]);
+    /// ```
     pub fn with_runner(
         sig: Signature,
         generic: bool,
@@ -155,21 +209,68 @@ impl Kernel {
     }
 
     /// The tier whose generator made this kernel.
+    ///
+    /// ```
+    /// use selectjit::plan::plan_contiguous;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     for &t in cg.tiers() {
+    ///         let kernel = cg.compile_with(t, &plan_contiguous(4, 100).unwrap(), false)?;
+    ///         assert_eq!(kernel.tier(), t);
+    ///     }
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn tier(&self) -> Tier {
         self.variant.tier
     }
 
     /// The variant: the tier, whether the kernel stores non-temporally, its vector width.
+    ///
+    /// ```
+    /// use selectjit::plan::plan_contiguous;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     let sig = plan_contiguous(4, 100).unwrap();
+    ///     let kernel = cg.compile(&sig)?;
+    ///     assert_eq!(kernel.variant().tier, kernel.tier());
+    ///     assert!(!kernel.variant().nt); // 400 bytes of output: ordinary stores
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn variant(&self) -> Variant {
         self.variant
     }
 
     /// Whether the kernel runs through a [`CodeRunner`] rather than on the CPU.
+    ///
+    /// ```
+    /// use selectjit::plan::plan_contiguous;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     // An engine without a runner compiles code its CPU runs.
+    ///     let kernel = cg.compile(&plan_contiguous(4, 100).unwrap())?;
+    ///     assert!(!kernel.is_emulated());
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn is_emulated(&self) -> bool {
         self.entry.is_none()
     }
 
     /// The machine code of an x86-tier kernel (`None` for Cranelift and linked kernels).
+    ///
+    /// ```
+    /// use selectjit::plan::plan_contiguous;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     let kernel = cg.compile(&plan_contiguous(4, 100).unwrap())?;
+    ///     match kernel.x86_code() {
+    ///         Some(code) => {
+    ///             assert!(kernel.tier().is_x86());
+    ///             assert_eq!(code.len(), kernel.code_bytes());
+    ///         }
+    ///         None => assert!(!kernel.tier().is_x86()),
+    ///     }
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn x86_code(&self) -> Option<&[u8]> {
         match &self.code {
             Code::Owned(o) => o.bytes(),
@@ -179,11 +280,32 @@ impl Kernel {
     }
 
     /// The signature this kernel was compiled for.
+    ///
+    /// ```
+    /// use selectjit::plan::{Pattern, plan_contiguous};
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     let sig = plan_contiguous(2, 100).unwrap();
+    ///     assert_eq!(cg.compile(&sig)?.signature(), &sig);
+    ///     // A shape-generic kernel holds a representative of its pattern.
+    ///     let generic = cg.compile_generic(&Pattern::of(&sig))?;
+    ///     assert_eq!(Pattern::of(generic.signature()), Pattern::of(&sig));
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn signature(&self) -> &Signature {
         &self.sig
     }
 
     /// Size of the generated machine code in bytes.
+    ///
+    /// ```
+    /// use selectjit::plan::plan_contiguous;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     let kernel = cg.compile(&plan_contiguous(4, 100).unwrap())?;
+    ///     assert!(kernel.code_bytes() > 0);
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn code_bytes(&self) -> usize {
         self.code_bytes
     }
@@ -195,6 +317,30 @@ impl Kernel {
     }
 
     /// Whether this is a shape-generic kernel (it runs every signature of its pattern).
+    ///
+    /// ```
+    /// use selectjit::codegen::Ptrs;
+    /// use selectjit::plan::{Pattern, plan_contiguous};
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     // One shape-generic kernel for every contiguous call of 4-byte elements.
+    ///     let generic = cg.compile_generic(&Pattern::of(&plan_contiguous(4, 100).unwrap()))?;
+    ///     assert!(generic.is_generic());
+    ///     let sig = plan_contiguous(4, 5).unwrap();
+    ///     let (cond, a, b) = ([1u8, 0, 0, 1, 1], [1f32; 5], [2f32; 5]);
+    ///     let mut out = [0f32; 5];
+    ///     let p = Ptrs {
+    ///         cond: cond.as_ptr(),
+    ///         then: a.as_ptr().cast(),
+    ///         else_: b.as_ptr().cast(),
+    ///         out: out.as_mut_ptr().cast(),
+    ///         rhs: std::ptr::null(),
+    ///     };
+    ///     // SAFETY: every buffer holds the 5 elements `sig` addresses; the output overlaps no input.
+    ///     unsafe { generic.run(&sig, p, 0, sig.outer()) };
+    ///     assert_eq!(out, [1.0, 2.0, 2.0, 1.0, 1.0]);
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn is_generic(&self) -> bool {
         self.generic
     }
@@ -207,6 +353,33 @@ impl Kernel {
     /// element `sig` addresses from them in `begin..end` lies inside its buffer, the output
     /// overlaps no input except exactly (in place). The engine establishes it by validating
     /// every buffer against its shape and strides before planning.
+    ///
+    /// ```
+    /// use selectjit::codegen::Ptrs;
+    /// use selectjit::plan::plan;
+    /// if let Some(cg) = selectjit::Engine::new().codegen() {
+    ///     // out [2, 3] = where(cond [3], x [2, 3], -1)
+    ///     let sig = plan(8, &[2, 3], [&[0, 1], &[3, 1], &[0, 0], &[3, 1]]).unwrap();
+    ///     let kernel = cg.compile(&sig)?;
+    ///     let (cond, x, minus1) = ([1u8, 0, 1], [1i64, 2, 3, 4, 5, 6], [-1i64]);
+    ///     let mut out = [0i64; 6];
+    ///     let p = Ptrs {
+    ///         cond: cond.as_ptr(),
+    ///         then: x.as_ptr().cast(),
+    ///         else_: minus1.as_ptr().cast(),
+    ///         out: out.as_mut_ptr().cast(),
+    ///         rhs: std::ptr::null(),
+    ///     };
+    ///     // SAFETY: each buffer holds every element `sig` addresses from its pointer (cond 3, x 6,
+    ///     // else 1, out 6); the output overlaps no input.
+    ///     unsafe { kernel.run(&sig, p, 1, 2) }; // the second row only
+    ///     assert_eq!(out, [0, 0, 0, 4, -1, 6]);
+    ///     // SAFETY: as above.
+    ///     unsafe { kernel.run(&sig, p, 0, 1) };
+    ///     assert_eq!(out, [1, -1, 3, 4, -1, 6]);
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     #[inline]
     pub unsafe fn run(&self, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
         if !self.generic
@@ -380,6 +553,19 @@ static LIVE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::ne
 static LIVE_CODE: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
 
 /// Kernels alive in this process (in caches or held by callers), and their bytes of machine code.
+///
+/// ```
+/// use selectjit::codegen::live_kernels;
+/// use selectjit::plan::plan_contiguous;
+/// if let Some(cg) = selectjit::Engine::new().codegen() {
+///     let (kernels, bytes) = live_kernels();
+///     let kernel = cg.compile(&plan_contiguous(4, 100).unwrap())?;
+///     assert_eq!(live_kernels(), (kernels + 1, bytes + kernel.code_bytes()));
+///     drop(kernel); // its code is freed with it
+///     assert_eq!(live_kernels(), (kernels, bytes));
+/// }
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn live_kernels() -> (usize, usize) {
     (
         LIVE.load(std::sync::atomic::Ordering::Relaxed),

@@ -70,6 +70,15 @@ fn codegen_err(what: &str, e: impl std::error::Error + Send + Sync + 'static) ->
 
 /// The Cranelift settings every kernel is compiled with, here and by ahead-of-time exporters.
 /// `pic`: position-independent code (for objects linked into executables or shared libraries).
+///
+/// ```
+/// use cranelift_codegen::settings::{Flags, OptLevel};
+/// use selectjit::codegen::cranelift::shared_flags;
+/// let flags = Flags::new(shared_flags(true, true)?);
+/// assert!(flags.enable_verifier() && flags.is_pic());
+/// assert_eq!(flags.opt_level(), OptLevel::None); // the IR is minimal already
+/// # Ok::<(), selectjit::Error>(())
+/// ```
 pub fn shared_flags(verify: bool, pic: bool) -> Result<settings::Builder> {
     let mut flags = settings::builder();
     let set = |f: &mut settings::Builder, k: &str, v: &str| {
@@ -119,12 +128,33 @@ pub(crate) fn host_isa(verify: bool) -> Result<OwnedTargetIsa> {
 impl Jit {
     /// Whether this tier compiles `sig`: every mask signature, and every predicate (each
     /// comparison and test of every dtype, computed in registers: see `codegen/pred.rs`).
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// use selectjit::plan::{Canon, CondKind, Signature, plan_contiguous};
+    /// let jit = Jit::host(false)?;
+    /// assert!(jit.covers(&plan_contiguous(16, 100).unwrap()));
+    /// let lt = CondKind::Cmp(Canon::Lt, selectjit::DType::Complex128);
+    /// assert!(jit.covers(&Signature::with_cond(2, lt, &[9], [&[1], &[1], &[1], &[1], &[1]])?));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn covers(&self, _sig: &Signature) -> bool {
         true
     }
 
     /// A code generator for the host ISA. `verify` runs the Cranelift IR verifier on every
     /// function (on in debug builds and in tests).
+    ///
+    /// ```
+    /// use selectjit::Tier;
+    /// use selectjit::codegen::cranelift::Jit;
+    /// use selectjit::plan::plan_contiguous;
+    /// let jit = Jit::host(false)?;
+    /// assert!(jit.describe().contains(std::env::consts::ARCH));
+    /// let kernel = jit.compile(&plan_contiguous(4, 100).unwrap())?;
+    /// assert_eq!(kernel.tier(), Tier::Cranelift);
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn host(verify: bool) -> Result<Jit> {
         Ok(Jit::for_isa(host_isa(verify)?, verify))
     }
@@ -132,6 +162,17 @@ impl Jit {
     /// A code generator for `isa` (the host's, or another target's for ahead-of-time export).
     /// Lane selects use x86 `blendv` where `isa` is x86-64 with SSE4.1, the portable
     /// `bitselect` otherwise.
+    ///
+    /// ```
+    /// use cranelift_codegen::settings::Flags;
+    /// use selectjit::codegen::cranelift::{Jit, shared_flags};
+    /// // The host's ISA with position-independent code, as an ahead-of-time exporter builds it.
+    /// let flags = Flags::new(shared_flags(false, true)?);
+    /// let isa = cranelift_native::builder().unwrap().finish(flags).unwrap();
+    /// let jit = Jit::for_isa(isa, false);
+    /// assert!(jit.describe().contains(std::env::consts::ARCH));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn for_isa(isa: OwnedTargetIsa, verify: bool) -> Jit {
         let mut jit = Jit {
             blendv: false,
@@ -147,6 +188,15 @@ impl Jit {
     }
 
     /// The target triple and the ISA flags the generated code may use.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// let d = Jit::host(false)?.describe(); // e.g. "x86_64-unknown-linux-gnu [has_sse3 ...]"
+    /// let (triple, flags) = d.split_once(' ').unwrap();
+    /// assert!(triple.starts_with(std::env::consts::ARCH));
+    /// assert!(flags.starts_with('[') && flags.ends_with(']'));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn describe(&self) -> String {
         let enabled: Vec<String> = self
             .isa
@@ -160,6 +210,16 @@ impl Jit {
 
     /// Turns the x86 `blendv` lane select off (portable `bitselect` code) or back on where the
     /// host has it. Kernels compiled either way give the same bytes; both are tested.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// let mut jit = Jit::host(false)?;
+    /// jit.set_blendv(false);
+    /// assert!(!jit.uses_blendv());
+    /// jit.set_blendv(true); // back on where the host has SSE4.1
+    /// assert_eq!(jit.uses_blendv(), jit.describe().contains("has_sse41"));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn set_blendv(&mut self, on: bool) {
         self.blendv = on && self.host_has_blendv();
     }
@@ -174,11 +234,29 @@ impl Jit {
     }
 
     /// Whether lane selects use x86 `blendv`.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// let jit = Jit::host(false)?;
+    /// // On by default on x86-64 hosts with SSE4.1; never on other architectures.
+    /// assert_eq!(jit.uses_blendv(), jit.describe().contains("has_sse41"));
+    /// if !cfg!(target_arch = "x86_64") {
+    ///     assert!(!jit.uses_blendv());
+    /// }
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn uses_blendv(&self) -> bool {
         self.blendv
     }
 
     /// Whether the verifier runs on every compiled function.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// assert!(Jit::host(true)?.verifies());
+    /// assert!(!Jit::host(false)?.verifies());
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn verifies(&self) -> bool {
         self.verify
     }
@@ -194,12 +272,33 @@ impl Jit {
     }
 
     /// Compiles `sig` to machine code with its dims and strides baked in.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// use selectjit::plan::plan_contiguous;
+    /// let jit = Jit::host(false)?;
+    /// let sig = plan_contiguous(8, 1000).unwrap();
+    /// let kernel = jit.compile(&sig)?;
+    /// assert_eq!(kernel.signature(), &sig);
+    /// assert!(!kernel.is_generic() && kernel.code_bytes() > 0);
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn compile(&self, sig: &Signature) -> Result<Kernel> {
         self.compile_as(sig, false)
     }
 
     /// Compiles the shape-generic kernel of `pattern`'s [`Pattern`]: it runs every signature of
     /// that pattern, reading dims and strides at run time.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// use selectjit::plan::{Pattern, plan_contiguous};
+    /// let p = Pattern::of(&plan_contiguous(8, 1000).unwrap());
+    /// let kernel = Jit::host(false)?.compile_generic(&p)?;
+    /// assert!(kernel.is_generic());
+    /// assert_eq!(Pattern::of(kernel.signature()), p);
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn compile_generic(&self, pattern: &Pattern) -> Result<Kernel> {
         self.compile_as(&pattern.representative(), true)
     }
@@ -229,6 +328,26 @@ impl Jit {
     /// Builds the kernel of `sig` (exact, or shape-generic for its pattern) and defines it in
     /// `module` (a JIT module, or an object module for ahead-of-time export) as function
     /// `name`; returns its id and its size in bytes of machine code.
+    ///
+    /// ```
+    /// use cranelift_codegen::settings::Flags;
+    /// use cranelift_jit::{JITBuilder, JITModule};
+    /// use cranelift_module::{FuncOrDataId, Linkage, Module, default_libcall_names};
+    /// use selectjit::codegen::cranelift::{Jit, shared_flags};
+    /// use selectjit::plan::plan_contiguous;
+    /// let flags = Flags::new(shared_flags(false, false)?);
+    /// let isa = cranelift_native::builder().unwrap().finish(flags).unwrap();
+    /// let jit = Jit::for_isa(isa.clone(), false);
+    /// // Two kernels in one module (an exporter's object module works the same way).
+    /// let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    /// let sig = plan_contiguous(4, 100).unwrap();
+    /// let (exact, n) = jit.define_in(&mut module, "exact", Linkage::Export, &sig, false)?;
+    /// let (generic, m) = jit.define_in(&mut module, "generic", Linkage::Export, &sig, true)?;
+    /// assert_eq!(module.get_name("exact"), Some(FuncOrDataId::Func(exact)));
+    /// assert_eq!(module.get_name("generic"), Some(FuncOrDataId::Func(generic)));
+    /// assert!(n > 0 && m > 0);
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn define_in<M: Module>(
         &self,
         module: &mut M,
@@ -264,6 +383,14 @@ impl Jit {
     }
 
     /// The Cranelift IR of `sig`, as text.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// use selectjit::plan::plan_contiguous;
+    /// let ir = Jit::host(false)?.ir_text(&plan_contiguous(4, 100).unwrap());
+    /// assert!(ir.starts_with("function"));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn ir_text(&self, sig: &Signature) -> String {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         self.build_ir(sig, false, &mut guard);
@@ -271,13 +398,16 @@ impl Jit {
     }
 
     /// The machine code of `sig`, disassembled by Cranelift's own printer.
+    ///
+    /// ```
+    /// use selectjit::codegen::cranelift::Jit;
+    /// use selectjit::plan::plan_contiguous;
+    /// let listing = Jit::host(false)?.disassembly(&plan_contiguous(4, 100).unwrap())?;
+    /// assert!(listing.lines().count() > 1);
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
     pub fn disassembly(&self, sig: &Signature) -> Result<String> {
         self.disassemble(sig, false)
-    }
-
-    /// The machine code of the shape-generic kernel of `p`.
-    pub fn disassembly_generic(&self, p: &Pattern) -> Result<String> {
-        self.disassemble(&p.representative(), true)
     }
 
     fn disassemble(&self, sig: &Signature, generic: bool) -> Result<String> {

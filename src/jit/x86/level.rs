@@ -13,6 +13,13 @@ pub enum Level {
 
 impl Level {
     /// The tier of this level.
+    ///
+    /// ```
+    /// use selectjit::Tier;
+    /// use selectjit::codegen::x86::Level;
+    /// assert_eq!(Level::Avx512.tier(), Tier::Avx512);
+    /// assert_eq!(Level::Avx2.tier().required_features(), ["avx2", "bmi2"]);
+    /// ```
     pub fn tier(self) -> Tier {
         match self {
             Level::Avx2 => Tier::Avx2,
@@ -20,12 +27,16 @@ impl Level {
         }
     }
 
-    /// The CPU features kernels of this level use.
-    pub fn required_features(self) -> &'static [&'static str] {
-        self.tier().required_features()
-    }
-
     /// Whether this CPU runs kernels of this level.
+    ///
+    /// ```
+    /// use selectjit::codegen::x86::Level;
+    /// // AVX-512 hosts run AVX2 kernels too.
+    /// if Level::Avx512.available() {
+    ///     assert!(Level::Avx2.available());
+    /// }
+    /// assert_eq!(Level::Avx2.available(), selectjit::Tier::Avx2.available());
+    /// ```
     pub fn available(self) -> bool {
         self.tier().available()
     }
