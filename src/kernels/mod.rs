@@ -87,59 +87,42 @@ pub(crate) unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 pub(crate) unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     match level {
         // SAFETY: the caller's contract.
-        Level::Portable => unsafe { walk(sig, p, begin, end) },
-        // SAFETY: the caller checked `level.supported()`, i.e. the CPU has the level's
-        // instructions.
-        Level::Avx2 | Level::Avx512 => unsafe { wide::run(level, sig, p, begin, end) },
-    }
-}
-
-/// The walk compiled for the x86 levels' instruction sets; the portable walk elsewhere.
-#[cfg(target_arch = "x86_64")]
-mod wide {
-    use super::{Level, Ptrs, Signature, walk};
-
-    /// # Safety
-    /// See [`super::run`]; the CPU has `level`'s instructions.
-    pub(super) unsafe fn run(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
-        match level {
-            // SAFETY: the caller's contract.
-            Level::Portable => unsafe { walk(sig, p, begin, end) },
-            // SAFETY: the caller's contract; the CPU has AVX2.
-            Level::Avx2 => unsafe { run_avx2(sig, p, begin, end) },
-            // SAFETY: the caller's contract; the CPU has AVX-512 F, BW and VL.
-            Level::Avx512 => unsafe { run_avx512(sig, p, begin, end) },
-        }
-    }
-
-    /// # Safety
-    /// See [`super::run`]; the CPU has AVX2.
-    #[target_feature(enable = "avx2")]
-    unsafe fn run_avx2(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
-        // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX2 here.
-        unsafe { walk(sig, p, begin, end) }
-    }
-
-    /// # Safety
-    /// See [`super::run`]; the CPU has AVX-512 F, BW and VL.
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl")]
-    unsafe fn run_avx512(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
-        // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX-512 here.
-        unsafe { walk(sig, p, begin, end) }
-    }
-}
-
-/// The walk compiled for the x86 levels' instruction sets; the portable walk elsewhere.
-#[cfg(not(target_arch = "x86_64"))]
-mod wide {
-    use super::{Level, Ptrs, Signature, walk};
-
-    /// # Safety
-    /// See [`super::run`].
-    pub(super) unsafe fn run(_: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+        Level::Portable => unsafe { run_portable(sig, p, begin, end) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked `Level::Avx2.supported()`, i.e. the CPU has AVX2.
+        Level::Avx2 => unsafe { run_avx2(sig, p, begin, end) },
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: the caller checked `Level::Avx512.supported()`.
+        Level::Avx512 => unsafe { run_avx512(sig, p, begin, end) },
+        #[cfg(not(target_arch = "x86_64"))]
         // SAFETY: the caller's contract.
-        unsafe { walk(sig, p, begin, end) }
+        Level::Avx2 | Level::Avx512 => unsafe { run_portable(sig, p, begin, end) },
     }
+}
+
+/// # Safety
+/// See [`run`].
+unsafe fn run_portable(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`.
+    unsafe { walk(sig, p, begin, end) }
+}
+
+/// # Safety
+/// See [`run`]; the CPU has AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn run_avx2(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX2 here.
+    unsafe { walk(sig, p, begin, end) }
+}
+
+/// # Safety
+/// See [`run`]; the CPU has AVX-512 F, BW and VL.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw,avx512vl")]
+unsafe fn run_avx512(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
+    // SAFETY: see `run`. Everything below is inlined, so it is compiled with AVX-512 here.
+    unsafe { walk(sig, p, begin, end) }
 }
 
 /// Walks the outer dimensions and runs each row.
