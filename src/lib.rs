@@ -35,8 +35,8 @@
 //!
 //! * [`Engine`] — [`Engine::new`], [`Engine::with_config`] ([`EngineConfig`]: [`Backend`],
 //!   [`Tier`], cache, threads, [`aot`] tables); [`Engine::select`] and
-//!   [`Engine::select_in_place`] on typed views, [`Engine::select_dyn`] and
-//!   [`Engine::select_in_place_dyn`] on raw bytes of a run-time [`DType`];
+//!   [`Engine::select_in_place`] on typed views, [`Engine::select_bytes`] and
+//!   [`Engine::select_in_place_bytes`] on raw bytes of a run-time [`DType`];
 //!   [`Engine::prepare`] → [`Prepared`] for fixed shapes; [`Engine::stats`] ([`CacheStats`]),
 //!   [`Engine::tier_choices`] ([`TierChoice`], [`KernelClass`], [`Variant`]).
 //! * Views: [`TensorRef`], [`TensorMut`] (shape, element strides — 0 broadcasts, negative walk

@@ -452,7 +452,7 @@ fn check_call(choices: Vec<u64>, engines: &[(String, Engine)]) -> Result<(), Tes
         if let Ok(np) = selectjit::output_shape(Broadcast::Numpy, &s[0], &s[1], &s[2]) {
             for (name, eng) in engines {
                 let mut out = vec![0x5au8; n(&np) * w];
-                let r = eng.select_dyn(
+                let r = eng.select_bytes(
                     dt,
                     lc.view(),
                     lt.view(),
@@ -482,7 +482,7 @@ fn check_call(choices: Vec<u64>, engines: &[(String, Engine)]) -> Result<(), Tes
         .collect();
     for (name, eng) in engines {
         let mut out = vec![0x5au8; olen * w];
-        eng.select_dyn(
+        eng.select_bytes(
             dt,
             lc.view(),
             lt.view(),

@@ -195,14 +195,14 @@ fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> 
 }
 
 impl Engine {
-    /// How [`Engine::select_dyn`] would run a call with contiguous then, else and output of
+    /// How [`Engine::select_bytes`] would run a call with contiguous then, else and output of
     /// these views and shape, without running it: the call validated and planned, its signature
     /// (`None`: an empty output), and whether one kernel runs it in a single pass (always for a
     /// mask; for a predicate, when a tier or the AOT table fuses it — else the static kernels
     /// run it in blocks, a mask block then its select). Not a stable API: for `selectjit
     /// explain` and the benchmarks.
     #[doc(hidden)]
-    pub fn plan_select_dyn<'c>(
+    pub fn plan_select_bytes<'c>(
         &self,
         dtype: DType,
         cond: impl Into<Cond<'c>>,
@@ -237,7 +237,7 @@ impl Engine {
         }))
     }
 
-    /// The shape at which [`Engine::select_dyn`] evaluates this call's predicate once, before
+    /// The shape at which [`Engine::select_bytes`] evaluates this call's predicate once, before
     /// the select, when it does (a predicate far smaller than its output: a mask of that shape,
     /// then the mask's select); `None` for a mask and every other predicate. Not a stable API:
     /// for `selectjit explain` and the benchmarks.
@@ -599,7 +599,7 @@ impl Engine {
     /// use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
     /// // y = mask ? 1 : y on two u16 elements held as bytes (little-endian); y is `else`.
     /// let mut y: Vec<u8> = [10u16, 20].iter().flat_map(|v| v.to_le_bytes()).collect();
-    /// Engine::new().select_in_place_dyn(
+    /// Engine::new().select_in_place_bytes(
     ///     DType::U16,
     ///     TensorRef::new(&[0u8, 1], &[2]),
     ///     TensorMut::new(&mut y, &[2]),
@@ -611,7 +611,7 @@ impl Engine {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn select_in_place_dyn<'c>(
+    pub fn select_in_place_bytes<'c>(
         &self,
         dtype: DType,
         cond: impl Into<Cond<'c>>,
@@ -646,7 +646,7 @@ impl Engine {
     /// // Two u16 elements as little-endian bytes: shapes count u16s, not bytes.
     /// let then: Vec<u8> = [1u16, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
     /// let mut out = [0u8; 4];
-    /// Engine::new().select_dyn(
+    /// Engine::new().select_bytes(
     ///     DType::U16,
     ///     TensorRef::new(&[0u8, 1], &[2]),
     ///     TensorRef::new(&then, &[2]),
@@ -658,7 +658,7 @@ impl Engine {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn select_dyn<'c>(
+    pub fn select_bytes<'c>(
         &self,
         dtype: DType,
         cond: impl Into<Cond<'c>>,

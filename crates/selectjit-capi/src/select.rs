@@ -112,11 +112,11 @@ fn run_select<'a>(
     // only through the output's `&mut` view.
     unsafe {
         if in_then {
-            eng.select_in_place_dyn(dt, cond, o.view_mut(), InPlace::Then, e.view(), mode)?;
+            eng.select_in_place_bytes(dt, cond, o.view_mut(), InPlace::Then, e.view(), mode)?;
         } else if in_else {
-            eng.select_in_place_dyn(dt, cond, o.view_mut(), InPlace::Else, t.view(), mode)?;
+            eng.select_in_place_bytes(dt, cond, o.view_mut(), InPlace::Else, t.view(), mode)?;
         } else {
-            eng.select_dyn(dt, cond, t.view(), e.view(), o.view_mut(), mode)?;
+            eng.select_bytes(dt, cond, t.view(), e.view(), o.view_mut(), mode)?;
         }
     }
     Ok(())

@@ -747,12 +747,12 @@ fn run(
     };
     let call = move || {
         catch_unwind(AssertUnwindSafe(|| match role {
-            None => engine.select_dyn(dt, cond, xref, yref, omut, mode),
+            None => engine.select_bytes(dt, cond, xref, yref, omut, mode),
             Some(InPlace::Then) => {
-                engine.select_in_place_dyn(dt, cond, omut, InPlace::Then, yref, mode)
+                engine.select_in_place_bytes(dt, cond, omut, InPlace::Then, yref, mode)
             }
             Some(InPlace::Else) => {
-                engine.select_in_place_dyn(dt, cond, omut, InPlace::Else, xref, mode)
+                engine.select_in_place_bytes(dt, cond, omut, InPlace::Else, xref, mode)
             }
         }))
     };
