@@ -43,7 +43,7 @@ fn main() -> Result<(), Error> {
     let b = Array2::from_shape_fn((6, 4), |(i, j)| -((10 * j + i) as i32));
     let bytes = Array2::from_shape_fn((4, 12), |(i, j)| ((i + j) % 3) as u8);
     let c = bytes.slice(s![.., ..;2]);
-    let out = selectjit::ndarray::select(&c, &a.slice(s![.., ..;-1]), &b.t(), Broadcast::None)?;
+    let out = selectjit::ndarray::select(&c, &a.slice(s![.., ..;-1]), &b.t(), Broadcast::Exact)?;
     println!("mixed views:\n{out}");
     let want = ndarray::Zip::from(&c)
         .and(&a.slice(s![.., ..;-1]))

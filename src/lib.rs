@@ -43,7 +43,7 @@
 //!   backwards — and the offset of the first element); elements: [`Element`], [`DType`].
 //! * Conditions: a `u8` mask view (any non-zero byte is true), or a [`Cond`] predicate over
 //!   [`Operand`]s: [`CmpOp`] comparisons, [`TestOp`] tests, negation.
-//! * [`Broadcast`] modes (`Numpy`, `TwoStep`, `None`, `Pdpd { axis }`), [`output_shape`],
+//! * [`Broadcast`] modes (`Numpy`, `TwoStep`, `Exact`, `Pdpd { axis }`), [`output_shape`],
 //!   [`broadcast_shapes`], [`MAX_RANK`]; [`InPlace`] for in-place selects.
 //! * [`Error`] (typed, with sources), [`Result`]; [`CallTimer`] for deterministic measured
 //!   choices in tests.

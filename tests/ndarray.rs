@@ -134,7 +134,7 @@ fn every_view_kind<T: Element>() {
                 &cond_b.slice(s![0, 0, ..]),
                 &a1,
                 &else3.slice(s![3, 4, ..]),
-                Broadcast::None,
+                Broadcast::Exact,
             )
             .unwrap();
         let want = reference(&cond_b.slice(s![0, 0, ..]), &a1, &else3.slice(s![3, 4, ..]));
@@ -291,7 +291,7 @@ fn errors_leave_the_output_alone() {
     let msg = r.unwrap_err().to_string();
     assert!(msg.contains("cond") && msg.contains("rank 3"), "{msg}");
     // none: identical shapes only, the message names the dims.
-    let r = select(&Array2::<u8>::ones((2, 3)), &t, &e, Broadcast::None);
+    let r = select(&Array2::<u8>::ones((2, 3)), &t, &e, Broadcast::Exact);
     assert!(matches!(r, Err(Error::Broadcast(_))), "{r:?}");
     // numpy: 2 against 3.
     let c = Array1::from(vec![true, false]);
@@ -321,7 +321,7 @@ fn errors_leave_the_output_alone() {
         &t,
         &e,
         &mut wide.slice_mut(s![.., ..;2]),
-        Broadcast::None,
+        Broadcast::Exact,
     );
     assert!(r.is_err());
     assert!(wide.iter().all(|&x| x == 5));
@@ -833,7 +833,7 @@ fn pred_cases<U: Num, T: Element>(engines: &[(String, Engine)], salt: u64) {
         Some(view(gaps_fwd.view())),
         t.slice(s![..;-1, ..]).into_dyn(),
         e.view(),
-        Broadcast::None,
+        Broadcast::Exact,
     );
     // pdpd: the output is then's shape; the predicate and else go into it.
     check_pred(
@@ -983,7 +983,7 @@ fn predicate_errors_leave_the_output_alone() {
     }
     // none: identical shapes; the predicate [2] is cond there.
     let x = Array2::from_elem((2, 3), 1.0f32);
-    let msg = select_pred(Pred::gt(&a.slice(s![..;-1]), 0.0), &x, &x, Broadcast::None)
+    let msg = select_pred(Pred::gt(&a.slice(s![..;-1]), 0.0), &x, &x, Broadcast::Exact)
         .unwrap_err()
         .to_string();
     assert!(msg.contains("cond [2]"), "{msg}");

@@ -174,7 +174,7 @@ fn shapes(c: &Case) -> ([Vec<usize>; 4], Broadcast) {
         // The predicate's shape must be the output's: lhs is (a placeholder of) it.
         2 => (
             [out.clone(), scalar(1, s(1, out)), out.clone(), out.clone()],
-            Broadcast::None,
+            Broadcast::Exact,
         ),
         3 => (
             [

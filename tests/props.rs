@@ -68,7 +68,7 @@ fn reference_shape(mode: Broadcast, s: [&[usize]; 3]) -> Option<(Vec<usize>, [Ma
             let r = out.len();
             Some((out, [right(s[0], r), right(s[1], r), right(s[2], r)]))
         }
-        Broadcast::None => {
+        Broadcast::Exact => {
             if s[0] != s[1] || s[2] != s[1] {
                 return None;
             }
@@ -275,7 +275,7 @@ fn random_shapes(rng: &mut Tape) -> (Broadcast, [Vec<usize>; 3]) {
     let mode = match rng.below(4) {
         0 => Broadcast::Numpy,
         1 => Broadcast::TwoStep,
-        2 => Broadcast::None,
+        2 => Broadcast::Exact,
         _ => Broadcast::Pdpd {
             axis: rng.below(r + 2) as i64 - 1,
         },
@@ -321,7 +321,7 @@ fn random_shapes(rng: &mut Tape) -> (Broadcast, [Vec<usize>; 3]) {
             }
         }
     }
-    if matches!(mode, Broadcast::None) && rng.below(2) == 0 {
+    if matches!(mode, Broadcast::Exact) && rng.below(2) == 0 {
         s = [out.clone(), out.clone(), out.clone()];
     }
     (mode, s)

@@ -266,7 +266,7 @@ fn run(data: &[u8]) -> Result<()> {
     let mode = match u.int_in_range(0..=3)? {
         0 => Broadcast::Numpy,
         1 => Broadcast::TwoStep,
-        2 => Broadcast::None,
+        2 => Broadcast::Exact,
         _ => Broadcast::Pdpd { axis: u.int_in_range(-2..=4)? },
     };
     let pred = if u.ratio(1, 3)? { Some(Pred::arbitrary(&mut u)?) } else { None };

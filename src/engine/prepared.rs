@@ -62,7 +62,7 @@ impl Prepared {
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use selectjit::{Broadcast, DType, Engine};
-    /// let prepared = Engine::new().prepare(DType::I16, &[4], &[4], &[4], Broadcast::None)?;
+    /// let prepared = Engine::new().prepare(DType::I16, &[4], &[4], &[4], Broadcast::Exact)?;
     /// assert_eq!(prepared.dtype(), DType::I16);
     /// let mut out = [0i32; 4]; // another element type is an error
     /// assert!(
@@ -106,13 +106,13 @@ impl Prepared {
     /// let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp))?;
     /// assert!(
     ///     !interp
-    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::None)?
+    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::Exact)?
     ///         .is_jit()
     /// );
     /// let engine = Engine::new(); // a compiled kernel exactly when there is a code generator
     /// assert_eq!(
     ///     engine
-    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::None)?
+    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::Exact)?
     ///         .is_jit(),
     ///     engine.tier().is_some()
     /// );
@@ -159,7 +159,7 @@ impl Prepared {
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use selectjit::{Broadcast, DType, Engine};
-    /// let prepared = Engine::new().prepare(DType::U16, &[2], &[2], &[2], Broadcast::None)?;
+    /// let prepared = Engine::new().prepare(DType::U16, &[2], &[2], &[2], Broadcast::Exact)?;
     /// let mut out = [0u8; 4];
     /// prepared.run_bytes(&[0, 1], &[1, 0, 2, 0], &[7, 0, 8, 0], &mut out)?; // u16s, little-endian
     /// assert_eq!(out, [7, 0, 2, 0]);

@@ -26,7 +26,7 @@ pub(crate) fn mode_of(code: c_int, axis: i64) -> Result<Broadcast, Fail> {
     Ok(match code {
         SELECTJIT_MODE_NUMPY => Broadcast::Numpy,
         SELECTJIT_MODE_TWO_STEP => Broadcast::TwoStep,
-        SELECTJIT_MODE_NONE => Broadcast::None,
+        SELECTJIT_MODE_NONE => Broadcast::Exact,
         SELECTJIT_MODE_PDPD => Broadcast::Pdpd { axis },
         _ => {
             return Err(fail(

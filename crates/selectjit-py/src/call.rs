@@ -843,7 +843,7 @@ pub fn parse_mode(broadcast: Option<&Bound<'_, PyAny>>, axis: i64) -> PyResult<B
     match s.as_ref() {
         "numpy" => Ok(Broadcast::Numpy),
         "two-step" => Ok(Broadcast::TwoStep),
-        "none" => Ok(Broadcast::None),
+        "none" => Ok(Broadcast::Exact),
         "pdpd" => Ok(Broadcast::Pdpd { axis }),
         other => Err(new_err(
             Kind::Invalid,
