@@ -157,7 +157,8 @@ pub fn default_engine() -> &'static Engine {
     ENGINE.get_or_init(Engine::new)
 }
 
-/// `out = cond ? then : else` on the process-wide default engine. See [`Engine::select`].
+/// `out = cond ? then : else` on the process-wide default engine; `cond` is a `u8` mask view
+/// or a [`Cond`] predicate, as for [`Engine::select`].
 ///
 /// # Errors
 /// Shapes the mode refuses, buffers that do not hold what their views address, an output of
@@ -180,8 +181,30 @@ pub fn default_engine() -> &'static Engine {
 /// # Ok(())
 /// # }
 /// ```
-pub fn select<T: Element>(
-    cond: TensorRef<'_, u8>,
+///
+/// A predicate computed in the kernel, here an i64 padding mask over f32 scores:
+/// `where(mask == 0, -inf, scores)`, the mask broadcast over the rows.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, Cond, TensorMut, TensorRef};
+/// let mask = [1i64, 0, 1];
+/// let scores = [0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0];
+/// let mut out = [0f32; 6];
+/// selectjit::select(
+///     Cond::eq(TensorRef::new(&mask, &[3]), 0i64),
+///     TensorRef::scalar(&[f32::NEG_INFINITY]),
+///     TensorRef::new(&scores, &[2, 3]),
+///     TensorMut::new(&mut out, &[2, 3]),
+///     Broadcast::Numpy,
+/// )?;
+/// let ninf = f32::NEG_INFINITY;
+/// assert_eq!(out, [0.5, ninf, 1.5, 2.0, ninf, 3.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn select<'c, T: Element>(
+    cond: impl Into<Cond<'c>>,
     then: TensorRef<'_, T>,
     else_: TensorRef<'_, T>,
     out: TensorMut<'_, T>,
