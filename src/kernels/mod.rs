@@ -42,8 +42,9 @@ impl Level {
     /// Every level, from the most portable.
     pub const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
 
-    /// Whether this CPU can run kernels of this level.
-    pub fn supported(self) -> bool {
+    /// Whether this CPU can run kernels of this level (the name [`crate::Tier::available`]
+    /// uses for a tier).
+    pub fn available(self) -> bool {
         match self {
             Level::Portable => true,
             Level::Avx2 => Level::detect() != Level::Portable,
@@ -81,12 +82,12 @@ pub(crate) unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 /// [`run`] at a given level (for tests and benchmarks of each variant).
 ///
 /// # Safety
-/// As for [`run`], and `level.supported()`.
+/// As for [`run`], and `level.available()`.
 pub(crate) unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     match level {
         // SAFETY: the caller's contract.
         Level::Portable => unsafe { walk(sig, p, begin, end) },
-        // SAFETY: the caller checked `level.supported()`, i.e. the CPU has the level's
+        // SAFETY: the caller checked `level.available()`, i.e. the CPU has the level's
         // instructions.
         Level::Avx2 | Level::Avx512 => unsafe { wide::run(level, sig, p, begin, end) },
     }
@@ -513,7 +514,7 @@ mod tests {
     #[test]
     fn every_level_and_width_matches_the_interpreter() {
         for level in Level::ALL {
-            if !level.supported() {
+            if !level.available() {
                 println!(
                     "static kernels: level {} skipped, this CPU lacks it",
                     level.name()
@@ -531,7 +532,7 @@ mod tests {
     #[test]
     fn in_place_rows() {
         for level in Level::ALL {
-            if !level.supported() {
+            if !level.available() {
                 println!(
                     "static kernels: level {} skipped, this CPU lacks it",
                     level.name()
