@@ -1,12 +1,12 @@
 //! Prepared calls: planned once for contiguous buffers of fixed shapes, their kernel bound.
 
-use super::interp::{CondBytes, interp_bytes};
+use super::interp_backend::{CondBytes, interp_bytes};
 use super::policy::Pick;
 use super::validate::{Checked, Desc, Operand, PredSrc};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
-use crate::kernels;
+use crate::static_kernels;
 use crate::plan::{OPS, Signature};
 use crate::pred::Kind;
 
@@ -440,7 +440,7 @@ impl Prepared {
                 }
             },
             // SAFETY: the function's contract (the static kernels run a predicate in blocks).
-            None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
+            None => unsafe { static_kernels::run(sig, p, 0, sig.outer()) },
         }
     }
 }

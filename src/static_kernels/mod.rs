@@ -421,7 +421,7 @@ unsafe fn strided<const W: usize>(strides: [isize; 4], p: Ptrs, n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interp;
+    use crate::reference;
     use crate::plan::plan;
     use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
 
@@ -457,11 +457,11 @@ mod tests {
         let se = strides_over(e, &contiguous_strides(e), b.else_, &b.out);
         let so = contiguous_strides(&b.out);
         let mut want = vec![[0u8; W]; n(&b.out)];
-        interp::run(
+        reference::run(
             &b.out,
-            interp::mask((&cond, &sc, 0)),
-            interp::Src::Buf((&tv, &st, t_off)),
-            interp::Src::Buf((&ev, &se, 0)),
+            reference::mask((&cond, &sc, 0)),
+            reference::Src::Buf((&tv, &st, t_off)),
+            reference::Src::Buf((&ev, &se, 0)),
             (&mut want, &so, 0),
         );
         let Some(sig) = plan(W, &b.out, [&sc, &st, &se, &so]) else {
