@@ -19,11 +19,10 @@ use ndarray::{
 };
 use num_complex::Complex;
 use selectjit::ndarray::{
-    CondElement, Operand, Cond, select, select_into, select_cond, select_cond_into,
+    Cond, CondElement, Operand, select, select_cond, select_cond_into, select_into,
 };
 use selectjit::{
-    Backend, Broadcast, CmpOp, Element, Engine, EngineConfig, Error, TensorMut, TensorRef,
-    TestOp,
+    Backend, Broadcast, CmpOp, Element, Engine, EngineConfig, Error, TensorMut, TensorRef, TestOp,
 };
 
 /// An element of type `T` from a bit pattern (every pattern is valid for these types).

@@ -8,12 +8,12 @@ use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_cont
 use super::{BLOCKED_RUNS, Backend, Engine, STATIC_RUNS};
 use crate::error::Result;
 use crate::kernel::abi::Ptrs;
-use crate::static_kernels;
 use crate::measure::Way;
 use crate::plan::{
     COND, ELSE, OPS, OUT, RHS, Signature, THEN, plan_cond, plan_contiguous, plan_layout,
 };
 use crate::shape::Broadcast;
+use crate::static_kernels;
 use crate::tensor::TensorRef;
 
 /// A call's condition as the engine runs it: a mask view, or a predicate (canonical, then and

@@ -3,9 +3,9 @@
 
 use super::validate::{Checked, Desc, Operand, PredSrc, check};
 use crate::error::Result;
-use crate::reference::{self, Src, index};
 use crate::plan::{COND, OUT, RHS};
 use crate::pred::{Kind, eval};
+use crate::reference::{self, Src, index};
 use crate::shape::Broadcast;
 use crate::tensor::{TensorMut, TensorRef};
 

@@ -6,9 +6,9 @@ use super::validate::{Checked, Desc, Operand, PredSrc};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
-use crate::static_kernels;
 use crate::plan::{OPS, Signature};
 use crate::pred::Kind;
+use crate::static_kernels;
 
 /// A call planned once by [`crate::Engine::prepare`] (a mask) or
 /// [`crate::Engine::prepare_cond`] (a predicate) for contiguous row-major buffers, with its

@@ -421,8 +421,8 @@ unsafe fn strided<const W: usize>(strides: [isize; 4], p: Ptrs, n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::reference;
     use crate::plan::plan;
+    use crate::reference;
     use crate::shape::{Broadcast, broadcast_shapes, contiguous_strides, strides_over};
 
     /// Runs a call with explicit strides per input through the plan and a kernel level, and

@@ -166,7 +166,8 @@ pub fn explain_cond(
         ShapeFmt(else_),
         ShapeFmt(&b.out)
     );
-    let planned = engine.plan_select_bytes(dtype, spec.cond()?, t.view(), e.view(), &b.out, mode)?;
+    let planned =
+        engine.plan_select_bytes(dtype, spec.cond()?, t.view(), e.view(), &b.out, mode)?;
     let Some((sig, one_pass)) = planned else {
         let _ = writeln!(s, "plan       empty output: no kernel runs");
         return Ok(s);
