@@ -7,7 +7,7 @@
 //! ```
 
 use ndarray::{Array2, Array3, Axis, arr0, array, s};
-use selectjit::ndarray::{Pred, select_pred};
+use selectjit::ndarray::{Cond, select_cond};
 use selectjit::{Broadcast, Engine, Error};
 
 fn main() -> Result<(), Error> {
@@ -20,15 +20,15 @@ fn main() -> Result<(), Error> {
 
     // A predicate instead of a mask, computed per element in the kernel (no bool array in
     // between): ReLU, where(x > 0, x, 0), in one line.
-    let relu = select_pred(Pred::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?;
+    let relu = select_cond(Cond::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?;
     assert!(relu.iter().zip(&x).all(|(&r, &v)| r == v.max(0.0)));
 
     // An i64 padding mask per batch and key over f32 attention scores [batch, heads, keys]:
     // where(pad == 0, -inf, scores), the mask broadcast over the heads.
     let pad = array![[1i64, 1, 1, 0], [1, 1, 0, 0]];
     let scores = Array3::from_shape_fn((2, 3, 4), |(b, h, k)| (b + h + k) as f32 * 0.5);
-    let masked = select_pred(
-        Pred::eq(&pad.view().insert_axis(Axis(1)), 0),
+    let masked = select_cond(
+        Cond::eq(&pad.view().insert_axis(Axis(1)), 0),
         &arr0(f32::NEG_INFINITY),
         &scores,
         Broadcast::Numpy,
@@ -43,7 +43,7 @@ fn main() -> Result<(), Error> {
     let b = Array2::from_shape_fn((6, 4), |(i, j)| -((10 * j + i) as i32));
     let bytes = Array2::from_shape_fn((4, 12), |(i, j)| ((i + j) % 3) as u8);
     let c = bytes.slice(s![.., ..;2]);
-    let out = selectjit::ndarray::select(&c, &a.slice(s![.., ..;-1]), &b.t(), Broadcast::None)?;
+    let out = selectjit::ndarray::select(&c, &a.slice(s![.., ..;-1]), &b.t(), Broadcast::Exact)?;
     println!("mixed views:\n{out}");
     let want = ndarray::Zip::from(&c)
         .and(&a.slice(s![.., ..;-1]))

@@ -35,15 +35,15 @@
 //!
 //! * [`Engine`] — [`Engine::new`], [`Engine::with_config`] ([`EngineConfig`]: [`Backend`],
 //!   [`Tier`], cache, threads, [`aot`] tables); [`Engine::select`] and
-//!   [`Engine::select_in_place`] on typed views, [`Engine::select_dyn`] and
-//!   [`Engine::select_in_place_dyn`] on raw bytes of a run-time [`DType`];
+//!   [`Engine::select_in_place`] on typed views, [`Engine::select_bytes`] and
+//!   [`Engine::select_in_place_bytes`] on raw bytes of a run-time [`DType`];
 //!   [`Engine::prepare`] → [`Prepared`] for fixed shapes; [`Engine::stats`] ([`CacheStats`]),
 //!   [`Engine::tier_choices`] ([`TierChoice`], [`KernelClass`], [`Variant`]).
 //! * Views: [`TensorRef`], [`TensorMut`] (shape, element strides — 0 broadcasts, negative walk
 //!   backwards — and the offset of the first element); elements: [`Element`], [`DType`].
 //! * Conditions: a `u8` mask view (any non-zero byte is true), or a [`Cond`] predicate over
 //!   [`Operand`]s: [`CmpOp`] comparisons, [`TestOp`] tests, negation.
-//! * [`Broadcast`] modes (`Numpy`, `TwoStep`, `None`, `Pdpd { axis }`), [`output_shape`],
+//! * [`Broadcast`] modes (`Numpy`, `TwoStep`, `Exact`, `Pdpd { axis }`), [`output_shape`],
 //!   [`broadcast_shapes`], [`MAX_RANK`]; [`InPlace`] for in-place selects.
 //! * [`Error`] (typed, with sources), [`Result`]; [`CallTimer`] for deterministic measured
 //!   choices in tests.
@@ -84,17 +84,17 @@ mod dtype;
 mod engine;
 pub mod env;
 mod error;
-mod interp;
 mod jit;
 mod kernel;
-mod kernels;
 mod measure;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
 pub mod plan;
 mod pool;
 mod pred;
+mod reference;
 mod shape;
+mod static_kernels;
 mod tensor;
 mod tier;
 mod trial;
@@ -104,7 +104,7 @@ pub use cond::{Cond, Operand};
 pub use dtype::{DType, Element};
 pub use engine::Engine;
 pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};
-pub use engine::interp::select_generic;
+pub use engine::interp_backend::select_generic;
 pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
 pub use pred::{CmpOp, TestOp};
@@ -165,7 +165,8 @@ pub fn default_engine() -> &'static Engine {
     ENGINE.get_or_init(Engine::new)
 }
 
-/// `out = cond ? then : else` on the process-wide default engine. See [`Engine::select`].
+/// `out = cond ? then : else` on the process-wide default engine; `cond` is a `u8` mask view
+/// or a [`Cond`] predicate, as for [`Engine::select`].
 ///
 /// # Errors
 /// Shapes the mode refuses, buffers that do not hold what their views address, an output of
@@ -188,8 +189,30 @@ pub fn default_engine() -> &'static Engine {
 /// # Ok(())
 /// # }
 /// ```
-pub fn select<T: Element>(
-    cond: TensorRef<'_, u8>,
+///
+/// A predicate computed in the kernel, here an i64 padding mask over f32 scores:
+/// `where(mask == 0, -inf, scores)`, the mask broadcast over the rows.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Broadcast, Cond, TensorMut, TensorRef};
+/// let mask = [1i64, 0, 1];
+/// let scores = [0.5f32, 1.0, 1.5, 2.0, 2.5, 3.0];
+/// let mut out = [0f32; 6];
+/// selectjit::select(
+///     Cond::eq(TensorRef::new(&mask, &[3]), 0i64),
+///     TensorRef::scalar(&[f32::NEG_INFINITY]),
+///     TensorRef::new(&scores, &[2, 3]),
+///     TensorMut::new(&mut out, &[2, 3]),
+///     Broadcast::Numpy,
+/// )?;
+/// let ninf = f32::NEG_INFINITY;
+/// assert_eq!(out, [0.5, ninf, 1.5, 2.0, ninf, 3.0]);
+/// # Ok(())
+/// # }
+/// ```
+pub fn select<'c, T: Element>(
+    cond: impl Into<Cond<'c>>,
     then: TensorRef<'_, T>,
     else_: TensorRef<'_, T>,
     out: TensorMut<'_, T>,

@@ -41,24 +41,24 @@
 //! # Predicates
 //!
 //! The condition may also be a predicate computed per element inside the kernel, with no mask
-//! array in between: a [`Pred`] compares two operands (`x > 0`, `mask == 0`, `a < b`) or tests
+//! array in between: a [`Cond`] compares two operands (`x > 0`, `mask == 0`, `a < b`) or tests
 //! one (`isnan(x)`), each operand an array or view of any strides and dimensionality, or a
-//! scalar. [`select_pred`] and [`select_pred_into`] (and [`Engine::select_array_pred`],
-//! [`Engine::select_array_pred_into`]) take it where [`select`] and [`select_into`] take `cond`:
+//! scalar. [`select_cond`] and [`select_cond_into`] (and [`Engine::select_array_cond`],
+//! [`Engine::select_array_cond_into`]) take it where [`select`] and [`select_into`] take `cond`:
 //!
 //! ```
 //! use ndarray::{arr0, array};
 //! use selectjit::Broadcast;
-//! use selectjit::ndarray::{Pred, select_pred};
+//! use selectjit::ndarray::{Cond, select_cond};
 //!
 //! let x = array![[-1.5f32, 2.0], [0.5, -0.0]];
-//! let relu = select_pred(Pred::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?; // where(x > 0, x, 0)
+//! let relu = select_cond(Cond::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?; // where(x > 0, x, 0)
 //! assert_eq!(relu, array![[0.0, 2.0], [0.5, 0.0]].into_dyn());
 //!
 //! // An i64 key mask over f32 scores, broadcast over the rows: where(mask == 0, -inf, scores).
 //! let mask = array![[1i64, 1, 0]];
 //! let scores = array![[0.5f32, 1.0, 2.0], [3.0, 4.0, 5.0]];
-//! let masked = select_pred(Pred::eq(&mask, 0), &arr0(f32::NEG_INFINITY), &scores, Broadcast::Numpy)?;
+//! let masked = select_cond(Cond::eq(&mask, 0), &arr0(f32::NEG_INFINITY), &scores, Broadcast::Numpy)?;
 //! assert_eq!(masked, array![[0.5, 1.0, f32::NEG_INFINITY], [3.0, 4.0, f32::NEG_INFINITY]].into_dyn());
 //! # Ok::<(), selectjit::Error>(())
 //! ```
@@ -73,7 +73,6 @@
 
 use ::ndarray::{Array, ArrayBase, ArrayRef, ArrayView, Axis, Data, Dimension, IxDyn};
 
-use crate::cond::Cond;
 use crate::dtype::Element;
 use crate::engine::Engine;
 use crate::error::{Error, Result};
@@ -175,7 +174,7 @@ where
     crate::default_engine().select_array_into(cond, then, else_, out, mode)
 }
 
-/// `out = pred ? then : else` on the process-wide default engine, into a new row-major array of
+/// `out = cond ? then : else` on the process-wide default engine, into a new row-major array of
 /// the broadcast shape, with the predicate computed per element in the kernel. See the
 /// [module docs](self#predicates).
 ///
@@ -183,17 +182,17 @@ where
 /// # fn main() -> selectjit::Result<()> {
 /// use ndarray::{arr0, array, s};
 /// use selectjit::Broadcast;
-/// use selectjit::ndarray::{Pred, select_pred};
+/// use selectjit::ndarray::{Cond, select_cond};
 /// // numpy's nan_to_num for NaN only, on a reversed view: where(isnan(x), 0, x).
 /// let x = array![1.5f64, f64::NAN, -0.0];
 /// let r = x.slice(s![..;-1]);
-/// let out = select_pred(Pred::isnan(&r), &arr0(0.0), &r, Broadcast::Numpy)?;
+/// let out = select_cond(Cond::isnan(&r), &arr0(0.0), &r, Broadcast::Numpy)?;
 /// assert_eq!(out.map(|v| v.to_bits()), array![-0.0f64, 0.0, 1.5].map(|v| v.to_bits()).into_dyn());
 /// # Ok(())
 /// # }
 /// ```
-pub fn select_pred<U, T, D2, D3>(
-    pred: Pred<'_, U>,
+pub fn select_cond<U, T, D2, D3>(
+    cond: Cond<'_, U>,
     then: &ArrayRef<T, D2>,
     else_: &ArrayRef<T, D3>,
     mode: Broadcast,
@@ -204,28 +203,28 @@ where
     D2: Dimension,
     D3: Dimension,
 {
-    crate::default_engine().select_array_pred(pred, then, else_, mode)
+    crate::default_engine().select_array_cond(cond, then, else_, mode)
 }
 
-/// `out = pred ? then : else` on the process-wide default engine, into `out`, whose shape must be
+/// `out = cond ? then : else` on the process-wide default engine, into `out`, whose shape must be
 /// the broadcast shape; `out` is untouched on error. See the [module docs](self#predicates).
 ///
 /// ```
 /// # fn main() -> selectjit::Result<()> {
 /// use ndarray::{Array2, array};
 /// use selectjit::Broadcast;
-/// use selectjit::ndarray::{Pred, select_pred_into};
+/// use selectjit::ndarray::{Cond, select_cond_into};
 /// // Element-wise minimum: where(a < b, a, b), b broadcast over the rows.
 /// let a = array![[1i32, 5, -3], [7, 0, 2]];
 /// let b = array![2i32, 4, -3];
 /// let mut out = Array2::<i32>::zeros((2, 3));
-/// select_pred_into(Pred::lt(&a, &b), &a, &b, &mut out, Broadcast::Numpy)?;
+/// select_cond_into(Cond::lt(&a, &b), &a, &b, &mut out, Broadcast::Numpy)?;
 /// assert_eq!(out, array![[1, 4, -3], [2, 0, -3]]);
 /// # Ok(())
 /// # }
 /// ```
-pub fn select_pred_into<U, T, D2, D3, D4>(
-    pred: Pred<'_, U>,
+pub fn select_cond_into<U, T, D2, D3, D4>(
+    cond: Cond<'_, U>,
     then: &ArrayRef<T, D2>,
     else_: &ArrayRef<T, D3>,
     out: &mut ArrayRef<T, D4>,
@@ -238,24 +237,24 @@ where
     D3: Dimension,
     D4: Dimension,
 {
-    crate::default_engine().select_array_pred_into(pred, then, else_, out, mode)
+    crate::default_engine().select_array_cond_into(cond, then, else_, out, mode)
 }
 
-/// One operand of a [`Pred`]: an array or view of `U` elements (any dimensionality and strides),
+/// One operand of a [`Cond`]: an array or view of `U` elements (any dimensionality and strides),
 /// or one `U` by value (a rank-0 operand).
 ///
 /// Converted from `&array`, `&view`, `&ArrayRef` or a value (`0.0f32`, `0i64`, or a literal
-/// that takes the other operand's type); the constructors of [`Pred`] take
+/// that takes the other operand's type); the constructors of [`Cond`] take
 /// `impl Into<Operand>`, so it is seldom named.
 ///
 /// ```
 /// # fn main() -> selectjit::Result<()> {
 /// use ndarray::{arr0, array};
 /// use selectjit::Broadcast;
-/// use selectjit::ndarray::{Operand, Pred, select_pred};
+/// use selectjit::ndarray::{Operand, Cond, select_cond};
 /// let x = array![1.0f32, -2.0];
 /// let (lhs, rhs): (Operand<'_, f32>, Operand<'_, f32>) = ((&x).into(), 0.0.into());
-/// let out = select_pred(Pred::gt(lhs, rhs), &x, &arr0(0.0), Broadcast::Numpy)?; // Pred::gt(&x, 0.0)
+/// let out = select_cond(Cond::gt(lhs, rhs), &x, &arr0(0.0), Broadcast::Numpy)?; // Cond::gt(&x, 0.0)
 /// assert_eq!(out, array![1.0, 0.0].into_dyn());
 /// # Ok(())
 /// # }
@@ -331,30 +330,35 @@ impl<U: Element> OperandInput<'_, U> {
     }
 }
 
-/// A predicate on `ndarray` operands, the condition of [`select_pred`] and its kin: a
+/// A predicate on `ndarray` operands, the condition of [`select_cond`] and its kin: a
 /// comparison of two operands (`==`, `!=`, `<`, `<=`, `>`, `>=`), a test of one (`isnan`,
 /// `isinf`, `isfinite`), or the negation of either, computed per element inside the kernel with
 /// numpy's semantics (those of [`crate::Cond`]).
 ///
+/// The `ndarray` counterpart of [`crate::Cond`], with the same name and constructors. It is a
+/// type of its own because its operands are typed (`U`, so a literal such as `0.0` takes the
+/// array's element type at compile time) and may be views with gaps, which are copied compact
+/// when the select runs; [`crate::Cond`] borrows untyped views and owns no data.
+///
 /// Operands ([`Operand`]) are arrays or views of one [`Element`] type `U`, which may differ from
 /// the selected type, or scalars; they broadcast against each other with numpy's rule, and
-/// their broadcast shape takes `cond`'s place in the select's [`Broadcast`] mode. A `Pred`
+/// their broadcast shape takes `cond`'s place in the select's [`Broadcast`] mode. A `Cond`
 /// borrows its arrays; views with gaps are copied compact when the select runs.
 ///
 /// ```
 /// # fn main() -> selectjit::Result<()> {
 /// use ndarray::{arr0, array};
 /// use selectjit::Broadcast;
-/// use selectjit::ndarray::{Pred, select_pred};
+/// use selectjit::ndarray::{Cond, select_cond};
 /// let x = array![-1.0f32, 0.0, 2.0];
-/// let keep = Pred::ge(&x, 0.0); // a predicate, not yet evaluated
-/// let out = select_pred(!keep, &arr0(-1.0f32), &x, Broadcast::Numpy)?;
+/// let keep = Cond::ge(&x, 0.0); // a predicate, not yet evaluated
+/// let out = select_cond(!keep, &arr0(-1.0f32), &x, Broadcast::Numpy)?;
 /// assert_eq!(out, array![-1.0, 0.0, 2.0].into_dyn());
 /// # Ok(())
 /// # }
 /// ```
 #[derive(Clone, Debug)]
-pub struct Pred<'a, U> {
+pub struct Cond<'a, U> {
     repr: Repr<'a, U>,
     /// Negated: `then` and `else` trade places.
     not: bool,
@@ -366,23 +370,23 @@ enum Repr<'a, U> {
     Test(TestOp, Operand<'a, U>),
 }
 
-impl<'a, U: Element> Pred<'a, U> {
+impl<'a, U: Element> Cond<'a, U> {
     /// `lhs OP rhs`.
     ///
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::array;
     /// use selectjit::{Broadcast, CmpOp};
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // Element-wise maximum: where(a >= b, a, b).
     /// let (a, b) = (array![1i32, 5, -3], array![2i32, 4, -3]);
-    /// let out = select_pred(Pred::cmp(CmpOp::Ge, &a, &b), &a, &b, Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::cmp(CmpOp::Ge, &a, &b), &a, &b, Broadcast::Numpy)?;
     /// assert_eq!(out, array![2, 5, -3].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn cmp(op: CmpOp, lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred {
+        Cond {
             repr: Repr::Cmp(op, lhs.into(), rhs.into()),
             not: false,
         }
@@ -394,17 +398,17 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // An i64 padding mask over f32 scores: where(mask == 0, -inf, scores).
     /// let mask = array![1i64, 0, 1];
     /// let scores = array![0.5f32, 1.0, 2.0];
-    /// let out = select_pred(Pred::eq(&mask, 0), &arr0(f32::NEG_INFINITY), &scores, Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::eq(&mask, 0), &arr0(f32::NEG_INFINITY), &scores, Broadcast::Numpy)?;
     /// assert_eq!(out, array![0.5, f32::NEG_INFINITY, 2.0].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn eq(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred::cmp(CmpOp::Eq, lhs, rhs)
+        Cond::cmp(CmpOp::Eq, lhs, rhs)
     }
 
     /// `lhs != rhs` (numpy's `not_equal`; true where either is NaN).
@@ -413,15 +417,15 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// let x = array![-1.0f32, 0.0, f32::NAN];
-    /// let out = select_pred(Pred::ne(&x, 0.0), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::ne(&x, 0.0), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
     /// assert_eq!(out, array![1, 0, 1].into_dyn()); // NaN != 0
     /// # Ok(())
     /// # }
     /// ```
     pub fn ne(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred::cmp(CmpOp::Ne, lhs, rhs)
+        Cond::cmp(CmpOp::Ne, lhs, rhs)
     }
 
     /// `lhs < rhs` (numpy's `less`).
@@ -430,17 +434,17 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::array;
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // Element-wise minimum of a [2, 2] array and a row [2]: where(a < b, a, b).
     /// let a = array![[1.0f64, 5.0], [-3.0, 7.0]];
     /// let b = array![2.0f64, 4.0];
-    /// let out = select_pred(Pred::lt(&a, &b), &a, &b, Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::lt(&a, &b), &a, &b, Broadcast::Numpy)?;
     /// assert_eq!(out, array![[1.0, 4.0], [-3.0, 4.0]].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn lt(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred::cmp(CmpOp::Lt, lhs, rhs)
+        Cond::cmp(CmpOp::Lt, lhs, rhs)
     }
 
     /// `lhs <= rhs` (numpy's `less_equal`).
@@ -449,15 +453,15 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// let x = array![-1.0f32, 0.0, 2.0, f32::NAN];
-    /// let out = select_pred(Pred::le(&x, 0.0), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::le(&x, 0.0), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
     /// assert_eq!(out, array![1, 1, 0, 0].into_dyn()); // NaN compares false
     /// # Ok(())
     /// # }
     /// ```
     pub fn le(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred::cmp(CmpOp::Le, lhs, rhs)
+        Cond::cmp(CmpOp::Le, lhs, rhs)
     }
 
     /// `lhs > rhs` (numpy's `greater`).
@@ -466,16 +470,16 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // ReLU: where(x > 0, x, 0).
     /// let x = array![-1.5f32, 2.0, f32::NAN];
-    /// let out = select_pred(Pred::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::gt(&x, 0.0), &x, &arr0(0.0), Broadcast::Numpy)?;
     /// assert_eq!(out, array![0.0, 2.0, 0.0].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn gt(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred::cmp(CmpOp::Gt, lhs, rhs)
+        Cond::cmp(CmpOp::Gt, lhs, rhs)
     }
 
     /// `lhs >= rhs` (numpy's `greater_equal`).
@@ -484,17 +488,17 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::array;
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // Clip from below at a per-column floor: where(x >= floor, x, floor).
     /// let x = array![[1u16, 9], [4, 2]];
     /// let floor = array![3u16, 5];
-    /// let out = select_pred(Pred::ge(&x, &floor), &x, &floor, Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::ge(&x, &floor), &x, &floor, Broadcast::Numpy)?;
     /// assert_eq!(out, array![[3, 9], [4, 5]].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn ge(lhs: impl Into<Operand<'a, U>>, rhs: impl Into<Operand<'a, U>>) -> Self {
-        Pred::cmp(CmpOp::Ge, lhs, rhs)
+        Cond::cmp(CmpOp::Ge, lhs, rhs)
     }
 
     /// A test of `v`'s values.
@@ -503,15 +507,15 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::{Broadcast, TestOp};
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// let x = array![1.0f64, f64::NAN, f64::NEG_INFINITY, -0.0];
-    /// let out = select_pred(Pred::test(TestOp::IsInf, &x), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::test(TestOp::IsInf, &x), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
     /// assert_eq!(out, array![0, 0, 1, 0].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn test(op: TestOp, v: impl Into<Operand<'a, U>>) -> Self {
-        Pred {
+        Cond {
             repr: Repr::Test(op, v.into()),
             not: false,
         }
@@ -523,17 +527,17 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // where(isnan(x), 0, x), bit for bit: -0.0 stays -0.0.
     /// let x = array![[1.5f32, f32::NAN], [-0.0, f32::INFINITY]];
-    /// let out = select_pred(Pred::isnan(&x), &arr0(0.0f32), &x, Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::isnan(&x), &arr0(0.0f32), &x, Broadcast::Numpy)?;
     /// let want = array![[1.5f32, 0.0], [-0.0, f32::INFINITY]];
     /// assert_eq!(out.map(|v| v.to_bits()), want.map(|v| v.to_bits()).into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn isnan(v: impl Into<Operand<'a, U>>) -> Self {
-        Pred::test(TestOp::IsNan, v)
+        Cond::test(TestOp::IsNan, v)
     }
 
     /// `isinf(v)`: false for integers.
@@ -542,17 +546,17 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // Infinities to the largest finite value: where(isinf(x), MAX, x) (sign aside).
     /// let x = array![1.0f64, f64::INFINITY, f64::NAN];
-    /// let out = select_pred(Pred::isinf(&x), &arr0(f64::MAX), &x, Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::isinf(&x), &arr0(f64::MAX), &x, Broadcast::Numpy)?;
     /// assert_eq!(out[[1]], f64::MAX);
     /// assert!(out[[2]].is_nan());
     /// # Ok(())
     /// # }
     /// ```
     pub fn isinf(v: impl Into<Operand<'a, U>>) -> Self {
-        Pred::test(TestOp::IsInf, v)
+        Cond::test(TestOp::IsInf, v)
     }
 
     /// `isfinite(v)`: true for integers.
@@ -561,34 +565,34 @@ impl<'a, U: Element> Pred<'a, U> {
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// // Keep the finite values, zero the others.
     /// let x = array![1.0f32, f32::NAN, f32::NEG_INFINITY, -2.0];
-    /// let out = select_pred(Pred::isfinite(&x), &x, &arr0(0.0), Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::isfinite(&x), &x, &arr0(0.0), Broadcast::Numpy)?;
     /// assert_eq!(out, array![1.0, 0.0, 0.0, -2.0].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
     pub fn isfinite(v: impl Into<Operand<'a, U>>) -> Self {
-        Pred::test(TestOp::IsFinite, v)
+        Cond::test(TestOp::IsFinite, v)
     }
 
-    /// The negation (numpy's `logical_not`); `!pred` works too.
+    /// The negation (numpy's `logical_not`); `!cond` works too.
     ///
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
     /// use selectjit::Broadcast;
-    /// use selectjit::ndarray::{Pred, select_pred};
+    /// use selectjit::ndarray::{Cond, select_cond};
     /// let x = array![-1.0f32, 0.0, 2.0, f32::NAN];
-    /// let out = select_pred(Pred::gt(&x, 0.0).not(), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
+    /// let out = select_cond(Cond::gt(&x, 0.0).not(), &arr0(1u8), &arr0(0u8), Broadcast::Numpy)?;
     /// assert_eq!(out, array![1, 1, 0, 1].into_dyn()); // not(NaN > 0) is true
     /// # Ok(())
     /// # }
     /// ```
-    #[allow(clippy::should_implement_trait)] // `!pred` works too (`std::ops::Not`)
+    #[allow(clippy::should_implement_trait)] // `!cond` works too (`std::ops::Not`)
     pub fn not(self) -> Self {
-        Pred {
+        Cond {
             not: !self.not,
             ..self
         }
@@ -605,31 +609,31 @@ impl<'a, U: Element> Pred<'a, U> {
         }
     }
 
-    /// Runs `f` on this predicate as the engine's [`Cond`] over its operands' inputs.
-    fn with_cond<R>(&self, f: impl FnOnce(Cond<'_>) -> R) -> R {
+    /// Runs `f` on this predicate as the engine's [`crate::Cond`] over its operands' inputs.
+    fn with_cond<R>(&self, f: impl FnOnce(crate::Cond<'_>) -> R) -> R {
         match &self.repr {
             Repr::Cmp(op, l, r) => {
                 let (l, r) = (l.input(), r.input());
-                f(Cond {
+                f(crate::Cond {
                     not: self.not,
-                    ..Cond::cmp(*op, l.operand(), r.operand())
+                    ..crate::Cond::cmp(*op, l.operand(), r.operand())
                 })
             }
             Repr::Test(op, v) => {
                 let v = v.input();
-                f(Cond {
+                f(crate::Cond {
                     not: self.not,
-                    ..Cond::test(*op, v.operand())
+                    ..crate::Cond::test(*op, v.operand())
                 })
             }
         }
     }
 }
 
-impl<U: Element> std::ops::Not for Pred<'_, U> {
+impl<U: Element> std::ops::Not for Cond<'_, U> {
     type Output = Self;
     fn not(self) -> Self {
-        Pred::not(self)
+        Cond::not(self)
     }
 }
 
@@ -871,26 +875,26 @@ impl Engine {
         write_into(out, |o| self.select_inputs(cond, then, else_, o, mode))
     }
 
-    /// `out = pred ? then : else` on `ndarray` arrays or views, the predicate computed per
+    /// `out = cond ? then : else` on `ndarray` arrays or views, the predicate computed per
     /// element in the kernel, into a new row-major array of the broadcast shape (feature
     /// `ndarray`; see [`crate::ndarray#predicates`]).
     ///
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{arr0, array};
-    /// use selectjit::ndarray::Pred;
+    /// use selectjit::ndarray::Cond;
     /// use selectjit::{Broadcast, Engine};
     /// // ReLU of a transposed view.
     /// let x = array![[-1.0f32, 2.0, -3.0], [4.0, -5.0, 6.0]];
     /// let xt = x.t();
-    /// let out = Engine::new().select_array_pred(Pred::gt(&xt, 0.0), &xt, &arr0(0.0), Broadcast::Numpy)?;
+    /// let out = Engine::new().select_array_cond(Cond::gt(&xt, 0.0), &xt, &arr0(0.0), Broadcast::Numpy)?;
     /// assert_eq!(out, array![[0.0, 4.0], [2.0, 0.0], [0.0, 6.0]].into_dyn());
     /// # Ok(())
     /// # }
     /// ```
-    pub fn select_array_pred<U, T, D2, D3>(
+    pub fn select_array_cond<U, T, D2, D3>(
         &self,
-        pred: Pred<'_, U>,
+        cond: Cond<'_, U>,
         then: &ArrayRef<T, D2>,
         else_: &ArrayRef<T, D3>,
         mode: Broadcast,
@@ -901,13 +905,13 @@ impl Engine {
         D2: Dimension,
         D3: Dimension,
     {
-        let shape = output_shape(mode, &pred.shape()?, then.shape(), else_.shape())?;
+        let shape = output_shape(mode, &cond.shape()?, then.shape(), else_.shape())?;
         new_array(&shape, |out| {
-            self.select_pred_inputs(&pred, then, else_, out, mode)
+            self.select_cond_inputs(&cond, then, else_, out, mode)
         })
     }
 
-    /// `out = pred ? then : else` on `ndarray` arrays or views, the predicate computed per
+    /// `out = cond ? then : else` on `ndarray` arrays or views, the predicate computed per
     /// element in the kernel, into `out` (an array or a mutable view of any strides) of exactly
     /// the broadcast shape (feature `ndarray`; see [`crate::ndarray#predicates`]). On error
     /// `out` is untouched.
@@ -915,15 +919,15 @@ impl Engine {
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use ndarray::{Array2, arr0, array, s};
-    /// use selectjit::ndarray::Pred;
+    /// use selectjit::ndarray::Cond;
     /// use selectjit::{Broadcast, Engine};
     /// // where(mask == 0, -inf, scores): an i64 mask per row over f32 scores, into every other
     /// // column of a wider array (the columns between keep their values).
     /// let mask = array![[1i64], [0]];
     /// let scores = array![[0.5f32, 1.5], [2.5, 3.5]];
     /// let mut out = Array2::<f32>::from_elem((2, 4), 9.0);
-    /// Engine::new().select_array_pred_into(
-    ///     Pred::eq(&mask, 0),
+    /// Engine::new().select_array_cond_into(
+    ///     Cond::eq(&mask, 0),
     ///     &arr0(f32::NEG_INFINITY),
     ///     &scores,
     ///     &mut out.slice_mut(s![.., ..;2]),
@@ -934,9 +938,9 @@ impl Engine {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn select_array_pred_into<U, T, D2, D3, D4>(
+    pub fn select_array_cond_into<U, T, D2, D3, D4>(
         &self,
-        pred: Pred<'_, U>,
+        cond: Cond<'_, U>,
         then: &ArrayRef<T, D2>,
         else_: &ArrayRef<T, D3>,
         out: &mut ArrayRef<T, D4>,
@@ -950,7 +954,7 @@ impl Engine {
         D4: Dimension,
     {
         write_into(out, |o| {
-            self.select_pred_inputs(&pred, then, else_, o, mode)
+            self.select_cond_inputs(&cond, then, else_, o, mode)
         })
     }
 
@@ -977,9 +981,9 @@ impl Engine {
         self.select(cond_bytes, t.view(), e.view(), out, mode)
     }
 
-    fn select_pred_inputs<U, T, D2, D3>(
+    fn select_cond_inputs<U, T, D2, D3>(
         &self,
-        pred: &Pred<'_, U>,
+        cond: &Cond<'_, U>,
         then: &ArrayRef<T, D2>,
         else_: &ArrayRef<T, D3>,
         out: TensorMut<'_, T>,
@@ -992,9 +996,9 @@ impl Engine {
         D3: Dimension,
     {
         // The operands' broadcast first: its errors name them as written (`lhs`, `rhs`).
-        pred.shape()?;
+        cond.shape()?;
         let (t, e) = (Input::new(then), Input::new(else_));
-        pred.with_cond(|c| self.select(c, t.view(), e.view(), out, mode))
+        cond.with_cond(|c| self.select(c, t.view(), e.view(), out, mode))
     }
 }
 

@@ -28,8 +28,9 @@ pub enum Broadcast {
     /// `then` and `else` broadcast to each other, then `cond` one way into the result
     /// (the OpenVINO Select-1 / oneDNN Graph Select documents).
     TwoStep,
-    /// All three shapes must be identical.
-    None,
+    /// All three shapes must be identical (no broadcasting). Its name is `"none"`
+    /// ([`Broadcast::name`]), as on the command line, in the C ABI and in Python.
+    Exact,
     /// PaddlePaddle style: the output is `then`'s shape; `else` and `cond` go one way into it,
     /// starting at dimension `axis` (-1: right-aligned).
     Pdpd {
@@ -45,13 +46,14 @@ impl Broadcast {
     /// use selectjit::Broadcast;
     /// assert_eq!(Broadcast::Numpy.name(), "numpy");
     /// assert_eq!(Broadcast::TwoStep.name(), "two-step");
+    /// assert_eq!(Broadcast::Exact.name(), "none"); // no broadcasting
     /// assert_eq!(Broadcast::Pdpd { axis: -1 }.name(), "pdpd");
     /// ```
     pub fn name(&self) -> &'static str {
         match self {
             Broadcast::Numpy => "numpy",
             Broadcast::TwoStep => "two-step",
-            Broadcast::None => "none",
+            Broadcast::Exact => "none",
             Broadcast::Pdpd { .. } => "pdpd",
         }
     }
@@ -334,7 +336,7 @@ pub(crate) fn infer(
                 out,
             }
         }
-        Broadcast::None => {
+        Broadcast::Exact => {
             for (i, s) in [(0, cond), (2, else_)] {
                 if s != then {
                     return Err(cx.err(format!(
@@ -456,8 +458,8 @@ pub fn broadcast_shapes(
 /// // numpy: cond [3, 1], then [4], else a scalar broadcast to [3, 4].
 /// let out = output_shape(Broadcast::Numpy, &[3, 1], &[4], &[])?;
 /// assert_eq!(&out[..], &[3, 4]);
-/// // Mode `None` wants three identical shapes.
-/// assert!(output_shape(Broadcast::None, &[3, 1], &[4], &[]).is_err());
+/// // Mode `Exact` ("none") wants three identical shapes.
+/// assert!(output_shape(Broadcast::Exact, &[3, 1], &[4], &[]).is_err());
 /// # Ok(())
 /// # }
 /// ```

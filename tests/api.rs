@@ -73,7 +73,7 @@ fn errors_are_typed(e: &Engine) {
     assert_eq!(out, [7.0; 4], "nothing written on error");
     // A raw buffer that is not a whole number of elements of its dtype.
     let mut ob = [0u8; 8];
-    let r = e.select_dyn(
+    let r = e.select_bytes(
         DType::F32,
         TensorRef::new(&[1u8; 2], &[2]),
         TensorRef::new(&[0u8; 7], &[2]),

@@ -60,7 +60,7 @@ fn workload(tier: Tier, emulate: bool, exact_after: u32) {
                     let mut got = vec![0u8; n(&out_shape) * w];
                     let mut want = got.clone();
                     for (eng, out) in [(&*engine, &mut got), (&*interp, &mut want)] {
-                        eng.select_dyn(
+                        eng.select_bytes(
                             dt,
                             TensorRef::new(&cond, &c),
                             TensorRef::new(&tv, &th),

@@ -90,7 +90,7 @@ fn every_backend_and_tier_on_every_case() {
             let mut results: Vec<(String, Result<Vec<u8>, String>)> = Vec::new();
             for (name, e) in &engines {
                 let mut out = vec![0x5au8; n(&out_shape) * w];
-                let r = e.select_dyn(
+                let r = e.select_bytes(
                     dt,
                     TensorRef::new(&cond, &cs),
                     TensorRef::new(&tv, &ts),

@@ -3,11 +3,11 @@
 //! into mutable views; errors leave the output untouched. Checked against a reference built with
 //! ndarray's own broadcasting and iteration, bytes compared.
 //!
-//! Predicates (`select_pred`, `Pred`): every comparison and test, negated or not, on several
+//! Predicates (`select_cond`, `Cond`): every comparison and test, negated or not, on several
 //! operand dtypes (f32, f64, f16, i64 with an f32 select, u8) with their edge values, on every
 //! engine, every broadcast mode and view kind, each result compared bytewise with two
 //! references: the mask form fed a mask computed here with Rust's own operators, and
-//! `Engine::select` with the equivalent `Cond` over plain contiguous slices.
+//! `Engine::select` with the equivalent `selectjit::Cond` over plain contiguous slices.
 #![cfg(feature = "ndarray")]
 
 mod common;
@@ -19,11 +19,10 @@ use ndarray::{
 };
 use num_complex::Complex;
 use selectjit::ndarray::{
-    CondElement, Operand, Pred, select, select_into, select_pred, select_pred_into,
+    Cond, CondElement, Operand, select, select_cond, select_cond_into, select_into,
 };
 use selectjit::{
-    Backend, Broadcast, CmpOp, Cond, Element, Engine, EngineConfig, Error, TensorMut, TensorRef,
-    TestOp,
+    Backend, Broadcast, CmpOp, Element, Engine, EngineConfig, Error, TensorMut, TensorRef, TestOp,
 };
 
 /// An element of type `T` from a bit pattern (every pattern is valid for these types).
@@ -134,7 +133,7 @@ fn every_view_kind<T: Element>() {
                 &cond_b.slice(s![0, 0, ..]),
                 &a1,
                 &else3.slice(s![3, 4, ..]),
-                Broadcast::None,
+                Broadcast::Exact,
             )
             .unwrap();
         let want = reference(&cond_b.slice(s![0, 0, ..]), &a1, &else3.slice(s![3, 4, ..]));
@@ -291,7 +290,7 @@ fn errors_leave_the_output_alone() {
     let msg = r.unwrap_err().to_string();
     assert!(msg.contains("cond") && msg.contains("rank 3"), "{msg}");
     // none: identical shapes only, the message names the dims.
-    let r = select(&Array2::<u8>::ones((2, 3)), &t, &e, Broadcast::None);
+    let r = select(&Array2::<u8>::ones((2, 3)), &t, &e, Broadcast::Exact);
     assert!(matches!(r, Err(Error::Broadcast(_))), "{r:?}");
     // numpy: 2 against 3.
     let c = Array1::from(vec![true, false]);
@@ -321,7 +320,7 @@ fn errors_leave_the_output_alone() {
         &t,
         &e,
         &mut wide.slice_mut(s![.., ..;2]),
-        Broadcast::None,
+        Broadcast::Exact,
     );
     assert!(r.is_err());
     assert!(wide.iter().all(|&x| x == 5));
@@ -495,23 +494,23 @@ fn make_pred<'a, U: Num>(
     l: &'a Side<'_, U>,
     r: Option<&'a Side<'_, U>>,
     not: bool,
-) -> Pred<'a, U> {
+) -> Cond<'a, U> {
     let l = l.operand();
     match (op, r.map(Side::operand)) {
-        (Op::Cmp(c), Some(r)) if not => Pred::cmp(c, l, r).not(),
-        (Op::Test(t), None) if not => !Pred::test(t, l),
+        (Op::Cmp(c), Some(r)) if not => Cond::cmp(c, l, r).not(),
+        (Op::Test(t), None) if not => !Cond::test(t, l),
         (Op::Cmp(c), Some(r)) => match c {
-            CmpOp::Eq => Pred::eq(l, r),
-            CmpOp::Ne => Pred::ne(l, r),
-            CmpOp::Lt => Pred::lt(l, r),
-            CmpOp::Le => Pred::le(l, r),
-            CmpOp::Gt => Pred::gt(l, r),
-            CmpOp::Ge => Pred::ge(l, r),
+            CmpOp::Eq => Cond::eq(l, r),
+            CmpOp::Ne => Cond::ne(l, r),
+            CmpOp::Lt => Cond::lt(l, r),
+            CmpOp::Le => Cond::le(l, r),
+            CmpOp::Gt => Cond::gt(l, r),
+            CmpOp::Ge => Cond::ge(l, r),
         },
         (Op::Test(t), None) => match t {
-            TestOp::IsNan => Pred::isnan(l),
-            TestOp::IsInf => Pred::isinf(l),
-            TestOp::IsFinite => Pred::isfinite(l),
+            TestOp::IsNan => Cond::isnan(l),
+            TestOp::IsInf => Cond::isinf(l),
+            TestOp::IsFinite => Cond::isfinite(l),
         },
         _ => unreachable!("a comparison has two operands, a test one"),
     }
@@ -525,10 +524,10 @@ fn np_broadcast(a: &[usize], b: &[usize]) -> Vec<usize> {
 }
 
 /// Every comparison of `lhs` and `rhs` (or every test of `lhs` when `rhs` is `None`), negated
-/// and not, on every engine: `select_array_pred` and `select_array_pred_into` (into a reversed
+/// and not, on every engine: `select_array_cond` and `select_array_cond_into` (into a reversed
 /// view, and into a view with gaps whose gaps keep their values), bytes compared with the mask
 /// form fed a mask computed with Rust's operators, and with `Engine::select` of the equivalent
-/// `Cond` over plain contiguous slices.
+/// `selectjit::Cond` over plain contiguous slices.
 #[allow(clippy::too_many_arguments)]
 fn check_pred<'a, U: Num, T: Element>(
     engines: &[(String, Engine)],
@@ -570,13 +569,13 @@ fn check_pred<'a, U: Num, T: Element>(
             let want = interp
                 .select_array(&mask, &then, &else_, mode)
                 .unwrap_or_else(|e| panic!("{label}: the mask form: {e}"));
-            // Reference 2: `Engine::select` with the equivalent `Cond` over plain slices.
+            // Reference 2: `Engine::select` with the equivalent `selectjit::Cond` over plain slices.
             let lt = TensorRef::new(la.as_slice().unwrap(), la.shape());
             let cond = match (op, &ra) {
                 (Op::Cmp(c), Some(ra)) => {
-                    Cond::cmp(c, lt, TensorRef::new(ra.as_slice().unwrap(), ra.shape()))
+                    selectjit::Cond::cmp(c, lt, TensorRef::new(ra.as_slice().unwrap(), ra.shape()))
                 }
-                (Op::Test(t), None) => Cond::test(t, lt),
+                (Op::Test(t), None) => selectjit::Cond::test(t, lt),
                 _ => unreachable!(),
             };
             let mut plain = vec![T::zeroed(); want.len()];
@@ -599,7 +598,7 @@ fn check_pred<'a, U: Num, T: Element>(
             for (name, eng) in engines {
                 let pred = || make_pred(op, &lhs, rhs.as_ref(), not);
                 let got = eng
-                    .select_array_pred(pred(), &then, &else_, mode)
+                    .select_array_cond(pred(), &then, &else_, mode)
                     .unwrap_or_else(|e| panic!("{name}, {label}: {e}"));
                 assert_eq!(got.shape(), &shape[..], "{name}, {label}");
                 assert_eq!(bytes(&got), bytes(&want), "{name}, {label}");
@@ -609,7 +608,7 @@ fn check_pred<'a, U: Num, T: Element>(
                 for k in 0..rev.ndim() {
                     rev.invert_axis(Axis(k));
                 }
-                eng.select_array_pred_into(pred(), &then, &else_, &mut rev, mode)
+                eng.select_array_cond_into(pred(), &then, &else_, &mut rev, mode)
                     .unwrap_or_else(|e| panic!("{name}, {label}, into reversed: {e}"));
                 assert_eq!(bytes(&rev), bytes(&want), "{name}, {label}, into reversed");
                 // Into every other element along the last axis of a wider array, backwards.
@@ -626,7 +625,7 @@ fn check_pred<'a, U: Num, T: Element>(
                             ndarray::Slice::from(..)
                         }
                     };
-                    eng.select_array_pred_into(
+                    eng.select_array_cond_into(
                         pred(),
                         &then,
                         &else_,
@@ -833,7 +832,7 @@ fn pred_cases<U: Num, T: Element>(engines: &[(String, Engine)], salt: u64) {
         Some(view(gaps_fwd.view())),
         t.slice(s![..;-1, ..]).into_dyn(),
         e.view(),
-        Broadcast::None,
+        Broadcast::Exact,
     );
     // pdpd: the output is then's shape; the predicate and else go into it.
     check_pred(
@@ -894,7 +893,7 @@ fn the_common_forms_match_plain_loops() {
 
     // ReLU of a reversed view.
     let xr = x.slice(s![..;-1, ..]);
-    let relu = select_pred(Pred::gt(&xr, 0.0), &xr, &arr0(0.0), numpy).unwrap();
+    let relu = select_cond(Cond::gt(&xr, 0.0), &xr, &arr0(0.0), numpy).unwrap();
     let want = xr.map(|&v| if v > 0.0 { v } else { 0.0 });
     assert_eq!(bytes(&relu), bytes(&want), "relu");
 
@@ -902,7 +901,7 @@ fn the_common_forms_match_plain_loops() {
     let mask = Array3::from_shape_fn((2, 1, 5), |(b, _, k)| ((b + k) % 3) as i64 - 1);
     let scores = Array3::from_shape_fn((2, 3, 5), |(b, h, k)| edges[(b * 15 + h * 5 + k) % 12]);
     let ninf = arr0(f32::NEG_INFINITY);
-    let got = select_pred(Pred::eq(&mask, 0), &ninf, &scores, numpy).unwrap();
+    let got = select_cond(Cond::eq(&mask, 0), &ninf, &scores, numpy).unwrap();
     let want = Array3::from_shape_fn((2, 3, 5), |(b, h, k)| {
         if mask[[b, 0, k]] == 0 {
             f32::NEG_INFINITY
@@ -914,7 +913,7 @@ fn the_common_forms_match_plain_loops() {
 
     // isnan through a function on `&ArrayRef`, the input transposed.
     fn nan_to_zero(x: &ArrayRef<f64, ndarray::Ix2>) -> ArrayD<f64> {
-        select_pred(Pred::isnan(x), &arr0(0.0), x, Broadcast::Numpy).unwrap()
+        select_cond(Cond::isnan(x), &arr0(0.0), x, Broadcast::Numpy).unwrap()
     }
     let y = Array2::from_shape_fn((4, 3), |(i, j)| f64::edges()[(i * 3 + j) % 12]);
     let got = nan_to_zero(&y.t());
@@ -925,8 +924,8 @@ fn the_common_forms_match_plain_loops() {
     let a = Array2::from_shape_fn((3, 7), |(i, j)| edges[(i * 5 + j * 3) % 12]);
     let xv = x.slice(s![.., ..;-1]);
     let mut out = Array2::<f32>::zeros((3, 7));
-    select_pred_into(
-        Pred::lt(&a, &xv),
+    select_cond_into(
+        Cond::lt(&a, &xv),
         &a,
         &xv,
         &mut out.slice_mut(s![..;-1, ..]),
@@ -939,9 +938,9 @@ fn the_common_forms_match_plain_loops() {
     assert_eq!(bytes(&out.slice(s![..;-1, ..])), bytes(&want), "minimum");
 
     // A predicate is a value: kept, cloned, negated with `!`.
-    let positive = Pred::gt(&x, 0.0);
-    let a1 = select_pred(positive.clone(), &arr0(1u8), &arr0(0u8), numpy).unwrap();
-    let a0 = select_pred(!positive, &arr0(1u8), &arr0(0u8), numpy).unwrap();
+    let positive = Cond::gt(&x, 0.0);
+    let a1 = select_cond(positive.clone(), &arr0(1u8), &arr0(0u8), numpy).unwrap();
+    let a0 = select_cond(!positive, &arr0(1u8), &arr0(0u8), numpy).unwrap();
     assert!(a1.iter().zip(&a0).all(|(p, q)| p + q == 1));
     assert_eq!(a1, x.map(|&v| u8::from(v > 0.0)).into_dyn());
 }
@@ -957,7 +956,7 @@ fn predicate_errors_leave_the_output_alone() {
     let t = Array2::<f32>::zeros((2, 3));
     let zero = arr0(0.0f32);
     for op in CmpOp::ALL {
-        let msg = select_pred(Pred::cmp(op, &a, &b), &t, &zero, numpy)
+        let msg = select_cond(Cond::cmp(op, &a, &b), &t, &zero, numpy)
             .unwrap_err()
             .to_string();
         assert!(
@@ -965,11 +964,11 @@ fn predicate_errors_leave_the_output_alone() {
             "{op:?}: {msg}"
         );
         let mut out = Array2::<f32>::from_elem((2, 3), 5.0);
-        let r = select_pred_into(Pred::cmp(op, &a, &b), &t, &zero, &mut out, numpy);
+        let r = select_cond_into(Cond::cmp(op, &a, &b), &t, &zero, &mut out, numpy);
         assert!(matches!(r, Err(Error::Broadcast(_))), "{op:?}: {r:?}");
         let mut wide = Array2::<f32>::from_elem((2, 6), 5.0);
-        let r = Engine::new().select_array_pred_into(
-            Pred::cmp(op, &a, &b),
+        let r = Engine::new().select_array_cond_into(
+            Cond::cmp(op, &a, &b),
             &t,
             &zero,
             &mut wide.slice_mut(s![.., ..;-2]),
@@ -983,21 +982,21 @@ fn predicate_errors_leave_the_output_alone() {
     }
     // none: identical shapes; the predicate [2] is cond there.
     let x = Array2::from_elem((2, 3), 1.0f32);
-    let msg = select_pred(Pred::gt(&a.slice(s![..;-1]), 0.0), &x, &x, Broadcast::None)
+    let msg = select_cond(Cond::gt(&a.slice(s![..;-1]), 0.0), &x, &x, Broadcast::Exact)
         .unwrap_err()
         .to_string();
     assert!(msg.contains("cond [2]"), "{msg}");
     // two-step: a predicate of rank 3 would grow the output.
     let big = Array3::<f32>::zeros((3, 2, 3));
     let msg = Engine::new()
-        .select_array_pred(Pred::isnan(&big), &x, &x, Broadcast::TwoStep)
+        .select_array_cond(Cond::isnan(&big), &x, &x, Broadcast::TwoStep)
         .unwrap_err()
         .to_string();
     assert!(msg.contains("cond") && msg.contains("rank 3"), "{msg}");
     // Outputs of the wrong shape, reversed or with gaps.
     let mut out = Array2::<f32>::from_elem((3, 2), 5.0);
-    let r = select_pred_into(
-        Pred::gt(&x, 0.0),
+    let r = select_cond_into(
+        Cond::gt(&x, 0.0),
         &x,
         &x,
         &mut out.slice_mut(s![..;-1, ..]),
@@ -1005,8 +1004,8 @@ fn predicate_errors_leave_the_output_alone() {
     );
     assert!(matches!(r, Err(Error::OutputShape { .. })), "{r:?}");
     let mut wide = Array2::<f32>::from_elem((3, 4), 5.0);
-    let r = select_pred_into(
-        Pred::isinf(&x),
+    let r = select_cond_into(
+        Cond::isinf(&x),
         &x,
         &x,
         &mut wide.slice_mut(s![.., ..;2]),
@@ -1014,7 +1013,7 @@ fn predicate_errors_leave_the_output_alone() {
     );
     assert!(matches!(r, Err(Error::OutputShape { .. })), "{r:?}");
     let mut o3 = Array3::<f32>::from_elem((1, 2, 3), 5.0);
-    let r = select_pred_into(Pred::isfinite(&x), &x, &x, &mut o3, numpy);
+    let r = select_cond_into(Cond::isfinite(&x), &x, &x, &mut o3, numpy);
     assert!(matches!(r, Err(Error::OutputShape { .. })), "{r:?}");
     assert!(
         out.iter().chain(&wide).chain(&o3).all(|&v| v == 5.0),
@@ -1022,9 +1021,9 @@ fn predicate_errors_leave_the_output_alone() {
     );
     // Empty outputs still check shapes.
     let e0 = Array2::<f32>::zeros((0, 3));
-    let got = select_pred(Pred::lt(&e0, 1.0), &e0, &zero, numpy).unwrap();
+    let got = select_cond(Cond::lt(&e0, 1.0), &e0, &zero, numpy).unwrap();
     assert_eq!(got.shape(), &[0, 3]);
     let mut o0 = Array2::<f32>::zeros((0, 2));
-    let r = select_pred_into(Pred::lt(&e0, 1.0), &e0, &zero, &mut o0, numpy);
+    let r = select_cond_into(Cond::lt(&e0, 1.0), &e0, &zero, &mut o0, numpy);
     assert!(matches!(r, Err(Error::OutputShape { .. })), "{r:?}");
 }

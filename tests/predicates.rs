@@ -279,7 +279,7 @@ fn bool_operands_compare_as_zero_and_one() {
             (CmpOp::Lt, [0, 0, 0, 0, 0, 6]),
         ] {
             let mut out = [0u8; 6];
-            eng.select_dyn(
+            eng.select_bytes(
                 DType::U8,
                 Cond::cmp(
                     op,
@@ -646,7 +646,7 @@ fn run_case(eng: &Engine, c: &Case) -> Result<Vec<u8>, String> {
         0
     };
     let res = match c.in_place {
-        None => eng.select_dyn(
+        None => eng.select_bytes(
             c.sel_dtype,
             cond,
             TensorRef::new(&tb, &st),
@@ -658,7 +658,7 @@ fn run_case(eng: &Engine, c: &Case) -> Result<Vec<u8>, String> {
             // The output holds then (or else), with the output's full shape.
             let other = if role == InPlace::Then { &eb } else { &tb };
             let oshape = if role == InPlace::Then { &se } else { &st };
-            eng.select_in_place_dyn(
+            eng.select_in_place_bytes(
                 c.sel_dtype,
                 cond,
                 TensorMut::with_layout(&mut ob, &c.out_shape, &os, o_off),

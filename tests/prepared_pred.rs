@@ -174,7 +174,7 @@ fn shapes(c: &Case) -> ([Vec<usize>; 4], Broadcast) {
         // The predicate's shape must be the output's: lhs is (a placeholder of) it.
         2 => (
             [out.clone(), scalar(1, s(1, out)), out.clone(), out.clone()],
-            Broadcast::None,
+            Broadcast::Exact,
         ),
         3 => (
             [
@@ -317,7 +317,7 @@ fn check_case(interp: &Engine, engines: &[(String, Engine)], c: &Case) -> Result
         .map(|d| {
             let mut out = d.out.clone();
             interp
-                .select_dyn(
+                .select_bytes(
                     sd,
                     cond(c, &sh, d, false),
                     TensorRef::new(&d.then, &sh[2]),
@@ -338,7 +338,7 @@ fn check_case(interp: &Engine, engines: &[(String, Engine)], c: &Case) -> Result
         }
         // `is_jit`: a kernel that fuses the predicate, as a select of the call would run.
         let fused = eng
-            .plan_select_dyn(
+            .plan_select_bytes(
                 sd,
                 cond(c, &sh, &runs[0], false),
                 TensorRef::new(&runs[0].then, &sh[2]),
@@ -697,7 +697,7 @@ fn an_aot_kernel_of_the_predicate_is_bound() {
     let zero = 0.0f32.to_le_bytes();
     let shape = [n];
     let (sig, _) = Engine::new()
-        .plan_select_dyn(
+        .plan_select_bytes(
             DType::F32,
             Cond::gt(
                 Operand::from_bytes(DType::F32, TensorRef::new(xb, &shape)),

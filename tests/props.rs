@@ -71,7 +71,7 @@ fn reference_shape(mode: Broadcast, s: [&[usize]; 3]) -> Option<(Vec<usize>, [Ma
             let r = out.len();
             Some((out, [right(s[0], r), right(s[1], r), right(s[2], r)]))
         }
-        Broadcast::None => {
+        Broadcast::Exact => {
             if s[0] != s[1] || s[2] != s[1] {
                 return None;
             }
@@ -278,7 +278,7 @@ fn random_shapes(rng: &mut Tape) -> (Broadcast, [Vec<usize>; 3]) {
     let mode = match rng.below(4) {
         0 => Broadcast::Numpy,
         1 => Broadcast::TwoStep,
-        2 => Broadcast::None,
+        2 => Broadcast::Exact,
         _ => Broadcast::Pdpd {
             axis: rng.below(r + 2) as i64 - 1,
         },
@@ -324,7 +324,7 @@ fn random_shapes(rng: &mut Tape) -> (Broadcast, [Vec<usize>; 3]) {
             }
         }
     }
-    if matches!(mode, Broadcast::None) && rng.below(2) == 0 {
+    if matches!(mode, Broadcast::Exact) && rng.below(2) == 0 {
         s = [out.clone(), out.clone(), out.clone()];
     }
     (mode, s)
@@ -461,7 +461,7 @@ fn check_call(choices: Vec<u64>, engines: &[(String, Engine)]) -> Result<(), Tes
         if let Ok(np) = selectjit::output_shape(Broadcast::Numpy, &s[0], &s[1], &s[2]) {
             for (name, eng) in engines {
                 let mut out = vec![0x5au8; n(&np) * w];
-                let r = eng.select_dyn(
+                let r = eng.select_bytes(
                     dt,
                     lc.view(),
                     lt.view(),
@@ -491,7 +491,7 @@ fn check_call(choices: Vec<u64>, engines: &[(String, Engine)]) -> Result<(), Tes
         .collect();
     for (name, eng) in engines {
         let mut out = vec![0x5au8; olen * w];
-        eng.select_dyn(
+        eng.select_bytes(
             dt,
             lc.view(),
             lt.view(),

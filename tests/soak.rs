@@ -87,7 +87,7 @@ fn soak(tier: Tier, emulate: bool, n: usize) {
         let mut got = vec![0u8; len(&out_shape) * w];
         let mut want = got.clone();
         for (eng, out) in [(&jit, &mut got), (&interp, &mut want)] {
-            eng.select_dyn(
+            eng.select_bytes(
                 dt,
                 TensorRef::new(&cond, &c),
                 TensorRef::new(&tv, &t),

@@ -172,7 +172,7 @@ fn run(
     let mut io = init.to_vec();
     let c = view(&bufs[0], &call.ins[0]);
     let r = match place {
-        None => engine.select_dyn(
+        None => engine.select_bytes(
             dt,
             c,
             view(&bufs[1], &call.ins[1]),
@@ -185,7 +185,7 @@ fn run(
                 InPlace::Then => 2,
                 InPlace::Else => 1,
             };
-            engine.select_in_place_dyn(
+            engine.select_in_place_bytes(
                 dt,
                 c,
                 view_mut(&mut io, &call.out),

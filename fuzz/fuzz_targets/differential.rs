@@ -266,7 +266,7 @@ fn run(data: &[u8]) -> Result<()> {
     let mode = match u.int_in_range(0..=3)? {
         0 => Broadcast::Numpy,
         1 => Broadcast::TwoStep,
-        2 => Broadcast::None,
+        2 => Broadcast::Exact,
         _ => Broadcast::Pdpd { axis: u.int_in_range(-2..=4)? },
     };
     let pred = if u.ratio(1, 3)? { Some(Pred::arbitrary(&mut u)?) } else { None };
@@ -287,7 +287,7 @@ fn run(data: &[u8]) -> Result<()> {
         // Every engine reports the error.
         for eng in engines() {
             let mut out = vec![0x5au8; 16];
-            let r = eng.select_dyn(dt, cond(), t.view(), e.view(), TensorMut::new(&mut out, &[]), mode);
+            let r = eng.select_bytes(dt, cond(), t.view(), e.view(), TensorMut::new(&mut out, &[]), mode);
             assert!(r.is_err());
             assert!(out.iter().all(|&b| b == 0x5a), "written on error");
         }
@@ -304,7 +304,7 @@ fn run(data: &[u8]) -> Result<()> {
     let mut results = Vec::new();
     for eng in engines() {
         let mut out = vec![0x5au8; olen * w];
-        let r = eng.select_dyn(
+        let r = eng.select_bytes(
             dt,
             cond(),
             t.view(),
@@ -330,7 +330,7 @@ fn run(data: &[u8]) -> Result<()> {
     {
         for eng in &engines()[1..] {
             let mut io = t.data.clone();
-            eng.select_in_place_dyn(
+            eng.select_in_place_bytes(
                 dt,
                 cond(),
                 TensorMut::new(&mut io, &out_shape),
@@ -347,7 +347,7 @@ fn run(data: &[u8]) -> Result<()> {
     if results[0].is_ok() && t.shape == out_shape.as_slice() && t.strides.iter().all(|&s| s < 0) {
         let mut want = t.data.clone();
         let run_in_place = |eng: &Engine, io: &mut Vec<u8>| {
-            eng.select_in_place_dyn(
+            eng.select_in_place_bytes(
                 dt,
                 cond(),
                 TensorMut::with_layout(io, &t.shape, &t.strides, t.offset),

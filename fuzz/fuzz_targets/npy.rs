@@ -40,8 +40,8 @@ fuzz_target!(|data: &[u8]| {
     let (jit, interp) = engines();
     let mut o1 = vec![0u8; n * t.dtype.width()];
     let mut o2 = o1.clone();
-    let r1 = jit.select_dyn(t.dtype, c.view(), t.view(), e.view(), TensorMut::new(&mut o1, &shape), selectjit::Broadcast::Numpy);
-    let r2 = interp.select_dyn(t.dtype, c.view(), t.view(), e.view(), TensorMut::new(&mut o2, &shape), selectjit::Broadcast::Numpy);
+    let r1 = jit.select_bytes(t.dtype, c.view(), t.view(), e.view(), TensorMut::new(&mut o1, &shape), selectjit::Broadcast::Numpy);
+    let r2 = interp.select_bytes(t.dtype, c.view(), t.view(), e.view(), TensorMut::new(&mut o2, &shape), selectjit::Broadcast::Numpy);
     assert_eq!(r1.is_ok(), r2.is_ok());
     assert!(o1 == o2);
 });

@@ -83,7 +83,7 @@ fn reference(mode: Broadcast, c: &[usize], t: &[usize], e: &[usize]) -> Option<V
                 && c.iter().zip(&out[out.len() - c.len()..]).all(|(a, b)| a == b || *a == 1);
             ok.then_some(out)?
         }
-        Broadcast::None => (c == t && e == t).then(|| t.to_vec())?,
+        Broadcast::Exact => (c == t && e == t).then(|| t.to_vec())?,
         Broadcast::Pdpd { axis } => (pdpd(e, t, axis) && pdpd(c, t, axis)).then(|| t.to_vec())?,
     };
     fits(&out).then_some(out)
@@ -94,7 +94,7 @@ fn run(data: &[u8]) -> Result<()> {
     let mode = match u.int_in_range(0..=3)? {
         0 => Broadcast::Numpy,
         1 => Broadcast::TwoStep,
-        2 => Broadcast::None,
+        2 => Broadcast::Exact,
         _ => Broadcast::Pdpd { axis: u.arbitrary::<i8>()? as i64 },
     };
     let (c, t, e) = (dims(&mut u)?, dims(&mut u)?, dims(&mut u)?);

@@ -249,7 +249,9 @@ impl<'c, 'a> PreparedOperands<'c, 'a> {
         fn shape_of<'s>(o: &crate::cond::Operand<'s>) -> &'s [usize] {
             match o.src {
                 Src::Placeholder { shape, .. } => shape,
-                _ => &[], // a value (anything else was refused by `pred`)
+                Src::Scalar { .. } => &[], // a value
+                // Refused by `pred` before the shape is asked for.
+                Src::View { .. } | Src::InPlace => &[],
             }
         }
         match self.written[..] {
@@ -307,13 +309,37 @@ fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> 
 }
 
 impl Engine {
-    /// How [`Engine::select_dyn`] would run a call with contiguous then, else and output of
+    /// How [`Engine::select_bytes`] would run a call with contiguous then, else and output of
     /// these views and shape, without running it: the call validated and planned, its signature
     /// (`None`: an empty output), and whether one kernel runs it in a single pass (always for a
     /// mask; for a predicate, when a tier or the AOT table fuses it — else the static kernels
-    /// run it in blocks, a mask block then its select). Not a stable API: for `selectjit
-    /// explain` and the benchmarks.
-    pub fn plan_select_dyn<'c>(
+    /// run it in blocks, a mask block then its select). What `selectjit explain` and the
+    /// benchmarks describe a call with.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Cond, DType, Engine, TensorRef};
+    /// let engine = Engine::new();
+    /// let (x, zero) = ([0u8; 4 * 64], [0u8; 4]);
+    /// let then = TensorRef::new(&x, &[64, 1]); // f32 bytes: 64 rows of 1
+    /// let else_ = TensorRef::new(&zero, &[]);
+    /// // A per-row mask broadcast over [64, 32]: one collapsed loop nest.
+    /// let mask = [1u8; 64];
+    /// let (sig, one_pass) = engine
+    ///     .plan_select_bytes(DType::F32, TensorRef::new(&mask, &[64, 1]),
+    ///                        TensorRef::new(&x, &[64, 1]), else_, &[64, 1], Broadcast::Numpy)?
+    ///     .expect("a non-empty output");
+    /// assert!(one_pass && sig.width() == 4 && sig.numel() == 64);
+    /// // A ReLU's predicate: fused where a generator fuses it.
+    /// let xs = TensorRef::new(&x, &[64, 1]);
+    /// let pred = Cond::gt(selectjit::Operand::from_bytes(DType::F32, xs), 0.0f32);
+    /// let planned = engine.plan_select_bytes(DType::F32, pred, then, else_, &[64, 1],
+    ///                                        Broadcast::Numpy)?;
+    /// assert!(planned.is_some_and(|(s, _)| !s.is_mask()));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn plan_select_bytes<'c>(
         &self,
         dtype: DType,
         cond: impl Into<Cond<'c>>,
@@ -348,10 +374,26 @@ impl Engine {
         }))
     }
 
-    /// The shape at which [`Engine::select_dyn`] evaluates this call's predicate once, before
+    /// The shape at which [`Engine::select_bytes`] evaluates this call's predicate once, before
     /// the select, when it does (a predicate far smaller than its output: a mask of that shape,
-    /// then the mask's select); `None` for a mask and every other predicate. Not a stable API:
-    /// for `selectjit explain` and the benchmarks.
+    /// then the mask's select); `None` for a mask and every other predicate.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Cond, DType, Engine, TensorRef};
+    /// let engine = Engine::new();
+    /// // A [batch, 1, 1, keys] padding mask compared with 0 over [2, 8, 128, 128] scores.
+    /// let pad = [0i64; 2 * 128];
+    /// let cond = Cond::eq(TensorRef::new(&pad, &[2, 1, 1, 128]), 0i64);
+    /// let at = engine.hoisted_pred_shape(DType::F32, cond, &[2, 8, 128, 128])?;
+    /// assert_eq!(at.as_deref(), Some(&[2, 1, 1, 128][..]));
+    /// // As large as its output: fused, not hoisted.
+    /// let x = [0f32; 64];
+    /// let relu = Cond::gt(TensorRef::new(&x, &[64]), 0.0f32);
+    /// assert_eq!(engine.hoisted_pred_shape(DType::F32, relu, &[64])?, None);
+    /// # Ok(())
+    /// # }
+    /// ```
     pub fn hoisted_pred_shape<'c>(
         &self,
         dtype: DType,
@@ -659,7 +701,7 @@ impl Engine {
     /// use selectjit::{Broadcast, DType, Engine, InPlace, TensorMut, TensorRef};
     /// // y = mask ? 1 : y on two u16 elements held as bytes (little-endian); y is `else`.
     /// let mut y: Vec<u8> = [10u16, 20].iter().flat_map(|v| v.to_le_bytes()).collect();
-    /// Engine::new().select_in_place_dyn(
+    /// Engine::new().select_in_place_bytes(
     ///     DType::U16,
     ///     TensorRef::new(&[0u8, 1], &[2]),
     ///     TensorMut::new(&mut y, &[2]),
@@ -671,7 +713,7 @@ impl Engine {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn select_in_place_dyn<'c>(
+    pub fn select_in_place_bytes<'c>(
         &self,
         dtype: DType,
         cond: impl Into<Cond<'c>>,
@@ -706,7 +748,7 @@ impl Engine {
     /// // Two u16 elements as little-endian bytes: shapes count u16s, not bytes.
     /// let then: Vec<u8> = [1u16, 2].iter().flat_map(|v| v.to_le_bytes()).collect();
     /// let mut out = [0u8; 4];
-    /// Engine::new().select_dyn(
+    /// Engine::new().select_bytes(
     ///     DType::U16,
     ///     TensorRef::new(&[0u8, 1], &[2]),
     ///     TensorRef::new(&then, &[2]),
@@ -718,7 +760,7 @@ impl Engine {
     /// # Ok(())
     /// # }
     /// ```
-    pub fn select_dyn<'c>(
+    pub fn select_bytes<'c>(
         &self,
         dtype: DType,
         cond: impl Into<Cond<'c>>,

@@ -1,19 +1,19 @@
 //! Running a validated call: the same-shape contiguous fast path, planning, the kernel (or
 //! the static kernels, or the interpreter), and the split across threads.
 
-use super::interp::{CondBytes, interp_bytes};
+use super::interp_backend::{CondBytes, interp_bytes};
 use super::layouts::{self, Form};
 use super::policy::Pick;
 use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_contiguous};
 use super::{BLOCKED_RUNS, Backend, Engine, STATIC_RUNS};
 use crate::error::Result;
 use crate::kernel::abi::Ptrs;
-use crate::kernels;
 use crate::measure::Way;
 use crate::plan::{
     COND, ELSE, OPS, OUT, RHS, Signature, THEN, plan_cond, plan_contiguous, plan_layout,
 };
 use crate::shape::Broadcast;
+use crate::static_kernels;
 use crate::tensor::TensorRef;
 
 /// A call's condition as the engine runs it: a mask view, or a predicate (canonical, then and
@@ -427,7 +427,7 @@ impl Engine {
             // SAFETY: see above.
             Some(k) => unsafe { k.run(sig, p, a, b) },
             // SAFETY: see above.
-            None => unsafe { kernels::run(sig, p, a, b) },
+            None => unsafe { static_kernels::run(sig, p, a, b) },
         };
         if !eligible {
             return run(p, 0, outer);

@@ -4,12 +4,13 @@
 //! `validate` (buffers and broadcast checked before anything runs), `api` (the entry points),
 //! `exec` (planning, running and splitting a validated call), `policy` (which kernel runs a
 //! signature), `memo` (the per-thread memo of the last kernel), `prepared` (prepared
-//! calls) and `interp` (the interpreter on validated calls, and `select_generic`).
+//! calls) and `interp_backend` (`Backend::Interp` and `select_generic`: the reference
+//! interpreter, `crate::reference`, on validated calls).
 
 mod api;
 pub(crate) mod config;
 pub(crate) mod exec;
-pub(crate) mod interp;
+pub(crate) mod interp_backend;
 mod layouts;
 mod memo;
 mod policy;

@@ -1,14 +1,14 @@
 //! Prepared calls: planned once for contiguous buffers of fixed shapes, their kernel bound.
 
-use super::interp::{CondBytes, interp_bytes};
+use super::interp_backend::{CondBytes, interp_bytes};
 use super::policy::Pick;
 use super::validate::{Checked, Desc, Operand, PredSrc};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result};
 use crate::kernel::abi::Ptrs;
-use crate::kernels;
 use crate::plan::{OPS, Signature};
 use crate::pred::Kind;
+use crate::static_kernels;
 
 /// A call planned once by [`crate::Engine::prepare`] (a mask) or
 /// [`crate::Engine::prepare_cond`] (a predicate) for contiguous row-major buffers, with its
@@ -62,7 +62,7 @@ impl Prepared {
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use selectjit::{Broadcast, DType, Engine};
-    /// let prepared = Engine::new().prepare(DType::I16, &[4], &[4], &[4], Broadcast::None)?;
+    /// let prepared = Engine::new().prepare(DType::I16, &[4], &[4], &[4], Broadcast::Exact)?;
     /// assert_eq!(prepared.dtype(), DType::I16);
     /// let mut out = [0i32; 4]; // another element type is an error
     /// assert!(
@@ -106,13 +106,13 @@ impl Prepared {
     /// let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp))?;
     /// assert!(
     ///     !interp
-    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::None)?
+    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::Exact)?
     ///         .is_jit()
     /// );
     /// let engine = Engine::new(); // a compiled kernel exactly when there is a code generator
     /// assert_eq!(
     ///     engine
-    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::None)?
+    ///         .prepare(DType::F32, &[8], &[8], &[8], Broadcast::Exact)?
     ///         .is_jit(),
     ///     engine.tier().is_some()
     /// );
@@ -159,7 +159,7 @@ impl Prepared {
     /// ```
     /// # fn main() -> selectjit::Result<()> {
     /// use selectjit::{Broadcast, DType, Engine};
-    /// let prepared = Engine::new().prepare(DType::U16, &[2], &[2], &[2], Broadcast::None)?;
+    /// let prepared = Engine::new().prepare(DType::U16, &[2], &[2], &[2], Broadcast::Exact)?;
     /// let mut out = [0u8; 4];
     /// prepared.run_bytes(&[0, 1], &[1, 0, 2, 0], &[7, 0, 8, 0], &mut out)?; // u16s, little-endian
     /// assert_eq!(out, [7, 0, 2, 0]);
@@ -440,7 +440,7 @@ impl Prepared {
                 }
             },
             // SAFETY: the function's contract (the static kernels run a predicate in blocks).
-            None => unsafe { kernels::run(sig, p, 0, sig.outer()) },
+            None => unsafe { static_kernels::run(sig, p, 0, sig.outer()) },
         }
     }
 }

@@ -168,7 +168,7 @@ mod jit_smoke {
                 // One call on `eng` into `out`, which first holds 0x5a bytes.
                 let call = |eng: &Engine, out: &mut [u8]| {
                     out.iter_mut().for_each(|x| *x = 0x5a);
-                    eng.select_dyn(
+                    eng.select_bytes(
                         dt,
                         TensorRef::new(&cond, c),
                         TensorRef::new(&tv, t),

@@ -37,7 +37,7 @@ pub(crate) mod generators {
     /// assert!(["portable", "avx2", "avx512"].contains(&level));
     /// ```
     pub fn static_level() -> &'static str {
-        crate::kernels::level().name()
+        crate::static_kernels::level().name()
     }
 
     /// The Cranelift tier: Cranelift IR compiled for the host, or for another target by an

@@ -349,7 +349,7 @@ impl Kernel {
     /// it was compiled for, and for a shape-generic kernel one of the same pattern.
     ///
     /// # Safety
-    /// The pointers and range satisfy the contract of `kernels::run` for `sig`: every
+    /// The pointers and range satisfy the contract of `static_kernels::run` for `sig`: every
     /// element `sig` addresses from them in `begin..end` lies inside its buffer, the output
     /// overlaps no input except exactly (in place). The engine establishes it by validating
     /// every buffer against its shape and strides before planning.

@@ -24,7 +24,7 @@ pub fn mode(case: &Value) -> Broadcast {
     match case["mode"].as_str().unwrap() {
         "numpy" => Broadcast::Numpy,
         "two-step" => Broadcast::TwoStep,
-        "none" => Broadcast::None,
+        "none" => Broadcast::Exact,
         "pdpd" => Broadcast::Pdpd {
             axis: case["axis"].as_i64().unwrap_or(-1),
         },

@@ -105,7 +105,7 @@ fn mode(case: usize, v: &Value) -> Result<Broadcast> {
     Ok(match name {
         Some("numpy") => Broadcast::Numpy,
         Some("two-step") => Broadcast::TwoStep,
-        Some("none") => Broadcast::None,
+        Some("none") => Broadcast::Exact,
         Some("pdpd") => Broadcast::Pdpd {
             axis: match v.get("axis") {
                 None => -1,

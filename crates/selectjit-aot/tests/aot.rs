@@ -77,7 +77,7 @@ fn run_conformance(eng: &Engine) -> u64 {
             let mut got = want.clone();
             for (engine, out) in [(&interp, &mut want), (eng, &mut got)] {
                 engine
-                    .select_dyn(
+                    .select_bytes(
                         dt,
                         TensorRef::new(&cond, &s[0]),
                         TensorRef::new(&t, &s[1]),

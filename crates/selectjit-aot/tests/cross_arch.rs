@@ -406,7 +406,7 @@ fn build_cases() -> (KernelSet, Vec<Case>) {
         ];
         match call.in_place {
             None => interp
-                .select_dyn(
+                .select_bytes(
                     dt,
                     view(&ops[0]),
                     view(&ops[1]),
@@ -420,7 +420,7 @@ fn build_cases() -> (KernelSet, Vec<Case>) {
                 want = ops[k].data.clone();
                 bufs[3] = want.clone();
                 interp
-                    .select_in_place_dyn(
+                    .select_in_place_bytes(
                         dt,
                         view(&ops[0]),
                         TensorMut::with_strides(&mut want, &out_shape, &ost),

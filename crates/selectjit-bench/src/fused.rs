@@ -2,7 +2,7 @@
 //! NaN / Inf test computed from other tensors (`where(x > zero, x, zero)`,
 //! `where(mask == zero, neg_inf, scores)`, `where(isnan(x), zero, x)`, ...).
 //!
-//! Per case, interleaved and single-threaded: the fused call (`Engine::select_dyn` with a
+//! Per case, interleaved and single-threaded: the fused call (`Engine::select_bytes` with a
 //! [`Cond`] predicate, `auto` tier), the same call on the static kernels, and the unfused
 //! sequence a careful Rust user writes instead: the mask (a tight loop over the operands that
 //! the compiler vectorises, or the engine's own comparison into a `u8` mask, whichever is
@@ -595,7 +595,7 @@ impl FusedInputs {
             self.term(&self.case.expr.then)?,
             self.term(&self.case.expr.else_)?,
         );
-        engine.select_dyn(
+        engine.select_bytes(
             self.dtype,
             self.cond()?,
             TensorRef::new(t.bytes, t.shape),
@@ -611,7 +611,7 @@ impl FusedInputs {
             self.term(&self.case.expr.then)?,
             self.term(&self.case.expr.else_)?,
         );
-        engine.select_dyn(
+        engine.select_bytes(
             self.dtype,
             TensorRef::new(mask, &self.pred_shape),
             TensorRef::new(t.bytes, t.shape),
@@ -623,7 +623,7 @@ impl FusedInputs {
 
     /// The mask by the engine: a `u8` select of 1 or 0 under the predicate.
     pub fn engine_mask(&self, engine: &Engine, mask: &mut [u8]) -> Result<()> {
-        engine.select_dyn(
+        engine.select_bytes(
             DType::U8,
             self.cond()?,
             TensorRef::new(&[1u8], &[]),
@@ -919,7 +919,7 @@ pub struct FusedMeasurement {
     pub elements: usize,
     /// Each variable's own bytes plus the output's (no mask).
     pub traffic_bytes: usize,
-    /// The fused call (`Engine::select_dyn` with the predicate) on the `auto` engine.
+    /// The fused call (`Engine::select_bytes` with the predicate) on the `auto` engine.
     pub fused_ns: f64,
     /// What ran the fused call: the kernel variant that fuses it (`avx2`, `cranelift`, ...),
     /// or `blocked` when no tier fuses it and the static kernels ran it in blocks (a mask
@@ -986,7 +986,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     // The fused call on `auto`: compiled, measured until chosen, each output checked.
     let auto = single(Backend::Jit, Tier::Auto)?;
     let (t, e) = (inp.term(&case.expr.then)?, inp.term(&case.expr.else_)?);
-    let plan = auto.plan_select_dyn(
+    let plan = auto.plan_select_bytes(
         inp.dtype,
         inp.cond()?,
         TensorRef::new(t.bytes, t.shape),
@@ -1003,7 +1003,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     let sig = match &hoisted {
         None => sig,
         Some(ps) => {
-            auto.plan_select_dyn(
+            auto.plan_select_bytes(
                 inp.dtype,
                 Cond::mask(TensorRef::new(&mask_zeros, ps)),
                 TensorRef::new(t.bytes, t.shape),

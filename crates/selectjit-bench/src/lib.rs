@@ -199,7 +199,7 @@ impl Inputs {
 
     /// Runs one select on `engine` into `out`.
     pub fn run(&self, engine: &Engine, out: &mut [u8]) -> Result<()> {
-        engine.select_dyn(
+        engine.select_bytes(
             self.dtype,
             TensorRef::new(&self.cond[..], &self.cond_shape),
             TensorRef::new(&self.then[..], &self.then_shape),

@@ -26,7 +26,7 @@ pub(crate) fn mode_of(code: c_int, axis: i64) -> Result<Broadcast, Fail> {
     Ok(match code {
         SELECTJIT_MODE_NUMPY => Broadcast::Numpy,
         SELECTJIT_MODE_TWO_STEP => Broadcast::TwoStep,
-        SELECTJIT_MODE_NONE => Broadcast::None,
+        SELECTJIT_MODE_NONE => Broadcast::Exact,
         SELECTJIT_MODE_PDPD => Broadcast::Pdpd { axis },
         _ => {
             return Err(fail(
@@ -112,11 +112,11 @@ fn run_select<'a>(
     // only through the output's `&mut` view.
     unsafe {
         if in_then {
-            eng.select_in_place_dyn(dt, cond, o.view_mut(), InPlace::Then, e.view(), mode)?;
+            eng.select_in_place_bytes(dt, cond, o.view_mut(), InPlace::Then, e.view(), mode)?;
         } else if in_else {
-            eng.select_in_place_dyn(dt, cond, o.view_mut(), InPlace::Else, t.view(), mode)?;
+            eng.select_in_place_bytes(dt, cond, o.view_mut(), InPlace::Else, t.view(), mode)?;
         } else {
-            eng.select_dyn(dt, cond, t.view(), e.view(), o.view_mut(), mode)?;
+            eng.select_bytes(dt, cond, t.view(), e.view(), o.view_mut(), mode)?;
         }
     }
     Ok(())

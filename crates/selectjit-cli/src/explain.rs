@@ -171,7 +171,8 @@ pub fn explain_cond(
         ShapeFmt(else_),
         ShapeFmt(&b.out)
     );
-    let planned = engine.plan_select_dyn(dtype, spec.cond()?, t.view(), e.view(), &b.out, mode)?;
+    let planned =
+        engine.plan_select_bytes(dtype, spec.cond()?, t.view(), e.view(), &b.out, mode)?;
     let Some((sig, one_pass)) = planned else {
         let _ = writeln!(s, "plan       empty output: no kernel runs");
         return Ok(s);
@@ -192,7 +193,7 @@ pub fn explain_cond(
         Some(ps) => {
             let mask = Cond::mask(TensorRef::new(&zeros, ps));
             let Some((msig, _)) =
-                engine.plan_select_dyn(dtype, mask, t.view(), e.view(), &b.out, mode)?
+                engine.plan_select_bytes(dtype, mask, t.view(), e.view(), &b.out, mode)?
             else {
                 return Ok(s);
             };
@@ -239,7 +240,7 @@ pub fn explain_cond(
         let mut out = vec![0u8; out_bytes];
         let class = KernelClass::of(&sig);
         for _ in 0..128 {
-            engine.select_dyn(
+            engine.select_bytes(
                 dtype,
                 spec.cond()?,
                 t.view(),
@@ -312,7 +313,7 @@ fn measured(
     let else_ = vec![0x22u8; n(shapes[2]) * w];
     let mut out = vec![0u8; n(out_shape) * w];
     for _ in 0..128 {
-        engine.select_dyn(
+        engine.select_bytes(
             dtype,
             TensorRef::new(&cond, shapes[0]),
             TensorRef::new(&then, shapes[1]),

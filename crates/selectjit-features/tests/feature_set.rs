@@ -116,7 +116,7 @@ fn selects_match_the_reference_on_every_backend() {
         }
         for (name, e) in &engines {
             let mut got = vec![0x5au8; want.len()];
-            e.select_dyn(
+            e.select_bytes(
                 dt,
                 TensorRef::new(&cond, &cs),
                 TensorRef::new(&tv, &ts),

@@ -82,7 +82,7 @@ fn every_conformance_case_on_every_engine() {
             let ev: Vec<u8> = (0..n(&e) * w).map(|i| (i * 13 + 200) as u8).collect();
             let run = |eng: &Engine| {
                 let mut out = vec![0x5au8; n(&out_shape) * w];
-                eng.select_dyn(
+                eng.select_bytes(
                     dt,
                     TensorRef::new(&cond, &c),
                     TensorRef::new(&tv, &t),

@@ -747,12 +747,12 @@ fn run(
     };
     let call = move || {
         catch_unwind(AssertUnwindSafe(|| match role {
-            None => engine.select_dyn(dt, cond, xref, yref, omut, mode),
+            None => engine.select_bytes(dt, cond, xref, yref, omut, mode),
             Some(InPlace::Then) => {
-                engine.select_in_place_dyn(dt, cond, omut, InPlace::Then, yref, mode)
+                engine.select_in_place_bytes(dt, cond, omut, InPlace::Then, yref, mode)
             }
             Some(InPlace::Else) => {
-                engine.select_in_place_dyn(dt, cond, omut, InPlace::Else, xref, mode)
+                engine.select_in_place_bytes(dt, cond, omut, InPlace::Else, xref, mode)
             }
         }))
     };
@@ -843,7 +843,7 @@ pub fn parse_mode(broadcast: Option<&Bound<'_, PyAny>>, axis: i64) -> PyResult<B
     match s.as_ref() {
         "numpy" => Ok(Broadcast::Numpy),
         "two-step" => Ok(Broadcast::TwoStep),
-        "none" => Ok(Broadcast::None),
+        "none" => Ok(Broadcast::Exact),
         "pdpd" => Ok(Broadcast::Pdpd { axis }),
         other => Err(new_err(
             Kind::Invalid,

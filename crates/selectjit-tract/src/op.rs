@@ -192,7 +192,7 @@ fn select_cond(
             let other_view = other.try_as_plain_ram()?;
             let o = TensorRef::new(other_view.as_bytes(), other.shape());
             let mut view = t.try_as_plain_ram_mut()?;
-            engine.select_in_place_dyn(
+            engine.select_in_place_bytes(
                 dtype,
                 cond,
                 TensorMut::new(view.as_bytes_mut(), shape),
@@ -211,7 +211,7 @@ fn select_cond(
     // before anything reads it; if it fails, `out` is dropped unread.
     let mut out = unsafe { Tensor::uninitialized_dt(then.datum_type(), shape)? };
     let mut out_view = out.try_as_plain_ram_mut()?;
-    engine.select_dyn(
+    engine.select_bytes(
         dtype,
         cond,
         TensorRef::new(then_view.as_bytes(), then.shape()),

@@ -49,7 +49,7 @@ impl Mode {
         match self {
             Mode::Numpy => Broadcast::Numpy,
             Mode::TwoStep => Broadcast::TwoStep,
-            Mode::None => Broadcast::None,
+            Mode::None => Broadcast::Exact,
             Mode::Pdpd => Broadcast::Pdpd { axis },
         }
     }

@@ -109,7 +109,7 @@ pub fn run(a: Args) -> Result<()> {
             }
             let shape = output_shape(mode, &cond.shape, &then.shape, &else_.shape)?;
             let mut out = alloc(&shape, then.dtype)?;
-            engine.select_dyn(
+            engine.select_bytes(
                 then.dtype,
                 cond.view(),
                 then.view(),
@@ -126,7 +126,7 @@ pub fn run(a: Args) -> Result<()> {
             let spec = CondSpec::new(text, arrays, &must)?;
             let shape = output_shape(mode, &spec.shape, &then.shape, &else_.shape)?;
             let mut out = alloc(&shape, then.dtype)?;
-            engine.select_dyn(
+            engine.select_bytes(
                 then.dtype,
                 spec.cond()?,
                 then.view(),

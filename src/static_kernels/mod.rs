@@ -43,9 +43,10 @@ impl Level {
     #[cfg(test)]
     pub(crate) const ALL: [Level; 3] = [Level::Portable, Level::Avx2, Level::Avx512];
 
-    /// Whether this CPU can run kernels of this level.
+    /// Whether this CPU can run kernels of this level (the name [`crate::Tier::available`]
+    /// uses for a tier).
     #[cfg(test)]
-    pub(crate) fn supported(self) -> bool {
+    pub(crate) fn available(self) -> bool {
         match self {
             Level::Portable => true,
             Level::Avx2 => Level::detect() != Level::Portable,
@@ -83,16 +84,16 @@ pub(crate) unsafe fn run(sig: &Signature, p: Ptrs, begin: usize, end: usize) {
 /// [`run`] at a given level (for tests and benchmarks of each variant).
 ///
 /// # Safety
-/// As for [`run`], and `level.supported()`.
+/// As for [`run`], and `level.available()`.
 pub(crate) unsafe fn run_with(level: Level, sig: &Signature, p: Ptrs, begin: usize, end: usize) {
     match level {
         // SAFETY: the caller's contract.
         Level::Portable => unsafe { run_portable(sig, p, begin, end) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the caller checked `Level::Avx2.supported()`, i.e. the CPU has AVX2.
+        // SAFETY: the caller checked `Level::Avx2.available()`, i.e. the CPU has AVX2.
         Level::Avx2 => unsafe { run_avx2(sig, p, begin, end) },
         #[cfg(target_arch = "x86_64")]
-        // SAFETY: the caller checked `Level::Avx512.supported()`.
+        // SAFETY: the caller checked `Level::Avx512.available()`.
         Level::Avx512 => unsafe { run_avx512(sig, p, begin, end) },
         #[cfg(not(target_arch = "x86_64"))]
         // SAFETY: the caller's contract.
@@ -410,15 +411,15 @@ unsafe fn strided<const W: usize>(strides: [isize; 4], p: Ptrs, n: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::interp;
     use crate::plan::plan;
+    use crate::reference;
     use crate::shape::{Broadcast, dense_strides as contiguous_strides, infer, strides_over};
 
     /// Whether `level` runs here; if not, says so (`SKIPPED: ...` on stderr), or fails under
     /// `SELECTJIT_REQUIRE_ALL_TIERS=1` (as `.ci/run` sets, and as `tests/common/skip.rs` does
     /// for the other tests). On other architectures the x86 levels are inherent skips.
     fn runs(level: Level) -> bool {
-        if level.supported() {
+        if level.available() {
             return true;
         }
         let what = format!("static kernels of level {}", level.name());
@@ -462,11 +463,11 @@ mod tests {
         let se = strides_over(e, &contiguous_strides(e), b.else_, &b.out);
         let so = contiguous_strides(&b.out);
         let mut want = vec![[0u8; W]; n(&b.out)];
-        interp::run(
+        reference::run(
             &b.out,
-            interp::mask((&cond, &sc, 0)),
-            interp::Src::Buf((&tv, &st, t_off)),
-            interp::Src::Buf((&ev, &se, 0)),
+            reference::mask((&cond, &sc, 0)),
+            reference::Src::Buf((&tv, &st, t_off)),
+            reference::Src::Buf((&ev, &se, 0)),
             (&mut want, &so, 0),
         );
         let Some(sig) = plan(W, &b.out, [&sc, &st, &se, &so]) else {

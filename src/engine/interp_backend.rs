@@ -1,11 +1,11 @@
-//! The interpreter behind the `Interp` backend and [`select_generic`], on the engine's
-//! validated calls.
+//! The `Interp` backend and [`select_generic`]: the reference interpreter
+//! ([`crate::reference`]) on the engine's validated calls.
 
 use super::validate::{Checked, Desc, Operand, PredSrc, check};
 use crate::error::Result;
-use crate::interp::{self, Src, index};
 use crate::plan::{COND, OUT, RHS};
 use crate::pred::{Kind, eval};
+use crate::reference::{self, Src, index};
 use crate::shape::Broadcast;
 use crate::tensor::{TensorMut, TensorRef};
 
@@ -66,7 +66,7 @@ pub(crate) fn interp_bytes(
                 eval(kind, &l, &r)
             }
         };
-        interp::run(
+        reference::run(
             &c.out,
             decide,
             src::<W>(then, &c.st[1], c.off[1]),
@@ -118,9 +118,9 @@ pub fn select_generic<T: Clone>(
         offset,
     };
     let c = check(mode, (&cond).into(), (&then).into(), (&else_).into(), od)?;
-    interp::run(
+    reference::run(
         &c.out,
-        interp::mask((cond.data(), &c.st[0], c.off[0])),
+        reference::mask((cond.data(), &c.st[0], c.off[0])),
         Src::Buf((then.data(), &c.st[1], c.off[1])),
         Src::Buf((else_.data(), &c.st[2], c.off[2])),
         (o, &c.st[3], c.off[3]),
