@@ -393,7 +393,7 @@ impl Engine {
     /// `Unreadable`. An ignored file changes nothing but that trials run as without one.
     ///
     /// ```
-    /// # fn main() -> selectjit::Result<()> {
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
     /// use selectjit::{Engine, EngineConfig, WisdomStatus};
     /// let path = std::env::temp_dir().join(format!("selectjit-status-{}.txt", std::process::id()));
     /// std::fs::write(&path, "not a wisdom file\n")?;
