@@ -289,7 +289,9 @@ impl Wisdom {
         s
     }
 
-    /// Writes the file atomically: a temporary file in its directory, renamed over it.
+    /// Writes the file atomically: a temporary file in its directory, renamed over it. Not
+    /// synced to disk (this runs on the call that decided a trial): after a system crash the
+    /// file may be empty or cut short, which the next engine reads as corrupt and ignores.
     pub(crate) fn save(&self) -> std::io::Result<()> {
         use std::io::Write;
         static SAVES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
@@ -304,7 +306,6 @@ impl Wisdom {
         let written = (|| {
             let mut f = std::fs::File::create(&tmp)?;
             f.write_all(self.render().as_bytes())?;
-            f.sync_all()?;
             std::fs::rename(&tmp, &self.path)
         })();
         if written.is_err() {
