@@ -151,6 +151,8 @@ pub(crate) struct KernelCache {
     generic: LruCache<Pattern, Arc<Kernel>, FxBuildHasher>,
     /// The measured choice of each kernel class.
     choices: LruCache<KernelClass, TierChoice, FxBuildHasher>,
+    /// Classes whose choice came from a wisdom file, not from a trial of this engine.
+    loaded: rustc_hash::FxHashSet<KernelClass>,
     stats: CacheStats,
 }
 
@@ -169,6 +171,7 @@ impl KernelCache {
             lru: LruCache::with_hasher(cap, FxBuildHasher),
             generic: LruCache::with_hasher(gcap, FxBuildHasher),
             choices: LruCache::with_hasher(ccap, FxBuildHasher),
+            loaded: Default::default(),
             stats: CacheStats {
                 capacity: cap.get(),
                 ..CacheStats::default()
@@ -262,8 +265,13 @@ impl KernelCache {
     }
 
     /// Commits a decided trial: `sig`'s entry becomes the winning kernel (unless it was evicted
-    /// or replaced meanwhile) and the class's choice is kept. Returns the winner.
-    pub(crate) fn commit(&mut self, sig: &Signature, t: &Arc<TierTrial>) -> Option<Arc<Kernel>> {
+    /// or replaced meanwhile) and the class's choice is kept. Returns the winner, and the
+    /// choice when this call is the one that took it in (once per trial).
+    pub(crate) fn commit(
+        &mut self,
+        sig: &Signature,
+        t: &Arc<TierTrial>,
+    ) -> Option<(Arc<Kernel>, Option<TierChoice>)> {
         let (winner, choice) = (t.winner()?.clone(), t.choice()?);
         if let Some(Entry::Trial(cur)) = self.lru.peek(sig)
             && Arc::ptr_eq(cur, t)
@@ -275,14 +283,24 @@ impl KernelCache {
             self.stats.tier_trials += 1;
             self.stats.trial_calls += calls;
             self.stats.trial_excess_ns += excess;
-            self.choices.put(choice.class, choice);
+            self.loaded.remove(&choice.class);
+            self.choices.put(choice.class, choice.clone());
+            return Some((winner, Some(choice)));
         }
-        Some(winner)
+        Some((winner, None))
     }
 
-    /// The variant chosen for `class`, if it was measured.
-    pub(crate) fn choice(&mut self, class: &KernelClass) -> Option<Variant> {
-        self.choices.get(class).map(|c| c.chosen)
+    /// Keeps a choice loaded from a wisdom file (a trial of this engine replaces it).
+    pub(crate) fn seed(&mut self, choice: TierChoice) {
+        self.loaded.insert(choice.class);
+        self.choices.put(choice.class, choice);
+    }
+
+    /// The variant chosen for `class`, if it was measured, and whether it was loaded from a
+    /// wisdom file rather than measured by this engine.
+    pub(crate) fn choice(&mut self, class: &KernelClass) -> Option<(Variant, bool)> {
+        let v = self.choices.get(class).map(|c| c.chosen)?;
+        Some((v, self.loaded.contains(class)))
     }
 
     /// Every measured choice kept, the most recently used first.
@@ -323,5 +341,6 @@ impl KernelCache {
         self.lru.clear();
         self.generic.clear();
         self.choices.clear();
+        self.loaded.clear();
     }
 }

@@ -17,7 +17,11 @@ pub const NT_MIN_BYTES: &str = "SELECTJIT_NT_MIN_BYTES";
 /// The code-generation tier ([`crate::EngineConfig::tier`]): `auto`, `cranelift`, `avx2`,
 /// `avx512`.
 pub const TIER: &str = "SELECTJIT_TIER";
-/// Non-empty and not `0`: one stderr line per compile, eviction and tier choice.
+/// A file where `Auto` keeps its measured choices across processes
+/// ([`crate::EngineConfig::wisdom`]): a path; unset or empty: none.
+pub const WISDOM: &str = "SELECTJIT_WISDOM";
+/// Non-empty and not `0`: one stderr line per compile, eviction and tier choice, and
+/// per load or save of a wisdom file ([`WISDOM`]).
 pub const VERBOSE: &str = "SELECTJIT_VERBOSE";
 /// The widest x86 instruction set the library uses, whatever the CPU has (read once per
 /// process; as oneDNN's `ONEDNN_MAX_CPU_ISA`): `avx2` hides AVX-512 from the tiers and the

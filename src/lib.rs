@@ -98,6 +98,7 @@ mod static_kernels;
 mod tensor;
 mod tier;
 mod trial;
+mod wisdom;
 
 pub use cache::CacheStats;
 pub use cond::{Cond, Operand};
@@ -115,6 +116,7 @@ pub use shape::{
 pub use tensor::{TensorMut, TensorRef};
 pub use tier::{KernelClass, Tier, TierChoice, Variant};
 pub use trial::CallTimer;
+pub use wisdom::WisdomStatus;
 
 /// Compiled kernels and the code generators behind them, for tools built on the library:
 /// ahead-of-time exporters, emulators, `explain`-style inspectors and the generators' own

@@ -298,6 +298,49 @@ impl std::fmt::Display for Variant {
     }
 }
 
+/// Parses a variant's [`Display`](std::fmt::Display) form: a tier's name, then its options
+/// each as `+zmm` (`wide`), `+nt`, `+4way` (`four_way`), `+pfw` (`prefetchw`), in any order,
+/// none twice.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::{Tier, Variant};
+/// let v: Variant = "avx512+zmm+pfw".parse()?;
+/// assert_eq!((v.tier, v.wide, v.prefetchw, v.nt), (Tier::Avx512, true, true, false));
+/// assert_eq!(v.to_string().parse::<Variant>()?, v);
+/// assert!("avx2+fast".parse::<Variant>().is_err());
+/// assert!("avx2+nt+nt".parse::<Variant>().is_err());
+/// # Ok(())
+/// # }
+/// ```
+impl std::str::FromStr for Variant {
+    type Err = Error;
+    fn from_str(s: &str) -> Result<Variant> {
+        let mut parts = s.split('+');
+        let tier: Tier = parts.next().unwrap_or_default().parse()?;
+        let mut v = Variant::of(tier);
+        for opt in parts {
+            let flag = match opt {
+                "zmm" => &mut v.wide,
+                "nt" => &mut v.nt,
+                "4way" => &mut v.four_way,
+                "pfw" => &mut v.prefetchw,
+                _ => {
+                    return Err(Error::Invalid(format!(
+                        "unknown variant '{s}': option '{opt}' (expected zmm, nt, 4way or pfw)"
+                    )));
+                }
+            };
+            if std::mem::replace(flag, true) {
+                return Err(Error::Invalid(format!(
+                    "variant '{s}' names option '{opt}' twice"
+                )));
+            }
+        }
+        Ok(v)
+    }
+}
+
 /// What a measured choice is made for: every signature of one pattern whose output falls in
 /// one power-of-two size class. The AVX-512 / AVX2 and store-kind trade-offs turn with the
 /// size (whether the traffic fits the caches) and the loop shape, not with exact dims.

@@ -133,11 +133,6 @@ impl TierTrial {
         self.winner.get().is_some() && !self.committed.swap(true, Ordering::Relaxed)
     }
 
-    /// Whether the engine has taken the choice in.
-    pub(crate) fn committed(&self) -> bool {
-        self.committed.load(Ordering::Relaxed)
-    }
-
     /// The kernel chosen, once the trial is over.
     pub(crate) fn winner(&self) -> Option<&Arc<Kernel>> {
         self.winner.get().map(|&w| &self.kernels[w].1)

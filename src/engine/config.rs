@@ -96,6 +96,8 @@ pub struct EngineConfig {
     pub(crate) blendv: Option<bool>,
     pub(crate) timer: Option<std::sync::Arc<dyn CallTimer>>,
     pub(crate) aot: Option<AotTable>,
+    /// Where `Auto` keeps its measured choices across processes.
+    pub(crate) wisdom: Option<std::path::PathBuf>,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -111,6 +113,7 @@ impl std::fmt::Debug for EngineConfig {
             .field("verify", &self.verify)
             .field("timer", &self.timer.is_some())
             .field("aot", &self.aot)
+            .field("wisdom", &self.wisdom)
             .finish()
     }
 }
@@ -138,6 +141,7 @@ impl Default for EngineConfig {
             blendv: None,
             timer: None,
             aot: None,
+            wisdom: None,
         }
     }
 }
@@ -173,9 +177,10 @@ impl EngineConfig {
     }
 
     /// The defaults with the settings the environment gives: `SELECTJIT_CACHE_CAPACITY`,
-    /// `SELECTJIT_EXACT_AFTER`, `SELECTJIT_PARALLEL_MIN_BYTES`, `SELECTJIT_NT_MIN_BYTES` (numbers)
-    /// and `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`); unset or empty variables
-    /// keep the default.
+    /// `SELECTJIT_EXACT_AFTER`, `SELECTJIT_PARALLEL_MIN_BYTES`, `SELECTJIT_NT_MIN_BYTES`
+    /// (numbers), `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`) and
+    /// `SELECTJIT_WISDOM` (a path: [`EngineConfig::wisdom`]); unset or empty variables keep
+    /// the default.
     ///
     /// # Errors
     /// A variable that is set to something else than its kind of value (the error names it).
@@ -209,7 +214,40 @@ impl EngineConfig {
         if let Some(n) = number::<usize>(env::NT_MIN_BYTES)? {
             c = c.nt_min_bytes(n);
         }
+        if let Some(path) = std::env::var_os(env::WISDOM).filter(|p| !p.is_empty()) {
+            c = c.wisdom(path);
+        }
         Ok(c.tier(Tier::from_env()?))
+    }
+
+    /// A wisdom file: where the tier `Auto` keeps what it measured, per kernel class, across
+    /// processes (default: none; `SELECTJIT_WISDOM` with [`EngineConfig::from_env`]). The
+    /// engine loads each class's kept variant from it when it is built, so that signatures of
+    /// classes it knows compile that variant without a trial, and rewrites it (atomically)
+    /// after each trial, with the trial's times merged into the class's samples. A missing
+    /// file is created; one of another library version or CPU, or a damaged one, is ignored
+    /// whole ([`crate::Engine::wisdom_status`] says why) and replaced by the next trial. Only
+    /// an engine of the `Jit` backend with the tier `Auto` uses it. Several engines or
+    /// processes writing one file: the last write wins.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig, WisdomStatus};
+    /// let path = std::env::temp_dir().join(format!("selectjit-wisdom-{}.txt", std::process::id()));
+    /// let engine = Engine::with_config(EngineConfig::new().wisdom(&path))?;
+    /// if engine.codegen().is_some() {
+    ///     assert!(matches!(
+    ///         engine.wisdom_status(),
+    ///         WisdomStatus::Missing | WisdomStatus::Loaded { .. }
+    ///     ));
+    /// }
+    /// # let _ = std::fs::remove_file(&path);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn wisdom(mut self, path: impl Into<std::path::PathBuf>) -> Self {
+        self.wisdom = Some(path.into());
+        self
     }
 
     /// Which implementation runs the selects (default [`Backend::Jit`]).

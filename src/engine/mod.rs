@@ -28,6 +28,7 @@ use crate::cache::{CacheStats, KernelCache};
 use crate::error::Result;
 use crate::pool::Pool;
 use crate::tier::Tier;
+use crate::wisdom::{Wisdom, WisdomStatus};
 
 use crate::jit::CodeGen;
 
@@ -50,6 +51,10 @@ pub struct Engine {
     runs: [AtomicU64; 4],
     /// Times the calls behind measured choices.
     timer: Arc<dyn crate::trial::CallTimer>,
+    /// The wisdom file, when the engine has one and measures (`Auto`).
+    wisdom: Option<Mutex<Wisdom>>,
+    /// What became of the wisdom file when the engine was built.
+    wisdom_status: WisdomStatus,
 }
 
 /// Indices of `Engine::runs`.
@@ -139,7 +144,47 @@ impl Engine {
         let last = jit.as_ref().err().cloned();
         let mut e = Engine::parts(config, last);
         e.jit = jit;
+        e.load_wisdom();
         e
+    }
+
+    /// Loads the wisdom file, if the engine has one and measures: each class's kept variant
+    /// seeds the cache's choices when this engine's code generator runs its tier.
+    fn load_wisdom(&mut self) {
+        let Some(path) = self.config.wisdom.clone() else {
+            return;
+        };
+        let Some(jit) = self.jit.as_ref().ok().filter(|j| j.is_auto()) else {
+            crate::env::log(|| {
+                format!("wisdom,off,{},the engine does not measure", path.display())
+            });
+            return;
+        };
+        let (w, mut status) = Wisdom::load(&path);
+        if let WisdomStatus::Loaded { seeded, .. } = &mut status {
+            let cache = self.cache.get_mut().unwrap_or_else(|p| p.into_inner());
+            for c in w.choices() {
+                if jit.tiers().contains(&c.chosen.tier) {
+                    cache.seed(c);
+                    *seeded += 1;
+                }
+            }
+        }
+        crate::env::log(|| format!("wisdom,load,{},{status}", path.display()));
+        self.wisdom = Some(Mutex::new(w));
+        self.wisdom_status = status;
+    }
+
+    /// Takes a trial's choice into the wisdom file, if the engine has one, and rewrites it
+    /// (an I/O error is logged, not returned: the choice holds in this engine anyway).
+    fn learn(&self, choice: &crate::tier::TierChoice) {
+        let Some(w) = &self.wisdom else { return };
+        let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
+        w.merge(choice);
+        match w.save() {
+            Ok(()) => crate::env::log(|| format!("wisdom,save,{}", w.path().display())),
+            Err(e) => crate::env::log(|| format!("wisdom,save,failed,{},{e}", w.path().display())),
+        }
     }
 
     /// The engine without a code generator; `why` it has none (recorded for a `Jit` backend).
@@ -157,6 +202,8 @@ impl Engine {
             cache: Mutex::new(KernelCache::new(config.cache_capacity)),
             jit: Err(crate::error::Error::Invalid(String::new())),
             last_codegen_error: Mutex::new(last),
+            wisdom: None,
+            wisdom_status: WisdomStatus::Off,
             config,
         }
     }
@@ -295,7 +342,9 @@ impl Engine {
     }
 
     /// The choices `Auto` made by measuring: per kernel class, the variant kept (tier, store
-    /// kind) and each candidate's fastest time. Empty for a named tier.
+    /// kind) and each candidate's fastest time; with a wisdom file
+    /// ([`EngineConfig::wisdom`]), also the choices loaded from it (each candidate's time
+    /// there the median of its samples). Empty for a named tier.
     ///
     /// ```
     /// # fn main() -> selectjit::Result<()> {
@@ -317,7 +366,8 @@ impl Engine {
     /// let engine = Engine::new();
     /// run(&engine)?;
     /// let choices = engine.tier_choices();
-    /// // One per kernel class measured (none where there was only one candidate variant).
+    /// // One per kernel class measured (none where there was only one candidate variant; no
+    /// // wisdom file here).
     /// assert_eq!(choices.len() as u64, engine.stats().tier_trials);
     /// // Each choice kept a variant of a tier this host runs, among the candidates it timed.
     /// for choice in &choices {
@@ -335,6 +385,30 @@ impl Engine {
     /// ```
     pub fn tier_choices(&self) -> Vec<crate::tier::TierChoice> {
         self.lock_cache().choices()
+    }
+
+    /// What became of the engine's wisdom file ([`EngineConfig::wisdom`]) when the engine was
+    /// built: none (`Off`), `Missing` (the first trial creates it), `Loaded`, or ignored
+    /// whole, and why: `Stale` (another library version), `Foreign` (another CPU), `Corrupt`,
+    /// `Unreadable`. An ignored file changes nothing but that trials run as without one.
+    ///
+    /// ```
+    /// # fn main() -> Result<(), Box<dyn std::error::Error>> {
+    /// use selectjit::{Engine, EngineConfig, WisdomStatus};
+    /// let path = std::env::temp_dir().join(format!("selectjit-status-{}.txt", std::process::id()));
+    /// std::fs::write(&path, "not a wisdom file\n")?;
+    /// let engine = Engine::with_config(EngineConfig::new().wisdom(&path))?;
+    /// if engine.codegen().is_some() {
+    ///     let status = engine.wisdom_status();
+    ///     assert!(matches!(status, WisdomStatus::Corrupt { line: 1, .. }), "{status}");
+    ///     assert!(status.ignored());
+    /// }
+    /// # std::fs::remove_file(&path)?;
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn wisdom_status(&self) -> WisdomStatus {
+        self.wisdom_status.clone()
     }
 
     /// Drops every cached kernel (each is freed once no caller holds it; another thread's memo

@@ -143,7 +143,19 @@ impl Engine {
             .then(|| self.lock_cache().choice(&class))
             .flatten();
         let (variants, prefer) = match chosen {
-            Some(v) => (vec![v], None),
+            Some((v, false)) => (vec![v], None),
+            // A choice from the wisdom file is taken when it is one of this signature's
+            // candidates (the file may have been written with other settings); otherwise the
+            // signature is measured.
+            Some((v, true)) => {
+                let c = jit.candidates(sig);
+                if c.variants.contains(&v) {
+                    (vec![v], None)
+                } else {
+                    env::log(|| format!("wisdom,not-a-candidate,{v},{sig}"));
+                    (c.variants, c.prefer)
+                }
+            }
             None => {
                 let c = jit.candidates(sig);
                 (c.variants, c.prefer)
@@ -201,12 +213,12 @@ impl Engine {
     }
 
     /// Takes a decided trial in: the signature's entry becomes the chosen kernel, its class
-    /// keeps the choice (logged once).
+    /// keeps the choice (logged once, and merged into the wisdom file once).
     pub(super) fn commit(&self, sig: &Signature, t: &Arc<TierTrial>) -> Option<Arc<Kernel>> {
-        let first = !t.committed();
-        let k = self.lock_cache().commit(sig, t)?;
-        if first && let Some(c) = t.choice() {
+        let (k, taken) = self.lock_cache().commit(sig, t)?;
+        if let Some(c) = taken {
             env::log(|| format!("choose,{c}"));
+            self.learn(&c);
         }
         Some(k)
     }

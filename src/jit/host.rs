@@ -116,6 +116,81 @@ pub(crate) fn cpu_flags() -> Option<Vec<&'static str>> {
     None
 }
 
+/// This CPU as a file of measured choices names it (`crate::wisdom`): the architecture, the
+/// model (on x86-64 the CPUID brand string, else `/proc/cpuinfo`'s model line where there is
+/// one) and which of the x86 tiers' CPU features it has (whatever `SELECTJIT_MAX_ISA` hides:
+/// the cap narrows the candidates, not the machine). Whitespace collapsed, one line.
+pub(crate) fn cpu_identity() -> String {
+    let mut features: Vec<&str> = Vec::new();
+    for f in [
+        "avx2", "bmi2", "avx512f", "avx512bw", "avx512vl", "avx512dq",
+    ] {
+        if cpu_has(f) {
+            features.push(f);
+        }
+    }
+    let model = cpu_model().unwrap_or_else(|| "unknown".to_string());
+    let line = format!(
+        "{}; {model}; {}",
+        std::env::consts::ARCH,
+        if features.is_empty() {
+            "-".to_string()
+        } else {
+            features.join(" ")
+        }
+    );
+    line.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// The CPU's model name: the CPUID brand string on x86-64 (its vendor string when it has
+/// none).
+#[cfg(target_arch = "x86_64")]
+fn cpu_model() -> Option<String> {
+    use std::arch::x86_64::__cpuid;
+    let text = |regs: &[u32]| -> String {
+        let bytes: Vec<u8> = regs.iter().flat_map(|r| r.to_le_bytes()).collect();
+        String::from_utf8_lossy(&bytes)
+            .trim_matches(|c: char| c == '\0' || c.is_whitespace())
+            .to_string()
+    };
+    let brand = if __cpuid(0x8000_0000).eax >= 0x8000_0004 {
+        let regs: Vec<u32> = (0x8000_0002..=0x8000_0004u32)
+            .flat_map(|leaf| {
+                let r = __cpuid(leaf);
+                [r.eax, r.ebx, r.ecx, r.edx]
+            })
+            .collect();
+        text(&regs)
+    } else {
+        String::new()
+    };
+    if !brand.is_empty() {
+        return Some(brand);
+    }
+    let v = __cpuid(0);
+    Some(text(&[v.ebx, v.edx, v.ecx])).filter(|s| !s.is_empty())
+}
+
+/// The CPU's model name: `/proc/cpuinfo`'s first model line, where the system has one.
+#[cfg(not(target_arch = "x86_64"))]
+fn cpu_model() -> Option<String> {
+    let info = std::fs::read_to_string("/proc/cpuinfo").ok()?;
+    let keys = [
+        "model name",
+        "Model",
+        "cpu model",
+        "uarch",
+        "CPU part",
+        "machine",
+    ];
+    keys.iter().find_map(|k| {
+        info.lines().find_map(|l| {
+            let (name, value) = l.split_once(':')?;
+            (name.trim() == *k && !value.trim().is_empty()).then(|| value.trim().to_string())
+        })
+    })
+}
+
 #[cfg(test)]
 mod tests {
     #[test]
@@ -127,5 +202,13 @@ mod tests {
             assert!(super::cpu_flags().is_some());
         }
         assert!(!super::cpu_has("no-such-feature"));
+    }
+
+    #[test]
+    fn the_cpu_identity_is_one_stable_line() {
+        let id = super::cpu_identity();
+        assert!(id.starts_with(std::env::consts::ARCH), "{id}");
+        assert!(!id.contains('\n') && !id.contains("  "), "{id:?}");
+        assert_eq!(id, super::cpu_identity());
     }
 }

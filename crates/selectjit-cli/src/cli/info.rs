@@ -3,7 +3,7 @@
 use std::io::Write;
 
 use selectjit::codegen::cranelift::Jit;
-use selectjit::env::{CACHE_CAPACITY, MAX_ISA, TIER};
+use selectjit::env::{CACHE_CAPACITY, MAX_ISA, TIER, WISDOM};
 use selectjit::{Result, Tier};
 
 pub fn run(w: &mut dyn Write) -> Result<()> {
@@ -96,6 +96,20 @@ pub fn run(w: &mut dyn Write) -> Result<()> {
         selectjit::Engine::new().stats().capacity
     )
     .map_err(io)?;
+    // The wisdom file an engine of the environment's settings would use, and what it holds.
+    let wisdom = match std::env::var_os(WISDOM).filter(|p| !p.is_empty()) {
+        None => format!("none ({WISDOM})"),
+        Some(path) => {
+            let config = selectjit::EngineConfig::new().wisdom(&path);
+            let status = match selectjit::Engine::with_config(config) {
+                Ok(e) => e.wisdom_status().to_string(),
+                Err(e) => e.to_string(),
+            };
+            let path = std::path::Path::new(&path).display().to_string();
+            format!("{path} ({WISDOM}): {status}")
+        }
+    };
+    writeln!(w, "wisdom     {wisdom}").map_err(io)?;
     writeln!(
         w,
         "aot        export for x86_64, aarch64, s390x, riscv64 (selectjit aot); tables run on {}",
