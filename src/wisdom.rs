@@ -67,6 +67,9 @@ pub enum WisdomStatus {
     /// No file: none was configured, or the engine does not measure (a backend other than
     /// `Jit`, a named tier, or no code generator).
     Off,
+    /// A file was configured, but this build of selectjit keeps no wisdom (its `wisdom`
+    /// feature is off): ignored, the engine measures as without one.
+    Unavailable,
     /// The file does not exist yet: the first trial creates it.
     Missing,
     /// The file was read.
@@ -125,6 +128,10 @@ impl std::fmt::Display for WisdomStatus {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             WisdomStatus::Off => f.write_str("off"),
+            WisdomStatus::Unavailable => f.write_str(
+                "unavailable: this build of selectjit keeps no wisdom (its `wisdom` feature is \
+                 off); ignored",
+            ),
             WisdomStatus::Missing => f.write_str("missing (created by the first trial)"),
             WisdomStatus::Loaded { classes, seeded } => {
                 write!(f, "loaded {classes} classes, {seeded} run without a trial")

@@ -154,6 +154,12 @@ impl Engine {
         let Some(path) = self.config.wisdom.clone() else {
             return;
         };
+        if !crate::jit::host::WISDOM {
+            // Constant: without the feature, what follows is compiled out.
+            crate::env::log(|| format!("wisdom,unavailable,{}", path.display()));
+            self.wisdom_status = WisdomStatus::Unavailable;
+            return;
+        }
         let Some(jit) = self.jit.as_ref().ok().filter(|j| j.is_auto()) else {
             crate::env::log(|| {
                 format!("wisdom,off,{},the engine does not measure", path.display())
@@ -178,7 +184,9 @@ impl Engine {
     /// Takes a trial's choice into the wisdom file, if the engine has one, and rewrites it
     /// (an I/O error is logged, not returned: the choice holds in this engine anyway).
     fn learn(&self, choice: &crate::tier::TierChoice) {
-        let Some(w) = &self.wisdom else { return };
+        let Some(w) = self.wisdom.as_ref().filter(|_| crate::jit::host::WISDOM) else {
+            return;
+        };
         let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
         w.merge(choice);
         match w.save() {

@@ -12,6 +12,8 @@ pub(crate) const X86_TIER: bool = cfg!(x86_tier);
 pub(crate) const CRANELIFT: bool = cfg!(cranelift_tier);
 /// The build generates code at all (feature `jit`).
 pub(crate) const JIT: bool = cfg!(feature = "jit");
+/// The build keeps `auto`'s measured choices in a wisdom file when asked to (feature `wisdom`).
+pub(crate) const WISDOM: bool = cfg!(feature = "wisdom");
 /// The build targets x86-64.
 pub(crate) const X86_64: bool = cfg!(target_arch = "x86_64");
 

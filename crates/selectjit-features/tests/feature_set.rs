@@ -219,3 +219,44 @@ fn the_build_has_the_tiers_of_its_feature_set() {
         assert!(s.static_runs > 0, "{s:?}");
     }
 }
+
+/// The wisdom file is the default build's (feature `wisdom`): the lean and no-JIT builds ignore
+/// a configured file, say so, and never write one.
+#[test]
+fn the_wisdom_file_is_the_default_builds() {
+    use selectjit::WisdomStatus;
+    let dir = std::env::temp_dir().join(format!("selectjit-features-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join(format!("wisdom-{}.txt", set()));
+    let _ = std::fs::remove_file(&path);
+    let e = Engine::with_config(EngineConfig::new().wisdom(&path)).unwrap();
+    let status = e.wisdom_status();
+    match set() {
+        // Created by the first trial where a generator measures.
+        "default" => assert!(
+            matches!(status, WisdomStatus::Missing | WisdomStatus::Off),
+            "{status}"
+        ),
+        _ => assert_eq!(status, WisdomStatus::Unavailable, "{status}"),
+    }
+    // Enough calls of an output large enough for a trial, where one runs.
+    let n = 1 << 20;
+    let (x, mut out) = (vec![1f32; n], vec![0f32; n]);
+    for _ in 0..64 {
+        e.select(
+            TensorRef::new(&vec![1u8; n], &[n]),
+            TensorRef::new(&x, &[n]),
+            TensorRef::scalar(&[0f32]),
+            TensorMut::new(&mut out, &[n]),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+    }
+    assert!(out.iter().all(|&v| v == 1.0));
+    if set() != "default" {
+        assert!(!path.exists(), "{}: the build wrote a wisdom file", set());
+    } else if e.stats().tier_trials > 0 {
+        assert!(path.exists(), "a trial ran and no wisdom file was written");
+    }
+    let _ = std::fs::remove_file(&path);
+}
