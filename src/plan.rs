@@ -323,7 +323,7 @@ impl Signature {
             Kind::Mask => s(COND),
             Kind::Test(..) if unit_or_bcast(s(COND)) => s(COND),
             Kind::Cmp(..) if unit_or_bcast(s(COND)) && unit_or_bcast(s(RHS)) => s(COND).max(s(RHS)),
-            _ => -1,
+            Kind::Test(..) | Kind::Cmp(..) => -1,
         };
         if s(OUT) == 1 && unit_or_bcast(s(THEN)) && unit_or_bcast(s(ELSE)) {
             let (then_bcast, else_bcast) = (s(THEN) == 0, s(ELSE) == 0);

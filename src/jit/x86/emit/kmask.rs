@@ -207,7 +207,10 @@ impl Emitter<'_> {
                 let i = match p.op {
                     POp::Eq => 0,
                     POp::Lt => 1,
-                    _ => 2,
+                    POp::Le => 2,
+                    POp::IsNan | POp::IsInf | POp::IsFinite => {
+                        return Err(bug("a test in a comparison"));
+                    }
                 };
                 let a = reg(a)?;
                 if p.float() {
@@ -319,7 +322,8 @@ impl Emitter<'_> {
             let imm = match p.op {
                 POp::IsNan => 6,
                 POp::IsInf => 0,
-                _ => 1,
+                POp::IsFinite => 1,
+                POp::Eq | POp::Lt | POp::Le => return Err(bug("a comparison in a half test")),
             } ^ if pol == Pol::Else { 4 } else { 0 };
             v3!(vb, r => {
                 self.a.vpandd(r[HT[0]], r[a], r[MAG])?;
@@ -351,7 +355,8 @@ impl Emitter<'_> {
         let imm = match p.op {
             POp::Eq => 0,
             POp::Lt => 1,
-            _ => 2,
+            POp::Le => 2,
+            POp::IsNan | POp::IsInf | POp::IsFinite => return Err(bug("a test in a half compare")),
         };
         v3!(vb, r => if masked {
             self.a.vpcmpw(kmerge!(K[k], ok), r[keys[0]], r[keys[1]], imm)?
