@@ -9,11 +9,14 @@ use std::sync::Arc;
 
 use selectjit::codegen::CodeGen;
 use selectjit::plan::plan_contiguous;
-use selectjit::{Backend, Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef};
+use selectjit::{Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef};
 use selectjit::{Tier, Variant};
 
+#[path = "common/checked.rs"]
+mod checked;
 #[path = "common/skip.rs"]
 mod skip;
+use checked::run_checked;
 
 /// A fixed cost per variant.
 type Cost = fn(Variant) -> u64;
@@ -50,31 +53,6 @@ fn auto(cost: Cost) -> Engine {
 fn candidates(e: &Engine, n: usize) -> Vec<Variant> {
     let cg: &CodeGen = e.codegen().unwrap();
     cg.variants(&plan_contiguous(4, n).unwrap())
-}
-
-/// Runs `n`-element f32 selects on `e` (cond bytes varying per call) and checks each against
-/// the interpreter; returns how many calls ran.
-fn run_checked(e: &Engine, n: usize, calls: usize) {
-    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
-    let t: Vec<f32> = (0..n).map(|i| i as f32).collect();
-    let f: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
-    for c in 0..calls {
-        let cond: Vec<u8> = (0..n).map(|i| [0u8, 1, 0xff, 0, 7][(i + c) % 5]).collect();
-        let mut got = vec![0f32; n];
-        let mut want = vec![1f32; n];
-        for (eng, out) in [(e, &mut got), (&interp, &mut want)] {
-            eng.select(
-                TensorRef::new(&cond, &[n]),
-                TensorRef::new(&t, &[n]),
-                TensorRef::new(&f, &[n]),
-                TensorMut::new(out, &[n]),
-                Broadcast::Numpy,
-            )
-            .unwrap();
-        }
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&got), bits(&want), "call {c}");
-    }
 }
 
 /// Each ranking of the variants: the slower ones are never kept, every candidate was timed

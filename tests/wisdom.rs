@@ -12,13 +12,13 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use selectjit::plan::plan_contiguous;
-use selectjit::{
-    Backend, Broadcast, CallTimer, Engine, EngineConfig, TensorMut, TensorRef, Tier, Variant,
-    WisdomStatus,
-};
+use selectjit::{Backend, CallTimer, Engine, EngineConfig, Tier, Variant, WisdomStatus};
 
+#[path = "common/checked.rs"]
+mod checked;
 #[path = "common/skip.rs"]
 mod skip;
+use checked::run_checked;
 
 /// f32 elements per call: 64 KiB of output, which has non-temporal candidates with
 /// [`NT_MIN_BYTES`] (from a quarter of it) besides the tiers' ordinary ones.
@@ -75,31 +75,6 @@ fn candidates(test: &str, n: usize) -> Option<Vec<Variant>> {
         return None;
     }
     Some(cands)
-}
-
-/// Runs `calls` selects of `n` f32 elements on `e` (cond bytes varying per call), each
-/// checked against the interpreter bit for bit.
-fn run_checked(e: &Engine, n: usize, calls: usize) {
-    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
-    let t: Vec<f32> = (0..n).map(|i| i as f32 + 0.5).collect();
-    let f: Vec<f32> = (0..n).map(|i| -(i as f32)).collect();
-    for c in 0..calls {
-        let cond: Vec<u8> = (0..n).map(|i| [0u8, 1, 0xff, 0, 7][(i + c) % 5]).collect();
-        let mut got = vec![0f32; n];
-        let mut want = vec![1f32; n];
-        for (eng, out) in [(e, &mut got), (&interp, &mut want)] {
-            eng.select(
-                TensorRef::new(&cond, &[n]),
-                TensorRef::new(&t, &[n]),
-                TensorRef::new(&f, &[n]),
-                TensorMut::new(out, &[n]),
-                Broadcast::Numpy,
-            )
-            .unwrap();
-        }
-        let bits = |v: &[f32]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
-        assert_eq!(bits(&got), bits(&want), "call {c}");
-    }
 }
 
 /// The variant a file-less engine favouring `favoured` keeps: `favoured` itself.
