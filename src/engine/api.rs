@@ -3,6 +3,7 @@
 use super::Engine;
 use super::config::{Backend, InPlace};
 use super::exec::{CondArg, plan_checked, plan_pred};
+use super::memo::FlatKey;
 use super::policy::Pick;
 use super::prepared::{PredArg, PredCall, Prepared};
 use super::validate::{Checked, Desc, Operand, Pred, PredSrc, check_pred, contiguous_elements};
@@ -613,7 +614,7 @@ impl Engine {
                 rhs: std::ptr::null(),
             };
             let w = T::DTYPE.width();
-            if self.run_memo_contiguous(w, n, p, n * w) {
+            if self.run_memo_flat(FlatKey::contiguous_mask(w, n), p, n * w) {
                 return Ok(());
             }
         }
@@ -650,8 +651,122 @@ impl Engine {
         out: &mut [u8],
         out_layout: (&[usize], Option<&[isize]>, usize),
     ) -> Result<()> {
+        if self.config.backend == Backend::Jit
+            && mode == Broadcast::Numpy
+            && self.run_flat_pred(dtype.width(), cond, &then, &else_, out, out_layout)
+        {
+            return Ok(());
+        }
         let (c, swap) = resolve(cond, dtype)?;
         self.run_bytes(dtype.width(), mode, c, swap, then, else_, out, out_layout)
+    }
+
+    /// A cache hit of a predicate call on one flat shape, straight to this thread's memo: the
+    /// output and an operand of the predicate `n >= 2` contiguous elements of one shape, every
+    /// other operand either that too or one element (a scalar), under numpy's rule. Such a call
+    /// is valid when every buffer holds its elements and the comparison's operands share a
+    /// dtype (checked here), and it plans to the one signature of its [`FlatKey`]. False when
+    /// the call is not of that form or the memo holds another kernel: the caller goes the whole
+    /// way, with its checks and errors.
+    #[inline]
+    fn run_flat_pred(
+        &self,
+        width: usize,
+        cond: &Cond<'_>,
+        then: &Operand<'_>,
+        else_: &Operand<'_>,
+        out: &mut [u8],
+        (shape, strides, offset): (&[usize], Option<&[isize]>, usize),
+    ) -> bool {
+        let Some((kind, swap_operands, swap)) = cond.canonical(DType::Bool) else {
+            return false;
+        };
+        if strides.is_some() || offset != 0 {
+            return false;
+        }
+        let Some(n) = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) else {
+            return false;
+        };
+        if n < 2 || n.checked_mul(width).is_none_or(|b| out.len() < b) {
+            return false;
+        }
+        // One element, or `n` of one shape with the output: (base, contiguous), where the
+        // buffer holds them.
+        let rank = shape.len();
+        let place = |bytes: &[u8], w: usize, s: &[usize], st: Option<&[isize]>, off: usize| {
+            if st.is_some() || off != 0 {
+                None
+            } else if s == shape {
+                (bytes.len() / w >= n).then_some((bytes.as_ptr(), true))
+            } else if s.len() <= rank && s.iter().all(|&d| d == 1) {
+                (bytes.len() >= w).then_some((bytes.as_ptr(), false))
+            } else {
+                None
+            }
+        };
+        let pred_operand = |o: &crate::cond::Operand<'_>| match &o.src {
+            Src::View {
+                dtype,
+                bytes,
+                shape: s,
+                strides: st,
+                offset: off,
+            } => Some((*dtype, place(bytes, dtype.width(), s, *st, *off)?)),
+            Src::Scalar { dtype, bytes } => Some((*dtype, (bytes.as_ptr(), false))),
+            Src::InPlace | Src::Placeholder { .. } => None,
+        };
+        let value = |o: &Operand<'_>| match o {
+            Operand::Buf(b, d) => place(b, width, d.shape, d.strides, d.offset),
+            Operand::Out => None,
+        };
+        let (lhs, rhs) = match &cond.repr {
+            Repr::Cmp(_, l, r) => {
+                let (Some((dl, l)), Some((dr, r))) = (pred_operand(l), pred_operand(r)) else {
+                    return false;
+                };
+                if dl != dr {
+                    return false;
+                }
+                if swap_operands {
+                    (r, Some(l))
+                } else {
+                    (l, Some(r))
+                }
+            }
+            Repr::Test(_, v) => match pred_operand(v) {
+                Some((_, v)) => (v, None),
+                None => return false,
+            },
+            Repr::Mask(_) => return false,
+        };
+        let (Some(t), Some(e)) = (value(then), value(else_)) else {
+            return false;
+        };
+        // The predicate spans the output (one of a single element may be hoisted).
+        if !(lhs.1 || rhs.is_some_and(|r| r.1)) {
+            return false;
+        }
+        let (t, e) = if swap { (e, t) } else { (t, e) };
+        let r = rhs.unwrap_or((std::ptr::null(), false));
+        let bit = |(_, full): (*const u8, bool), op: usize| u8::from(full) << op;
+        let key = FlatKey {
+            width,
+            n,
+            kind,
+            full: bit(lhs, crate::plan::COND)
+                | bit(t, crate::plan::THEN)
+                | bit(e, crate::plan::ELSE)
+                | 1 << crate::plan::OUT
+                | bit(r, crate::plan::RHS),
+        };
+        let p = Ptrs {
+            cond: lhs.0,
+            then: t.0,
+            else_: e.0,
+            out: out.as_mut_ptr(),
+            rhs: r.0,
+        };
+        self.run_memo_flat(key, p, n * width)
     }
 
     /// In place: `inout` holds `then` (or `else`, per `role`) on entry and the result on return.

@@ -3,6 +3,7 @@
 
 use super::interp_backend::{CondBytes, interp_bytes};
 use super::layouts::{self, Form};
+use super::memo::FlatKey;
 use super::policy::Pick;
 use super::validate::{Desc, Operand, Pred, PredSrc, check, check_pred, same_contiguous};
 use super::{BLOCKED_RUNS, Backend, Engine, STATIC_RUNS};
@@ -178,7 +179,7 @@ impl Engine {
                     out: o,
                     rhs: std::ptr::null(),
                 };
-                if self.run_memo_contiguous(width, n, p, out.len()) {
+                if self.run_memo_flat(FlatKey::contiguous_mask(width, n), p, out.len()) {
                     return Ok(());
                 }
             }

@@ -16,16 +16,71 @@ use super::Engine;
 use crate::kernel::Kernel;
 use crate::kernel::abi::KernelFn;
 use crate::kernel::abi::Ptrs;
-use crate::plan::Signature;
+use crate::plan::{OPS, OUT, Signature};
+use crate::pred::Kind;
+
+/// A call the memo runs without planning: `n` elements in one dimension, each operand (in
+/// the signature's order: cond, then, else, out, rhs) either `n` contiguous elements (its bit
+/// set in `full`) or one element broadcast (bit clear; an operand a condition does not read
+/// too). Such a call plans to the one signature with that key, so the key stands for it.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+pub(super) struct FlatKey {
+    pub(super) width: usize,
+    pub(super) n: usize,
+    pub(super) kind: Kind,
+    pub(super) full: u8,
+}
+
+/// `full` of a mask select of four contiguous operands of one shape.
+pub(super) const FULL_MASK_CALL: u8 = 0b01111;
+
+impl FlatKey {
+    /// A mask select of `n` contiguous elements of one shape for all four operands.
+    #[inline(always)]
+    pub(super) fn contiguous_mask(width: usize, n: usize) -> FlatKey {
+        FlatKey {
+            width,
+            n,
+            kind: Kind::Mask,
+            full: FULL_MASK_CALL,
+        }
+    }
+
+    /// `sig`'s key, when it is the plan of such a call.
+    fn of(sig: &Signature) -> Option<FlatKey> {
+        let n = sig.numel();
+        if crate::plan::plan_contiguous(sig.width, n).as_ref() == Some(sig) {
+            return Some(FlatKey::contiguous_mask(sig.width, n));
+        }
+        // Two elements or more: a dimension of one has strides of 0 whatever the layout.
+        if sig.dims.len() != 1 || n < 2 || sig.strides[OUT][0] != 1 {
+            return None;
+        }
+        let mut full = 0;
+        for op in 0..OPS {
+            match sig.strides[op][0] {
+                0 => {}
+                1 => full |= 1 << op,
+                _ => return None,
+            }
+        }
+        Some(FlatKey {
+            width: sig.width,
+            n,
+            kind: sig.cond,
+            full,
+        })
+    }
+}
 
 /// The last exact kernel a thread got from an engine.
 struct Memo {
     engine: u64,
     sig: Signature,
     kernel: Arc<Kernel>,
-    /// `(width, n)` when `sig` is the plan of `n` contiguous elements of one shape for all four
-    /// operands, so that such calls find the kernel without planning.
-    contiguous: Option<(usize, usize)>,
+    /// `sig`'s key when it is the plan of a flat call ([`FlatKey`]), so that such calls find
+    /// the kernel without planning.
+    flat: Option<FlatKey>,
     /// The engine's count of memo hits.
     counter: Arc<AtomicU64>,
 }
@@ -38,17 +93,20 @@ const BATCH: u64 = 64;
 struct Hit {
     /// The memo's engine; `u64::MAX` (no engine's id) when there is none.
     engine: u64,
-    width: usize,
-    n: usize,
-    /// The memo kernel's entry, when the memo is contiguous and its kernel exact code this host
+    key: FlatKey,
+    /// The memo kernel's entry, when the memo is flat and its kernel exact code this host
     /// runs. The memo's `Arc` keeps that code alive: `Hit` is cleared before the memo drops it.
     entry: Option<KernelFn>,
 }
 
 const NO_HIT: Hit = Hit {
     engine: u64::MAX,
-    width: 0,
-    n: 0,
+    key: FlatKey {
+        width: 0,
+        n: 0,
+        kind: Kind::Mask,
+        full: 0,
+    },
     entry: None,
 };
 
@@ -106,24 +164,21 @@ impl Drop for Memo {
 impl Engine {
     /// Remembers `k`, the exact kernel of `sig`, as this thread's last kernel of this engine.
     pub(super) fn memoise(&self, sig: &Signature, k: &Arc<Kernel>) {
-        let n = sig.numel();
-        let contiguous = (crate::plan::plan_contiguous(sig.width, n).as_ref() == Some(sig))
-            .then_some((sig.width, n));
+        let flat = FlatKey::of(sig);
         MEMO.with(|m| {
             *m.borrow_mut() = Some(Memo {
                 engine: self.id,
                 sig: sig.clone(),
                 kernel: k.clone(),
-                contiguous,
+                flat,
                 counter: self.memo_hits.clone(),
             })
         });
         // After the old memo's drop cleared it.
-        if let Some((width, n)) = contiguous {
+        if let Some(key) = flat {
             let hit = Hit {
                 engine: self.id,
-                width,
-                n,
+                key,
                 entry: k.exact_entry(),
             };
             FAST.with(|f| f.hit.set(hit));
@@ -170,29 +225,26 @@ impl Engine {
         })
     }
 
-    /// [`Engine::run_memo`] for `n` contiguous elements of one shape for all four operands,
-    /// without planning: the memo knows whether its signature is that call's plan.
+    /// [`Engine::run_memo`] for a flat call of `key`, without planning: the memo knows whether
+    /// its signature is that call's plan. The caller validated each operand's buffer for its
+    /// part of `key`: `n` contiguous elements, or one.
     #[inline]
-    pub(super) fn run_memo_contiguous(
-        &self,
-        width: usize,
-        n: usize,
-        p: Ptrs,
-        out_bytes: usize,
-    ) -> bool {
+    pub(super) fn run_memo_flat(&self, key: FlatKey, p: Ptrs, out_bytes: usize) -> bool {
+        let n = key.n;
         if self.splits(out_bytes, n) {
             return false;
         }
         let fast = FAST.with(|f| {
             let h = f.hit.get();
             match h.entry {
-                Some(entry) if h.engine == self.id && h.width == width && h.n == n => {
+                Some(entry) if h.engine == self.id && h.key == key => {
                     count_hit(f, &self.memo_hits);
-                    // SAFETY: `entry` is the exact kernel of `plan_contiguous(width, n)` that
-                    // this thread's memo holds (set with it, cleared before the memo drops it),
-                    // so its code is alive; the caller validated the four buffers for `n`
-                    // contiguous elements, the layout that signature was planned from; the
-                    // range is its whole (only) dimension; exact kernels read no dims or strides.
+                    // SAFETY: `entry` is the exact kernel of the signature of `key` that this
+                    // thread's memo holds (set with it, cleared before the memo drops it), so
+                    // its code is alive; the caller validated each buffer for its part of
+                    // `key` (n contiguous elements, or one), the layout that signature was
+                    // planned from; the range is its whole (only) dimension; exact kernels read
+                    // no dims or strides.
                     unsafe {
                         entry(
                             p.cond,
@@ -203,7 +255,7 @@ impl Engine {
                             n,
                             std::ptr::null(),
                             std::ptr::null(),
-                            std::ptr::null(),
+                            p.rhs,
                         )
                     };
                     true
@@ -217,12 +269,11 @@ impl Engine {
         MEMO.with(|m| {
             let m = m.borrow();
             match &*m {
-                Some(memo) if memo.engine == self.id && memo.contiguous == Some((width, n)) => {
+                Some(memo) if memo.engine == self.id && memo.flat == Some(key) => {
                     memo.hit();
-                    // SAFETY: the caller validated the four buffers for `n` contiguous
-                    // elements, which is exactly the layout `memo.sig` was planned from
-                    // (`plan_contiguous(width, n)`, whose one dim is `n`); the range is that
-                    // whole dimension.
+                    // SAFETY: the caller validated each buffer for its part of `key`, which is
+                    // exactly the layout `memo.sig` was planned from (one dim of `n`); the range
+                    // is that whole dimension.
                     unsafe { memo.kernel.run(&memo.sig, p, 0, n) };
                     true
                 }
