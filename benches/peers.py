@@ -16,11 +16,15 @@ Then the fused cases (fused_cases.json: `where(x > zero, x, zero)`, `where(mask 
 the unfused mask + select, the copy roofline) against numpy (a ufunc for the mask, then
 np.where), numexpr (the expression as written, one thread and its default threads), ONNX Runtime
 and OpenVINO graphs (Greater / Less / Equal / IsNaN / IsInf / Not + Where / Select) and, where
-the Python package has lazy predicates (`selectjit.greater`, ...), selectjit's Python `where`;
-every peer's output checked bytewise against numpy's ufuncs and a bytewise where.
+the Python package has lazy predicates (`selectjit.greater`, ...), selectjit's Python `where`
+(allocating, and with `out=`), and the Python libraries as users call them against it: polars
+(`when/then/otherwise`), JAX (`jax.jit` of `jnp.where`), numba (a `@vectorize` ufunc) and
+pyarrow (`pc.if_else`); every peer's output checked bytewise against numpy's ufuncs and a
+bytewise where.
 
-Needs: pip install numpy ml-dtypes onnx onnxruntime openvino (numexpr optional); and
-`cargo build --release`.
+Needs numpy; every peer is optional (n/a where its package is missing):
+`pip install -r benches/requirements-peers.txt` and `pip install crates/selectjit-py`; and
+`cargo build --release -p selectjit-cli`.
 """
 
 import argparse
@@ -38,40 +42,53 @@ import time
 import zlib
 from pathlib import Path
 
-PIP = "pip install numpy ml-dtypes onnx onnxruntime openvino"
-PACKAGES = [("numpy", "numpy"), ("ml_dtypes", "ml-dtypes"), ("onnx", "onnx"),
-            ("onnxruntime", "onnxruntime"), ("openvino", "openvino")]
-missing = [pkg for mod, pkg in PACKAGES if importlib.util.find_spec(mod) is None]
-if missing:
-    sys.exit(f"peers.py needs the Python package(s) {', '.join(missing)}; install with:\n  {PIP}")
+PIP = "pip install -r benches/requirements-peers.txt"
+if importlib.util.find_spec("numpy") is None:
+    sys.exit(f"peers.py needs numpy (and its peers, each optional); install with:\n  {PIP}")
 
-import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-import openvino as ov  # noqa: E402
-import openvino.opset13 as ov_ops  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+
+
+def optional_import(module):
+    """A peer's module, or None if it is not installed (its peers are then n/a)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+# Optional: without ml_dtypes the bf16 cases are left out; without onnx + onnxruntime or
+# openvino their peers are n/a. (The peers of the fused cases only, polars, JAX, numba,
+# pyarrow, numexpr and selectjit's package, are imported when first used.)
+ml_dtypes = optional_import("ml_dtypes")
+onnx = optional_import("onnx")
+ort = optional_import("onnxruntime")
+ov = optional_import("openvino")
+ov_ops = optional_import("openvino.opset13") if ov else None
+TensorProto = onnx.TensorProto if onnx else None
+helper = onnx.helper if onnx else None
 
 ROOT = Path(__file__).resolve().parent.parent
-# dtype name: (numpy dtype, ONNX element type, OpenVINO element type or None)
+# dtype name: (numpy dtype or None without ml_dtypes, onnx.TensorProto name,
+# openvino.Type name or None)
 DTYPES = {
-    "bool": (np.bool_, TensorProto.BOOL, ov.Type.boolean),
-    "i8": (np.int8, TensorProto.INT8, ov.Type.i8),
-    "i16": (np.int16, TensorProto.INT16, ov.Type.i16),
-    "i32": (np.int32, TensorProto.INT32, ov.Type.i32),
-    "i64": (np.int64, TensorProto.INT64, ov.Type.i64),
-    "u8": (np.uint8, TensorProto.UINT8, ov.Type.u8),
-    "u16": (np.uint16, TensorProto.UINT16, ov.Type.u16),
-    "u32": (np.uint32, TensorProto.UINT32, ov.Type.u32),
-    "u64": (np.uint64, TensorProto.UINT64, ov.Type.u64),
-    "f16": (np.float16, TensorProto.FLOAT16, ov.Type.f16),
-    "bf16": (ml_dtypes.bfloat16, TensorProto.BFLOAT16, ov.Type.bf16),
-    "f32": (np.float32, TensorProto.FLOAT, ov.Type.f32),
-    "f64": (np.float64, TensorProto.DOUBLE, ov.Type.f64),
-    "complex64": (np.complex64, TensorProto.COMPLEX64, None),
-    "complex128": (np.complex128, TensorProto.COMPLEX128, None),
+    "bool": (np.bool_, "BOOL", "boolean"),
+    "i8": (np.int8, "INT8", "i8"),
+    "i16": (np.int16, "INT16", "i16"),
+    "i32": (np.int32, "INT32", "i32"),
+    "i64": (np.int64, "INT64", "i64"),
+    "u8": (np.uint8, "UINT8", "u8"),
+    "u16": (np.uint16, "UINT16", "u16"),
+    "u32": (np.uint32, "UINT32", "u32"),
+    "u64": (np.uint64, "UINT64", "u64"),
+    "f16": (np.float16, "FLOAT16", "f16"),
+    "bf16": (ml_dtypes.bfloat16 if ml_dtypes else None, "BFLOAT16", "bf16"),
+    "f32": (np.float32, "FLOAT", "f32"),
+    "f64": (np.float64, "DOUBLE", "f64"),
+    "complex64": (np.complex64, "COMPLEX64", None),
+    "complex128": (np.complex128, "COMPLEX128", None),
 }
+HAVE_DTYPES = [k for k, v in DTYPES.items() if v[0] is not None]
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 PEERS = ["numpy", "ort", "openvino"]
 TITLES = {"numpy": "numpy.where", "ort": "ONNX Runtime", "openvino": "OpenVINO",
@@ -83,6 +100,23 @@ class NotAvailable(Exception):
 
 
 # ---------------------------------------------------------------- inputs and reference
+
+def onnx_type(a):
+    """The ONNX element type of an array; NotAvailable without onnx + onnxruntime."""
+    if onnx is None or ort is None:
+        raise NotAvailable("onnx / onnxruntime are not installed")
+    return getattr(TensorProto, DTYPES[dtype_name(a)][1])
+
+
+def ov_type(a):
+    """The OpenVINO element type of an array; NotAvailable without openvino or for complex."""
+    if ov is None:
+        raise NotAvailable("openvino is not installed")
+    name = DTYPES[dtype_name(a)][2]
+    if name is None:
+        raise NotAvailable("openvino.Type has no complex element type")
+    return getattr(ov.Type, name)
+
 
 def make_inputs(case, rng):
     """cond (uint8), then, else for a case: cond as src/bench.rs fills it, values random bytes."""
@@ -133,7 +167,7 @@ THREADS = "1"
 
 
 def ort_peer(cond, then, else_):
-    elem = DTYPES[dtype_name(then)][1]
+    elem = onnx_type(then)
     out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
     info = helper.make_tensor_value_info
     graph = helper.make_graph(
@@ -172,9 +206,7 @@ OV_CORE = None
 
 def openvino_peer(cond, then, else_):
     global OV_CORE
-    typ = DTYPES[dtype_name(then)][2]
-    if typ is None:
-        raise NotAvailable("openvino.Type has no complex element type")
+    typ = ov_type(then)
     OV_CORE = OV_CORE or ov.Core()
     out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
     params = [ov_ops.parameter(list(a.shape), t)
@@ -207,7 +239,7 @@ PEER_FNS = {"numpy": numpy_peer, "ort": ort_peer, "openvino": openvino_peer}
 
 
 def dtype_name(a):
-    return next(k for k, v in DTYPES.items() if np.dtype(v[0]) == a.dtype)
+    return next(k for k, v in DTYPES.items() if v[0] is not None and np.dtype(v[0]) == a.dtype)
 
 
 # ---------------------------------------------------------------- fused cases
@@ -408,6 +440,7 @@ def onnx_nodes(c, vs, nodes, counter):
 
 
 def fused_ort_peer(tree, vs):
+    onnx_type(vs[tree[2][1]])  # NotAvailable without onnx + onnxruntime
     _, c, a, b = tree
     nodes = []
     cname = onnx_nodes(c, vs, nodes, [0])
@@ -415,7 +448,7 @@ def fused_ort_peer(tree, vs):
     out = np.empty(np.broadcast_shapes(np_cond(c, vs).shape, vs[a[1]].shape, vs[b[1]].shape),
                    vs[a[1]].dtype)
     info = helper.make_tensor_value_info
-    elem = {k: DTYPES[dtype_name(v)][1] for k, v in vs.items()}
+    elem = {k: onnx_type(v) for k, v in vs.items()}
     graph = helper.make_graph(nodes, "fused",
                               [info(k, elem[k], v.shape) for k, v in vs.items()],
                               [info("y", elem[a[1]], out.shape)])
@@ -462,9 +495,7 @@ def ov_cond(c, params):
 def fused_openvino_peer(tree, vs):
     global OV_CORE
     _, c, a, b = tree
-    types = {k: DTYPES[dtype_name(v)][2] for k, v in vs.items()}
-    if None in types.values():
-        raise NotAvailable("openvino.Type has no complex element type")
+    types = {k: ov_type(v) for k, v in vs.items()}
     OV_CORE = OV_CORE or ov.Core()
     out = np.empty(np.broadcast_shapes(np_cond(c, vs).shape, vs[a[1]].shape, vs[b[1]].shape),
                    vs[a[1]].dtype)
@@ -561,7 +592,7 @@ def import_peer(module, pip_name):
     try:
         return importlib.import_module(module)
     except ImportError as e:
-        raise NotAvailable(f"{pip_name} is not installed ({e})") from e
+        raise NotAvailable(f"{pip_name} is not installed") from e
 
 
 def polars_peer(tree, vs):
@@ -1138,7 +1169,7 @@ def run_probes(exe, dtypes):
 def probe_lines(probes):
     lines = []
     for p, r in probes.items():
-        tested = [d for d in DTYPES if d not in r["n/a"]]
+        tested = [d for d in HAVE_DTYPES if d not in r["n/a"]]
         lines.append(f"{TITLES[p]} (probed: {' '.join(tested)}):")
         by_dtypes = {}
         for f, ds in r["findings"].items():
@@ -1156,9 +1187,11 @@ def environment(exe, opts):
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout
     return {"date": datetime.date.today().isoformat(), "cpu": cpu, "vcpus": os.cpu_count(),
             "python": platform.python_version(), "selectjit": version.strip(),
-            "numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__,
-            "onnx": onnx.__version__, "onnxruntime": ort.__version__,
-            "openvino": ov.__version__.split("-")[0],
+            "numpy": np.__version__,
+            "ml_dtypes": ml_dtypes.__version__ if ml_dtypes else "(not installed)",
+            "onnx": onnx.__version__ if onnx else "(not installed)",
+            "onnxruntime": ort.__version__ if ort else "(not installed)",
+            "openvino": ov.__version__.split("-")[0] if ov else "(not installed)",
             "python_peers": package_versions(["numexpr", "selectjit", "polars", "pyarrow",
                                               "jax", "jaxlib", "numba"]),
             "mode": "quick" if opts.quick else "full", "filter": opts.filter,
@@ -1276,6 +1309,12 @@ def main():
                                       if opts.filter in c["name"]]
     if not cases and not fused:
         sys.exit(f"no case matches '{opts.filter}'")
+    skip = [c["name"] for c in cases if c["dtype"] not in HAVE_DTYPES] + [
+        c["name"] for c in fused if any(v["dtype"] not in HAVE_DTYPES for v in c["vars"].values())]
+    if skip:
+        print(f"left out (no numpy dtype without ml_dtypes): {', '.join(skip)}")
+        cases = [c for c in cases if c["name"] not in skip]
+        fused = [c for c in fused if c["name"] not in skip]
 
     env = environment(opts.selectjit, opts)
     rows, summ, probes = [], {}, {}
@@ -1290,7 +1329,7 @@ def main():
                 print(f"  n/a: {x}")
             for x in s["wrong_on_cases"]:
                 print(f"  wrong: {x}")
-        probes = run_probes(opts.selectjit, list(DTYPES))
+        probes = run_probes(opts.selectjit, HAVE_DTYPES)
         print("correctness probe (cond bytes other than 0/1; values that change through "
               "narrower types):")
         print("\n".join(probe_lines(probes)))
