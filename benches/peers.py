@@ -668,14 +668,33 @@ def pyarrow_peer(tree, vs):
     return call, lambda: box[0].to_numpy(zero_copy_only=False).reshape(shape)
 
 
+def import_jax():
+    """jax with x64 enabled, its CPU client made on first use. With one thread XLA_FLAGS alone
+    does not do it (jaxlib 0.10 still runs an elementwise jit on 4-5 threads of its pool): the
+    client is made while this thread may run on one CPU only, so the pool it starts has one
+    thread, pinned there (threads inherit the mask); this thread's mask is restored after."""
+    first = "jax" not in sys.modules
+    mask = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    pin = first and THREADS == "1" and mask is not None and len(mask) > 1
+    if pin:
+        os.sched_setaffinity(0, {min(mask)})
+    try:
+        jax = import_peer("jax", "jax[cpu]")
+        jax.config.update("jax_enable_x64", True)
+        jax.devices()  # the client and its thread pools
+    finally:
+        if pin:
+            os.sched_setaffinity(0, mask)
+    return jax
+
+
 def jax_peer(tree, vs):
     """JAX: `jax.jit(lambda x: jnp.where(x > zero, x, zero))` on the CPU, array operands put on
     the device beforehand, scalars as constants of their dtype (as literals in user code),
     x64 enabled (f64 / i64 stay 64-bit); each call waits for its result
     (`block_until_ready`)."""
-    jax = import_peer("jax", "jax[cpu]")
+    jax = import_jax()
     jnp = import_peer("jax.numpy", "jax[cpu]")
-    jax.config.update("jax_enable_x64", True)
     names = [k for k, v in vs.items() if v.ndim]
     consts = {k: v for k, v in vs.items() if not v.ndim}
 
@@ -913,7 +932,9 @@ def fused_markdown(rows, summ):
            "a `@vectorize` ufunc of the scalar expression (`target='parallel'` with default "
            "threads). All of them allocate their output. With one thread: OMP_NUM_THREADS, "
            "POLARS_MAX_THREADS, NUMBA_NUM_THREADS = 1, XLA_FLAGS without Eigen's thread pool "
-           "and one intra-op thread, `pa.set_cpu_count(1)`. The peers' inputs are drawn like "
+           "and one intra-op thread, JAX's CPU client made while the process may run on one "
+           "CPU (its pool then has one thread, pinned; the flags alone leave an elementwise jit "
+           "on 4-5 threads), `pa.set_cpu_count(1)`. The peers' inputs are drawn like "
            "the Rust harness's (same distributions, numpy's generator).", "", "### Summary",
            ""]
     for p, s in summ.items():
