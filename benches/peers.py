@@ -16,11 +16,15 @@ Then the fused cases (fused_cases.json: `where(x > zero, x, zero)`, `where(mask 
 the unfused mask + select, the copy roofline) against numpy (a ufunc for the mask, then
 np.where), numexpr (the expression as written, one thread and its default threads), ONNX Runtime
 and OpenVINO graphs (Greater / Less / Equal / IsNaN / IsInf / Not + Where / Select) and, where
-the Python package has lazy predicates (`selectjit.greater`, ...), selectjit's Python `where`;
-every peer's output checked bytewise against numpy's ufuncs and a bytewise where.
+the Python package has lazy predicates (`selectjit.greater`, ...), selectjit's Python `where`
+(allocating, and with `out=`), and the Python libraries as users call them against it: polars
+(`when/then/otherwise`), JAX (`jax.jit` of `jnp.where`), numba (a `@vectorize` ufunc) and
+pyarrow (`pc.if_else`); every peer's output checked bytewise against numpy's ufuncs and a
+bytewise where.
 
-Needs: pip install numpy ml-dtypes onnx onnxruntime openvino (numexpr optional); and
-`cargo build --release`.
+Needs numpy; every peer is optional (n/a where its package is missing):
+`pip install -r benches/requirements-peers.txt` and `pip install crates/selectjit-py`; and
+`cargo build --release -p selectjit-cli`.
 """
 
 import argparse
@@ -38,40 +42,53 @@ import time
 import zlib
 from pathlib import Path
 
-PIP = "pip install numpy ml-dtypes onnx onnxruntime openvino"
-PACKAGES = [("numpy", "numpy"), ("ml_dtypes", "ml-dtypes"), ("onnx", "onnx"),
-            ("onnxruntime", "onnxruntime"), ("openvino", "openvino")]
-missing = [pkg for mod, pkg in PACKAGES if importlib.util.find_spec(mod) is None]
-if missing:
-    sys.exit(f"peers.py needs the Python package(s) {', '.join(missing)}; install with:\n  {PIP}")
+PIP = "pip install -r benches/requirements-peers.txt"
+if importlib.util.find_spec("numpy") is None:
+    sys.exit(f"peers.py needs numpy (and its peers, each optional); install with:\n  {PIP}")
 
-import ml_dtypes  # noqa: E402
 import numpy as np  # noqa: E402
-import onnx  # noqa: E402
-import onnxruntime as ort  # noqa: E402
-import openvino as ov  # noqa: E402
-import openvino.opset13 as ov_ops  # noqa: E402
-from onnx import TensorProto, helper  # noqa: E402
+
+
+def optional_import(module):
+    """A peer's module, or None if it is not installed (its peers are then n/a)."""
+    try:
+        return importlib.import_module(module)
+    except ImportError:
+        return None
+
+
+# Optional: without ml_dtypes the bf16 cases are left out; without onnx + onnxruntime or
+# openvino their peers are n/a. (The peers of the fused cases only, polars, JAX, numba,
+# pyarrow, numexpr and selectjit's package, are imported when first used.)
+ml_dtypes = optional_import("ml_dtypes")
+onnx = optional_import("onnx")
+ort = optional_import("onnxruntime")
+ov = optional_import("openvino")
+ov_ops = optional_import("openvino.opset13") if ov else None
+TensorProto = onnx.TensorProto if onnx else None
+helper = onnx.helper if onnx else None
 
 ROOT = Path(__file__).resolve().parent.parent
-# dtype name: (numpy dtype, ONNX element type, OpenVINO element type or None)
+# dtype name: (numpy dtype or None without ml_dtypes, onnx.TensorProto name,
+# openvino.Type name or None)
 DTYPES = {
-    "bool": (np.bool_, TensorProto.BOOL, ov.Type.boolean),
-    "i8": (np.int8, TensorProto.INT8, ov.Type.i8),
-    "i16": (np.int16, TensorProto.INT16, ov.Type.i16),
-    "i32": (np.int32, TensorProto.INT32, ov.Type.i32),
-    "i64": (np.int64, TensorProto.INT64, ov.Type.i64),
-    "u8": (np.uint8, TensorProto.UINT8, ov.Type.u8),
-    "u16": (np.uint16, TensorProto.UINT16, ov.Type.u16),
-    "u32": (np.uint32, TensorProto.UINT32, ov.Type.u32),
-    "u64": (np.uint64, TensorProto.UINT64, ov.Type.u64),
-    "f16": (np.float16, TensorProto.FLOAT16, ov.Type.f16),
-    "bf16": (ml_dtypes.bfloat16, TensorProto.BFLOAT16, ov.Type.bf16),
-    "f32": (np.float32, TensorProto.FLOAT, ov.Type.f32),
-    "f64": (np.float64, TensorProto.DOUBLE, ov.Type.f64),
-    "complex64": (np.complex64, TensorProto.COMPLEX64, None),
-    "complex128": (np.complex128, TensorProto.COMPLEX128, None),
+    "bool": (np.bool_, "BOOL", "boolean"),
+    "i8": (np.int8, "INT8", "i8"),
+    "i16": (np.int16, "INT16", "i16"),
+    "i32": (np.int32, "INT32", "i32"),
+    "i64": (np.int64, "INT64", "i64"),
+    "u8": (np.uint8, "UINT8", "u8"),
+    "u16": (np.uint16, "UINT16", "u16"),
+    "u32": (np.uint32, "UINT32", "u32"),
+    "u64": (np.uint64, "UINT64", "u64"),
+    "f16": (np.float16, "FLOAT16", "f16"),
+    "bf16": (ml_dtypes.bfloat16 if ml_dtypes else None, "BFLOAT16", "bf16"),
+    "f32": (np.float32, "FLOAT", "f32"),
+    "f64": (np.float64, "DOUBLE", "f64"),
+    "complex64": (np.complex64, "COMPLEX64", None),
+    "complex128": (np.complex128, "COMPLEX128", None),
 }
+HAVE_DTYPES = [k for k, v in DTYPES.items() if v[0] is not None]
 UINT = {1: np.uint8, 2: np.uint16, 4: np.uint32, 8: np.uint64}
 PEERS = ["numpy", "ort", "openvino"]
 TITLES = {"numpy": "numpy.where", "ort": "ONNX Runtime", "openvino": "OpenVINO",
@@ -83,6 +100,23 @@ class NotAvailable(Exception):
 
 
 # ---------------------------------------------------------------- inputs and reference
+
+def onnx_type(a):
+    """The ONNX element type of an array; NotAvailable without onnx + onnxruntime."""
+    if onnx is None or ort is None:
+        raise NotAvailable("onnx / onnxruntime are not installed")
+    return getattr(TensorProto, DTYPES[dtype_name(a)][1])
+
+
+def ov_type(a):
+    """The OpenVINO element type of an array; NotAvailable without openvino or for complex."""
+    if ov is None:
+        raise NotAvailable("openvino is not installed")
+    name = DTYPES[dtype_name(a)][2]
+    if name is None:
+        raise NotAvailable("openvino.Type has no complex element type")
+    return getattr(ov.Type, name)
+
 
 def make_inputs(case, rng):
     """cond (uint8), then, else for a case: cond as src/bench.rs fills it, values random bytes."""
@@ -133,7 +167,7 @@ THREADS = "1"
 
 
 def ort_peer(cond, then, else_):
-    elem = DTYPES[dtype_name(then)][1]
+    elem = onnx_type(then)
     out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
     info = helper.make_tensor_value_info
     graph = helper.make_graph(
@@ -172,9 +206,7 @@ OV_CORE = None
 
 def openvino_peer(cond, then, else_):
     global OV_CORE
-    typ = DTYPES[dtype_name(then)][2]
-    if typ is None:
-        raise NotAvailable("openvino.Type has no complex element type")
+    typ = ov_type(then)
     OV_CORE = OV_CORE or ov.Core()
     out = np.empty(np.broadcast_shapes(cond.shape, then.shape, else_.shape), then.dtype)
     params = [ov_ops.parameter(list(a.shape), t)
@@ -207,7 +239,7 @@ PEER_FNS = {"numpy": numpy_peer, "ort": ort_peer, "openvino": openvino_peer}
 
 
 def dtype_name(a):
-    return next(k for k, v in DTYPES.items() if np.dtype(v[0]) == a.dtype)
+    return next(k for k, v in DTYPES.items() if v[0] is not None and np.dtype(v[0]) == a.dtype)
 
 
 # ---------------------------------------------------------------- fused cases
@@ -408,6 +440,7 @@ def onnx_nodes(c, vs, nodes, counter):
 
 
 def fused_ort_peer(tree, vs):
+    onnx_type(vs[tree[2][1]])  # NotAvailable without onnx + onnxruntime
     _, c, a, b = tree
     nodes = []
     cname = onnx_nodes(c, vs, nodes, [0])
@@ -415,7 +448,7 @@ def fused_ort_peer(tree, vs):
     out = np.empty(np.broadcast_shapes(np_cond(c, vs).shape, vs[a[1]].shape, vs[b[1]].shape),
                    vs[a[1]].dtype)
     info = helper.make_tensor_value_info
-    elem = {k: DTYPES[dtype_name(v)][1] for k, v in vs.items()}
+    elem = {k: onnx_type(v) for k, v in vs.items()}
     graph = helper.make_graph(nodes, "fused",
                               [info(k, elem[k], v.shape) for k, v in vs.items()],
                               [info("y", elem[a[1]], out.shape)])
@@ -462,9 +495,7 @@ def ov_cond(c, params):
 def fused_openvino_peer(tree, vs):
     global OV_CORE
     _, c, a, b = tree
-    types = {k: DTYPES[dtype_name(v)][2] for k, v in vs.items()}
-    if None in types.values():
-        raise NotAvailable("openvino.Type has no complex element type")
+    types = {k: ov_type(v) for k, v in vs.items()}
     OV_CORE = OV_CORE or ov.Core()
     out = np.empty(np.broadcast_shapes(np_cond(c, vs).shape, vs[a[1]].shape, vs[b[1]].shape),
                    vs[a[1]].dtype)
@@ -497,42 +528,266 @@ def fused_openvino_peer(tree, vs):
     return call, lambda: out
 
 
-def selectjit_py_peer(tree, vs):
+def out_shape(vs):
+    """The output's shape: every variable appears in the expression, so all of them broadcast."""
+    return np.broadcast_shapes(*(v.shape for v in vs.values()))
+
+
+def selectjit_py_peer(out_param):
     """selectjit's Python package with lazy predicates (`selectjit.greater(x, y)`, ...), where
-    it has them."""
+    it has them: `where` allocating its output, or (out_param) writing into a preallocated
+    `out=`. The predicates are made in every call, as user code makes them."""
+    def peer(tree, vs):
+        try:
+            import selectjit as sjp
+        except ImportError as e:
+            raise NotAvailable("the selectjit Python package is not installed") from e
+        names = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"} | CMP
+        if not all(hasattr(sjp, n) for n in list(names.values()) + ["logical_not"]):
+            raise NotAvailable("this selectjit Python package has no lazy predicates")
+
+        def cond(c):
+            if c[0] == "not":
+                return sjp.logical_not(cond(c[1]))
+            if c[0] == "test":
+                return getattr(sjp, c[1])(vs[c[2][1]])
+            return getattr(sjp, CMP[c[1]])(vs[c[2][1]], vs[c[3][1]])
+        _, c, a, b = tree
+        eng = sjp.Engine(threads=1) if THREADS == "1" and hasattr(sjp, "Engine") else None
+        where = eng.where if eng is not None else sjp.where
+        box = [None]
+        if out_param:
+            out = box[0] = np.empty(out_shape(vs), vs[a[1]].dtype)
+
+            def call():
+                where(cond(c), vs[a[1]], vs[b[1]], out=out)
+        else:
+            def call():
+                box[0] = where(cond(c), vs[a[1]], vs[b[1]])
+        try:
+            call()
+        except Exception as e:
+            raise NotAvailable(str(e).splitlines()[0][:120]) from e
+        return call, lambda: box[0]
+    return peer
+
+
+def flat_operands(vs, lib):
+    """For the libraries of 1-D columns (polars, pyarrow): the output's shape, when every
+    operand is a scalar or has the output's whole shape (then the case runs on the flattened
+    arrays, element for element the same); otherwise the case is not expressible."""
+    shape = out_shape(vs)
+    if not shape:
+        raise NotAvailable(f"{lib} needs an array operand")
+    odd = [f"{k} {list(v.shape)}" for k, v in vs.items() if v.ndim and v.shape != shape]
+    if odd:
+        raise NotAvailable(f"{lib} columns do not broadcast ({', '.join(odd)} against "
+                           f"{list(shape)})")
+    return shape
+
+
+def import_peer(module, pip_name):
+    """A peer's module, imported when first used; NotAvailable if it is not installed."""
+    import importlib
     try:
-        import selectjit as sjp
+        return importlib.import_module(module)
     except ImportError as e:
-        raise NotAvailable("the selectjit Python package is not installed") from e
-    names = {"isnan": "isnan", "isinf": "isinf", "isfinite": "isfinite"} | CMP
-    if not all(hasattr(sjp, n) for n in list(names.values()) + ["logical_not"]):
-        raise NotAvailable("this selectjit Python package has no lazy predicates")
+        raise NotAvailable(f"{pip_name} is not installed") from e
+
+
+def polars_peer(tree, vs):
+    """polars: `df.select(pl.when(PRED).then(A).otherwise(B))` on a DataFrame of the array
+    operands (flattened), scalars as typed literals; the result is a new column."""
+    pl = import_peer("polars", "polars")
+    shape = flat_operands(vs, "polars")
+    try:
+        df = pl.DataFrame({k: pl.Series(k, v.reshape(-1)) for k, v in vs.items() if v.ndim})
+        types = {k: pl.Series(k, v.reshape(-1)[:1]).dtype for k, v in vs.items()}
+    except Exception as e:  # a dtype polars has no type for
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    odd = sorted({str(vs[k].dtype) for k, t in types.items() if t == pl.Object})
+    if odd:
+        raise NotAvailable(f"polars has no {', '.join(odd)} (an Object column)")
+    ops = {">": "gt", ">=": "ge", "<": "lt", "<=": "le", "==": "eq", "!=": "ne"}
+    tests = {"isnan": "is_nan", "isinf": "is_infinite", "isfinite": "is_finite"}
+
+    def term(name):
+        v = vs[name]
+        return pl.col(name) if v.ndim else pl.lit(v.item(), dtype=types[name])
 
     def cond(c):
         if c[0] == "not":
-            return sjp.logical_not(cond(c[1]))
+            return cond(c[1]).not_()
         if c[0] == "test":
-            return getattr(sjp, c[1])(vs[c[2][1]])
-        return getattr(sjp, CMP[c[1]])(vs[c[2][1]], vs[c[3][1]])
+            return getattr(term(c[2][1]), tests[c[1]])()
+        return getattr(term(c[2][1]), ops[c[1]])(term(c[3][1]))
     _, c, a, b = tree
-    eng = sjp.Engine(threads=1) if THREADS == "1" and hasattr(sjp, "Engine") else None
     box = [None]
 
     def call():
-        box[0] = (eng.where if eng is not None else sjp.where)(cond(c), vs[a[1]], vs[b[1]])
+        box[0] = df.select(pl.when(cond(c)).then(term(a[1])).otherwise(term(b[1])))
     try:
         call()
     except Exception as e:
-        raise NotAvailable(str(e).splitlines()[0][:120]) from e
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    return call, lambda: box[0].to_series().to_numpy().reshape(shape)
+
+
+def pyarrow_peer(tree, vs):
+    """pyarrow: `pc.if_else(pc.greater(x, zero), x, zero)` on Arrow arrays of the array
+    operands (flattened), scalars as typed `pa.scalar`s; the result is a new array."""
+    pa = import_peer("pyarrow", "pyarrow")
+    pc = import_peer("pyarrow.compute", "pyarrow")
+    if THREADS == "1":
+        pa.set_cpu_count(1)
+    shape = flat_operands(vs, "pyarrow")
+    try:
+        vals = {k: pa.array(v.reshape(-1)) if v.ndim else
+                pa.scalar(v.item(), type=pa.from_numpy_dtype(v.dtype)) for k, v in vs.items()}
+    except Exception as e:  # a dtype Arrow has no type for
+        odd = sorted({str(v.dtype) for v in vs.values() if v.dtype.kind not in "biuf"})
+        raise NotAvailable(f"no Arrow type for {', '.join(odd) or 'a dtype'} "
+                           f"({str(e).strip().splitlines()[0][:80]})") from e
+    tests = {"isnan": pc.is_nan, "isinf": pc.is_inf, "isfinite": pc.is_finite}
+
+    def cond(c):
+        if c[0] == "not":
+            return pc.invert(cond(c[1]))
+        if c[0] == "test":
+            return tests[c[1]](vals[c[2][1]])
+        return getattr(pc, CMP[c[1]])(vals[c[2][1]], vals[c[3][1]])
+    _, c, a, b = tree
+    box = [None]
+
+    def call():
+        box[0] = pc.if_else(cond(c), vals[a[1]], vals[b[1]])
+    try:
+        call()
+    except Exception as e:  # a kernel Arrow lacks (e.g. comparisons of halffloat): its words
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    return call, lambda: box[0].to_numpy(zero_copy_only=False).reshape(shape)
+
+
+def import_jax():
+    """jax with x64 enabled, its CPU client made on first use. With one thread XLA_FLAGS alone
+    does not do it (jaxlib 0.10 still runs an elementwise jit on 4-5 threads of its pool): the
+    client is made while this thread may run on one CPU only, so the pool it starts has one
+    thread, pinned there (threads inherit the mask); this thread's mask is restored after."""
+    first = "jax" not in sys.modules
+    mask = os.sched_getaffinity(0) if hasattr(os, "sched_getaffinity") else None
+    pin = first and THREADS == "1" and mask is not None and len(mask) > 1
+    if pin:
+        os.sched_setaffinity(0, {min(mask)})
+    try:
+        jax = import_peer("jax", "jax[cpu]")
+        jax.config.update("jax_enable_x64", True)
+        jax.devices()  # the client and its thread pools
+    finally:
+        if pin:
+            os.sched_setaffinity(0, mask)
+    return jax
+
+
+def jax_peer(tree, vs):
+    """JAX: `jax.jit(lambda x: jnp.where(x > zero, x, zero))` on the CPU, array operands put on
+    the device beforehand, scalars as constants of their dtype (as literals in user code),
+    x64 enabled (f64 / i64 stay 64-bit); each call waits for its result
+    (`block_until_ready`)."""
+    jax = import_jax()
+    jnp = import_peer("jax.numpy", "jax[cpu]")
+    names = [k for k, v in vs.items() if v.ndim]
+    consts = {k: v for k, v in vs.items() if not v.ndim}
+
+    def cond(c, env):
+        if c[0] == "not":
+            return jnp.logical_not(cond(c[1], env))
+        if c[0] == "test":
+            return getattr(jnp, c[1])(env[c[2][1]])
+        return getattr(jnp, CMP[c[1]])(env[c[2][1]], env[c[3][1]])
+    _, c, a, b = tree
+
+    def where(*args):
+        env = dict(consts, **dict(zip(names, args)))
+        return jnp.where(cond(c, env), env[a[1]], env[b[1]])
+    try:
+        fn = jax.jit(where)
+        args = [jax.device_put(vs[k]) for k in names]
+        for x in args:
+            x.block_until_ready()
+    except Exception as e:
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    box = [None]
+
+    def call():
+        box[0] = fn(*args).block_until_ready()
+    try:
+        call()
+    except Exception as e:
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    call.keep = args
+    return call, lambda: np.asarray(box[0])
+
+
+def numba_peer(tree, vs):
+    """numba: a `@vectorize` ufunc of the scalar expression (`x if x > zero else zero`),
+    called on the variables as they are (numpy broadcasting, a new output); with default
+    threads `target="parallel"` on an explicit signature, with one thread the ordinary
+    (lazily typed) ufunc."""
+    numba = import_peer("numba", "numba")
+    names = list(vs)
+    arg = {k: f"v{i}" for i, k in enumerate(names)}
+
+    def text(c):
+        if c[0] == "not":
+            return f"(not {text(c[1])})"
+        if c[0] == "test":
+            return f"math.{c[1]}({arg[c[2][1]]})"
+        return f"({arg[c[2][1]]} {c[1]} {arg[c[3][1]]})"
+    _, c, a, b = tree
+    src = (f"def kernel({', '.join(arg.values())}):\n"
+           f"    return {arg[a[1]]} if {text(c)} else {arg[b[1]]}\n")
+    scope = {"math": math}
+    exec(src, scope)
+    try:
+        if THREADS == "1":
+            fn = numba.vectorize(scope["kernel"])
+        else:
+            ty = numba.from_dtype
+            sig = ty(vs[a[1]].dtype)(*(ty(vs[k].dtype) for k in names))
+            fn = numba.vectorize([sig], target="parallel")(scope["kernel"])
+    except Exception as e:  # a dtype numba has no type for
+        raise NotAvailable(f"{type(e).__name__}: " + " ".join(str(e).split())[:100]) from e
+    args = [vs[k] for k in names]
+    box = [None]
+    # A NaN compared in the kernel raises the invalid flag, which numpy reports for a ufunc
+    # (its own comparisons do not): a warning only, the outputs are checked anyway.
+    import warnings
+    warnings.filterwarnings("ignore", "invalid value encountered", RuntimeWarning)
+
+    def call():
+        box[0] = fn(*args)
+    try:
+        call()
+    except Exception as e:  # typing errors: the first line of numba's message
+        raise NotAvailable(f"{type(e).__name__}: " + " ".join(str(e).split())[:100]) from e
     return call, lambda: box[0]
 
 
-FUSED_PEERS = ["numpy", "numexpr1", "numexpr", "ort", "openvino", "selectjit-py"]
+FUSED_PEERS = ["numpy", "numexpr1", "numexpr", "ort", "openvino", "selectjit-py",
+               "selectjit-py-out", "polars", "jax", "numba", "pyarrow"]
 FUSED_PEER_FNS = {"numpy": fused_numpy_peer, "numexpr1": numexpr_peer("1"),
                   "numexpr": numexpr_peer("default"), "ort": fused_ort_peer,
-                  "openvino": fused_openvino_peer, "selectjit-py": selectjit_py_peer}
+                  "openvino": fused_openvino_peer, "selectjit-py": selectjit_py_peer(False),
+                  "selectjit-py-out": selectjit_py_peer(True), "polars": polars_peer,
+                  "jax": jax_peer, "numba": numba_peer, "pyarrow": pyarrow_peer}
 FUSED_TITLES = {"numpy": "numpy", "numexpr1": "numexpr 1t", "numexpr": "numexpr",
-                "ort": "ONNX Runtime", "openvino": "OpenVINO", "selectjit-py": "selectjit (Python)"}
+                "ort": "ONNX Runtime", "openvino": "OpenVINO",
+                "selectjit-py": "selectjit (Python, allocating)",
+                "selectjit-py-out": "selectjit (Python, out=)", "polars": "polars",
+                "jax": "JAX jit", "numba": "numba", "pyarrow": "pyarrow"}
+# Ratios: the peers measured before the Python ones against `selectjit bench`'s fused call;
+# out= as allocating / out= time; the Python libraries against selectjit's allocating `where`.
+PY_PEERS = ["polars", "jax", "numba", "pyarrow"]
 
 
 def selectjit_fused_bench(exe, case, quick):
@@ -576,9 +831,17 @@ def run_fused_cases(cases, exe, opts):
                 nbad, what = differences(got, want, vs[a[1]])
             row["peers"][p] = {"status": "wrong" if nbad else "ok", "wrong": what}
             runners[p] = call
-        times = timeit(list(runners.values()), opts.rounds, opts.min_batch_ns)
-        for p, t in zip(runners, times):
-            row["peers"][p].update(ns=t, ratio=t / sj["fused_ns"])
+        times = dict(zip(runners, timeit(list(runners.values()), opts.rounds,
+                                         opts.min_batch_ns)))
+        alloc = times.get("selectjit-py")
+        for p, t in times.items():
+            if p == "selectjit-py-out":
+                ratio = alloc / t if alloc else None
+            elif p in PY_PEERS:
+                ratio = t / alloc if alloc else None
+            else:
+                ratio = t / sj["fused_ns"]
+            row["peers"][p].update(ns=t, ratio=ratio)
         del runners
         rows.append(row)
         print(fused_table_line(fused_cells(row)), flush=True)
@@ -587,8 +850,10 @@ def run_fused_cases(cases, exe, opts):
 
 FUSED_HEADER = ["case", "elements", "fused", "tier", "unfused", "roofline",
                 "numpy", "np/sj", "numexpr 1t", "ne1/sj", "numexpr", "ne/sj",
-                "ORT", "ORT/sj", "OpenVINO", "OV/sj", "sj-py", "py/sj"]
-FUSED_WIDTHS = [26, 9, 10, 8, 10, 9, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6]
+                "ORT", "ORT/sj", "OpenVINO", "OV/sj", "sj-py", "py/sj", "sj-py out=", "al/out",
+                "polars", "pl/py", "JAX", "jax/py", "numba", "nb/py", "pyarrow", "pa/py"]
+FUSED_WIDTHS = [26, 9, 10, 8, 10, 9, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6, 10, 6,
+                10, 6, 10, 6, 10, 6, 10, 6]
 
 
 def fused_cells(row):
@@ -609,17 +874,25 @@ def fused_summaries(rows):
     out = {}
     for p in FUSED_PEERS:
         ran = [r for r in rows if r["peers"][p]["status"] != "n/a"]
-        ratios = [r["peers"][p]["ratio"] for r in ran]
+        ratios = [r["peers"][p]["ratio"] for r in ran if r["peers"][p]["ratio"] is not None]
         gm = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
         wrong = [f"{r['case']}: {r['peers'][p]['wrong']}" for r in ran
                  if r["peers"][p]["status"] == "wrong"]
         na = sorted({f"{r['case']} ({r['peers'][p]['reason']})" for r in rows
                      if r["peers"][p]["status"] == "n/a"})
+        if p == "selectjit-py-out":
+            what = (f"the allocating call slower than out= on {sum(x > 1 for x in ratios)} of "
+                    f"{len(ratios)} cases; geometric mean allocating/out= time {gm:.2f}")
+        elif p in PY_PEERS:
+            what = (f"selectjit's Python where (allocating) faster on "
+                    f"{sum(x > 1 for x in ratios)} of {len(ratios)} cases both run; geometric "
+                    f"mean {p}/selectjit-py time {gm:.2f}")
+        else:
+            what = (f"selectjit's fused call faster on {sum(x > 1 for x in ratios)} of "
+                    f"{len(ran)} cases it runs; geometric mean {p}/selectjit time {gm:.2f}")
         out[p] = {"ran": len(ran), "geomean_ratio": gm, "wrong_on_cases": wrong, "n/a": na,
-                  "line": (f"{FUSED_TITLES[p]}: selectjit's fused call faster on "
-                           f"{sum(x > 1 for x in ratios)} of {len(ran)} cases it runs; "
-                           f"geometric mean {p}/selectjit time {gm:.2f}; wrong output on "
-                           f"{len(wrong)} case(s); n/a on {len(rows) - len(ran)}")}
+                  "line": (f"{FUSED_TITLES[p]}: {what}; wrong output on {len(wrong)} case(s); "
+                           f"n/a on {len(rows) - len(ran)}")}
     return out
 
 
@@ -630,13 +903,17 @@ def fused_markdown(rows, summ):
           "predicate (`Cond`) on the `auto` engine, tier = what ran it (a kernel variant that "
           "fuses the predicate, or `blocked`: the static kernels, a mask block then its select, "
           "where no tier fuses it yet), unfused = the fastest Rust mask then the select on it, "
-          "roofline = the fastest copy of the fused traffic (variables + output). Ratios are "
-          "peer time / selectjit fused time.", "",
+          "roofline = the fastest copy of the fused traffic (variables + output). Ratios "
+          "up to py/sj are peer time / selectjit fused time; al/out = selectjit-py allocating "
+          "/ out= time; the Python libraries after it (polars, JAX, numba, pyarrow) are "
+          "peer time / selectjit-py allocating time, the same kind of call from Python.", "",
           "| " + " | ".join(["case", "elements", "fused µs", "tier", "unfused µs",
                              "roofline µs", "numpy µs", "np/sj", "numexpr 1t µs", "ne1/sj",
                              "numexpr µs", "ne/sj", "ORT µs", "ORT/sj", "OpenVINO µs",
-                             "OV/sj", "selectjit-py µs", "py/sj"]) + " |",
-          "|---|" + "---:|" * 2 + "---|" + "---:|" * 14]
+                             "OV/sj", "selectjit-py µs", "py/sj", "sj-py out= µs", "alloc/out",
+                             "polars µs", "pl/py", "JAX µs", "jax/py", "numba µs", "nb/py",
+                             "pyarrow µs", "pa/py"]) + " |",
+          "|---|" + "---:|" * 2 + "---|" + "---:|" * 24]
     md += ["| " + " | ".join(fused_cells(r)) + " |" for r in rows]
     md += ["", "- numpy = a ufunc per operator of the condition (`np.greater`, `np.isnan`, "
            "`np.logical_not`, ...), then `np.where` (both allocate, as numpy code does). "
@@ -644,8 +921,22 @@ def fused_markdown(rows, summ):
            "comparisons, which numexpr lacks), with one thread and with its default threads. "
            "ORT / OpenVINO = a graph of the comparison or test nodes and Where / Select, "
            "inputs and output bound to preallocated buffers. selectjit-py = the Python "
-           "package's lazy predicates where it has them. The peers' inputs are drawn like the "
-           "Rust harness's (same distributions, numpy's generator).", "", "### Summary", ""]
+           "package's lazy predicates where it has them (`y = selectjit.where("
+           "selectjit.greater(x, zero), x, zero)`, allocating), and the same call with `out=` "
+           "into a preallocated array. polars = `df.select(pl.when(PRED).then(A)"
+           ".otherwise(B))` on a DataFrame of the array operands, scalars as typed literals; "
+           "pyarrow = `pc.if_else(pc.greater(x, zero), x, zero)` on Arrow arrays (both run "
+           "the flattened arrays where every operand is a scalar or of the output's shape, "
+           "and are n/a where non-scalars broadcast). JAX = `jax.jit` of `jnp.where(PRED, A, "
+           "B)` on the CPU (x64 enabled, inputs on the device, `block_until_ready`). numba = "
+           "a `@vectorize` ufunc of the scalar expression (`target='parallel'` with default "
+           "threads). All of them allocate their output. With one thread: OMP_NUM_THREADS, "
+           "POLARS_MAX_THREADS, NUMBA_NUM_THREADS = 1, XLA_FLAGS without Eigen's thread pool "
+           "and one intra-op thread, JAX's CPU client made while the process may run on one "
+           "CPU (its pool then has one thread, pinned; the flags alone leave an elementwise jit "
+           "on 4-5 threads), `pa.set_cpu_count(1)`. The peers' inputs are drawn like "
+           "the Rust harness's (same distributions, numpy's generator).", "", "### Summary",
+           ""]
     for p, s in summ.items():
         md.append(f"- {s['line']}.")
         md += [f"  - n/a: {x}" for x in s["n/a"]]
@@ -833,7 +1124,7 @@ def cell(row, p):
     if r["status"] == "n/a":
         return ["n/a", ""]
     mark = "!" if r["status"] == "wrong" else ""
-    return [f"{r['ns'] / 1e3:.2f}{mark}", f"{r['ratio']:.2f}"]
+    return [f"{r['ns'] / 1e3:.2f}{mark}", "" if r["ratio"] is None else f"{r['ratio']:.2f}"]
 
 
 def table_cells(row):
@@ -899,14 +1190,16 @@ def run_probes(exe, dtypes):
 def probe_lines(probes):
     lines = []
     for p, r in probes.items():
-        tested = [d for d in DTYPES if d not in r["n/a"]]
+        tested = [d for d in HAVE_DTYPES if d not in r["n/a"]]
         lines.append(f"{TITLES[p]} (probed: {' '.join(tested)}):")
         by_dtypes = {}
         for f, ds in r["findings"].items():
             by_dtypes.setdefault(" ".join(ds), []).append(f)
         for ds, fs in by_dtypes.items():
             lines += [f"  {ds}: {f}" for f in fs]
-        if not r["findings"]:
+        if not tested:
+            lines.append(f"  not run ({next(iter(r['n/a'].values()), 'no dtype')})")
+        elif not r["findings"]:
             lines.append("  every probe bit-exact")
     return lines
 
@@ -917,9 +1210,13 @@ def environment(exe, opts):
     version = subprocess.run([str(exe), "--version"], capture_output=True, text=True).stdout
     return {"date": datetime.date.today().isoformat(), "cpu": cpu, "vcpus": os.cpu_count(),
             "python": platform.python_version(), "selectjit": version.strip(),
-            "numpy": np.__version__, "ml_dtypes": ml_dtypes.__version__,
-            "onnx": onnx.__version__, "onnxruntime": ort.__version__,
-            "openvino": ov.__version__.split("-")[0],
+            "numpy": np.__version__,
+            "ml_dtypes": ml_dtypes.__version__ if ml_dtypes else "(not installed)",
+            "onnx": onnx.__version__ if onnx else "(not installed)",
+            "onnxruntime": ort.__version__ if ort else "(not installed)",
+            "openvino": ov.__version__.split("-")[0] if ov else "(not installed)",
+            "python_peers": package_versions(["numexpr", "selectjit", "polars", "pyarrow",
+                                              "jax", "jaxlib", "numba"]),
             "mode": "quick" if opts.quick else "full", "filter": opts.filter,
             "threads": "one thread" if THREADS == "1" else "default threads",
             "rounds": opts.rounds, "min_batch_ms": opts.min_batch_ns / 1e6}
@@ -950,8 +1247,9 @@ def markdown(env, rows, summ, probes, note):
           f"{env['mode']} run "
           f"({env['rounds']} rounds, batches of at least {env['min_batch_ms']:g} ms). "
           f"{env['selectjit']}; numpy {env['numpy']}, ml_dtypes {env['ml_dtypes']}, "
-          f"onnxruntime {env['onnxruntime']}, openvino {env['openvino']}, Python {env['python']}.",
-          ""]
+          f"onnxruntime {env['onnxruntime']}, openvino {env['openvino']}, "
+          + "".join(f"{k} {v}, " for k, v in env["python_peers"].items())
+          + f"Python {env['python']}.", ""]
     if note:
         md += [note, ""]
     md += ["Generated by `python3 benches/peers.py " + " ".join(sys.argv[1:]) + "`; see "
@@ -974,6 +1272,36 @@ def markdown(env, rows, summ, probes, note):
     return "\n".join(md)
 
 
+def limit_threads(threads):
+    """The thread counts of the peers that read them from the environment once, when they are
+    imported (polars, numba, JAX's XLA, OpenMP): set before any of them is (the Python peers
+    are imported when first used). With default threads nothing is set. JAX runs on the CPU
+    in both modes."""
+    os.environ.setdefault("JAX_PLATFORMS", "cpu")
+    if threads != "1":
+        return
+    late = [m for m in ("polars", "numba", "jax", "pyarrow") if m in sys.modules]
+    if late:
+        sys.exit(f"peers.py: {', '.join(late)} imported before the thread limits were set")
+    for var in ("OMP_NUM_THREADS", "POLARS_MAX_THREADS", "NUMBA_NUM_THREADS"):
+        os.environ[var] = "1"
+    flags = os.environ.get("XLA_FLAGS", "")
+    os.environ["XLA_FLAGS"] = (flags + " --xla_cpu_multi_thread_eigen=false "
+                               "intra_op_parallelism_threads=1").strip()
+
+
+def package_versions(names):
+    """Installed versions of the Python peers, without importing them."""
+    from importlib import metadata
+    out = {}
+    for n in names:
+        try:
+            out[n] = metadata.version(n)
+        except metadata.PackageNotFoundError:
+            pass
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--quick", action="store_true", help="5 rounds of 1 ms batches")
@@ -993,6 +1321,7 @@ def main():
     opts = ap.parse_args()
     global THREADS
     THREADS = opts.threads
+    limit_threads(THREADS)
     opts.rounds, opts.min_batch_ns = (5, 1e6) if opts.quick else (15, 4e6)
     if not opts.selectjit.is_file():
         sys.exit(f"no selectjit binary at {opts.selectjit}: run `cargo build --release` first "
@@ -1004,6 +1333,12 @@ def main():
                                       if opts.filter in c["name"]]
     if not cases and not fused:
         sys.exit(f"no case matches '{opts.filter}'")
+    skip = [c["name"] for c in cases if c["dtype"] not in HAVE_DTYPES] + [
+        c["name"] for c in fused if any(v["dtype"] not in HAVE_DTYPES for v in c["vars"].values())]
+    if skip:
+        print(f"left out (no numpy dtype without ml_dtypes): {', '.join(skip)}")
+        cases = [c for c in cases if c["name"] not in skip]
+        fused = [c for c in fused if c["name"] not in skip]
 
     env = environment(opts.selectjit, opts)
     rows, summ, probes = [], {}, {}
@@ -1018,7 +1353,7 @@ def main():
                 print(f"  n/a: {x}")
             for x in s["wrong_on_cases"]:
                 print(f"  wrong: {x}")
-        probes = run_probes(opts.selectjit, list(DTYPES))
+        probes = run_probes(opts.selectjit, HAVE_DTYPES)
         print("correctness probe (cond bytes other than 0/1; values that change through "
               "narrower types):")
         print("\n".join(probe_lines(probes)))
@@ -1042,7 +1377,9 @@ def main():
             ["# selectjit and its peers: fused predicates", "",
              f"Measured {env['date']} on {env['cpu']}, {env['vcpus']} vCPU, {env['threads']}, "
              f"{env['mode']} run. {env['selectjit']}; numpy {env['numpy']}, onnxruntime "
-             f"{env['onnxruntime']}, openvino {env['openvino']}, Python {env['python']}.", "",
+             f"{env['onnxruntime']}, openvino {env['openvino']}, "
+             + "".join(f"{k} {v}, " for k, v in env["python_peers"].items())
+             + f"Python {env['python']}.", "",
              "Generated by `python3 benches/peers.py " + " ".join(sys.argv[1:]) + "`.", ""]
             + ([opts.note, ""] if opts.note else []))
         if fused_rows:
