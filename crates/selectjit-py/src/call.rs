@@ -58,6 +58,7 @@ fn dispatches(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         || obj.is_exact_instance_of::<PyList>()
         || obj.is_exact_instance_of::<PyTuple>()
         || np::is_numpy_scalar(obj)
+        || pred::is_exact_predicate(obj)
     {
         return Ok(false);
     }

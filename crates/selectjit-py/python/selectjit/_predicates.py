@@ -23,13 +23,24 @@ between and the predicate sees the change.
 import functools
 import struct as _struct
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ._errors import BroadcastError
-from ._selectjit import _Pred
+from ._selectjit import (
+    _Pred,
+    equal,
+    greater,
+    greater_equal,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    not_equal,
+)
 
 __all__ = [
     "Predicate",
@@ -229,17 +240,9 @@ def _make(kind, negate, args):
         result = _numpy_eval(kind, negate, args)
         if isinstance(result, np.generic):
             result = np.asarray(result)
-        p = Predicate("equal", negate, None, None, None)
-        p._result = result
-        p._shape = tuple(result.shape)
-    else:
-        op, lhs, rhs, dt, shape = plan
-        p = Predicate(op, negate, lhs, rhs, dt)
-        p._result = None
-        p._shape = shape
-    p._kind = kind
-    p._args = args
-    return p
+        return Predicate("equal", negate, None, None, None, kind, args, tuple(result.shape), result)
+    op, lhs, rhs, dt, shape = plan
+    return Predicate(op, negate, lhs, rhs, dt, kind, args, shape)
 
 
 def _from_blocks(kind, negate, *blocks):
@@ -252,7 +255,8 @@ class Predicate(_Pred, NDArrayOperatorsMixin):
     it into its kernel; everything else sees numpy's bool array (see the module's docs)."""
 
     __module__ = "selectjit"
-    __slots__ = ("_result", "_shape", "_kind", "_args", "__weakref__")
+    # `_result`, `_shape`, `_kind`, `_args`, `_negate`: the extension's fields (see `_Pred`).
+    __slots__ = ("__weakref__",)
 
     # -- numpy's array protocol ------------------------------------------------------------
     def _evaluate(self):
@@ -366,41 +370,11 @@ def _identity(block):
     return block
 
 
-def _cmp(kind: str) -> Callable[[Any, Any], "Predicate"]:
-    def f(x1: Any, x2: Any, /) -> "Predicate":
-        return _make(kind, False, (x1, x2))
-
-    f.__name__ = f.__qualname__ = kind
-    f.__module__ = "selectjit"
-    f.__doc__ = (
-        f"`numpy.{kind}(x1, x2)` as a lazy predicate: `selectjit.where` computes it inside its "
-        "kernel; anywhere else it is numpy's bool array."
-    )
-    return f
-
-
-def _test(kind: str) -> Callable[[Any], "Predicate"]:
-    def f(x: Any, /) -> "Predicate":
-        return _make(kind, False, (x,))
-
-    f.__name__ = f.__qualname__ = kind
-    f.__module__ = "selectjit"
-    f.__doc__ = (
-        f"`numpy.{kind}(x)` as a lazy predicate: `selectjit.where` computes it inside its "
-        "kernel; anywhere else it is numpy's bool array."
-    )
-    return f
-
-
-greater = _cmp("greater")
-greater_equal = _cmp("greater_equal")
-less = _cmp("less")
-less_equal = _cmp("less_equal")
-equal = _cmp("equal")
-not_equal = _cmp("not_equal")
-isnan = _test("isnan")
-isinf = _test("isinf")
-isfinite = _test("isfinite")
+# The predicate functions are the extension's (the common calls are made there; the others
+# through `_make`).
+for _f in (greater, greater_equal, less, less_equal, equal, not_equal, isnan, isinf, isfinite):
+    _f.__module__ = "selectjit"
+del _f
 
 
 def logical_not(x: Any, /) -> "Predicate":
