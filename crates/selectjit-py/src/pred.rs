@@ -51,11 +51,11 @@ pub fn lib_dtype(d: &Bound<'_, PyArrayDescr>) -> Option<DType> {
     if !matches!(d.byteorder(), b'=' | b'|') || d.has_fields() || d.has_subarray() {
         return None;
     }
-    // Built-in numeric types only (a user dtype of the same kind and size, e.g. ml_dtypes',
-    // compares differently).
+    // Built-in numeric types (a user dtype of the same kind and size may compare differently),
+    // and ml_dtypes' bfloat16 (whose loops compare the values as floats, as the kernels do).
     let num = d.num();
     if !((0..=15).contains(&num) || num == 23) {
-        return None;
+        return is_bfloat16(d).then_some(DType::BF16);
     }
     Some(match (d.kind(), d.itemsize()) {
         (b'b', 1) => DType::Bool,
@@ -74,6 +74,33 @@ pub fn lib_dtype(d: &Bound<'_, PyArrayDescr>) -> Option<DType> {
         (b'c', 16) => DType::Complex128,
         _ => return None,
     })
+}
+
+/// The type number of ml_dtypes' `bfloat16` once seen (numpy numbers user dtypes as they are
+/// registered), -1 before.
+static BF16_NUM: std::sync::atomic::AtomicI32 = std::sync::atomic::AtomicI32::new(-1);
+
+/// Whether `d` is ml_dtypes' `bfloat16` (native byte order checked by the caller).
+fn is_bfloat16(d: &Bound<'_, PyArrayDescr>) -> bool {
+    use std::sync::atomic::Ordering;
+    let num = d.num();
+    if num < 256 || d.itemsize() != 2 || d.kind() != b'V' {
+        return false;
+    }
+    if BF16_NUM.load(Ordering::Relaxed) == num {
+        return true;
+    }
+    let t = d.typeobj();
+    let named = |attr: &str, want: &str| {
+        t.getattr(attr)
+            .and_then(|v| v.extract::<String>())
+            .is_ok_and(|v| v == want)
+    };
+    let bf16 = named("__name__", "bfloat16") && named("__module__", "ml_dtypes");
+    if bf16 {
+        BF16_NUM.store(num, Ordering::Relaxed);
+    }
+    bf16
 }
 
 #[pymethods]

@@ -21,6 +21,8 @@ between and the predicate sees the change.
 """
 
 import functools
+import math
+import sys
 import struct as _struct
 import warnings
 from typing import Any
@@ -108,6 +110,8 @@ def _weak_scalar(v, dt):
             return None
         info = np.iinfo(dt)
         return np.array(v, dt) if info.min <= v <= info.max else None
+    if dt == _bfloat16():
+        return _weak_bfloat16(v, dt)
     if dt.kind not in "fc":
         return None
     try:
@@ -126,6 +130,33 @@ def _weak_scalar(v, dt):
     return r
 
 
+_BF16_FUSED = frozenset()
+
+
+def _bfloat16():
+    """ml_dtypes' bfloat16 dtype if ml_dtypes is imported (a bfloat16 array implies it is)."""
+    m = sys.modules.get("ml_dtypes")
+    bf16 = getattr(m, "bfloat16", None)
+    return None if bf16 is None else np.dtype(bf16)
+
+
+def _weak_bfloat16(v, dt):
+    """The Python scalar `v` as a 0-d bfloat16 array when it is exactly a bfloat16 value (then
+    numpy's comparison, in float32 or bfloat16, gives what comparing in bfloat16 does), else
+    None."""
+    if type(v) not in (int, float):
+        return None
+    if type(v) is int and abs(v) > 2**128:
+        return None
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        r = np.array(v, dt)
+    f = float(r)
+    if f != f:
+        return r if v != v else None
+    return r if f == v and (type(v) is int or math.copysign(1.0, f) == math.copysign(1.0, v)) else None
+
+
 # Small bounded caches of numpy's answers (dtype resolution, converted Python scalars): they
 # depend only on their keys, and cost microseconds each to recompute.
 _LOOPS = {}
@@ -140,6 +171,18 @@ def _loop_dtype(kind, arg_types):
         return _LOOPS[key]
     except KeyError:
         pass
+    bf16 = _bfloat16()
+    if bf16 is not None and bf16 in arg_types:
+        # ml_dtypes' bfloat16 loops compare the values as floats (a Python float scalar in
+        # float32, an int converted to bfloat16 first): with the operands exact in bfloat16
+        # (`_weak_scalar` declines the other scalars) that is comparing in bfloat16. But every
+        # one of them sets "invalid" on a signaling NaN (a warning, or an error under
+        # `errstate(invalid="raise")`), and the ordered comparisons on any NaN: the loops that
+        # may be fused are listed in _BF16_FUSED (none until a call checks for those NaNs).
+        ok = kind in _BF16_FUSED and all(t == bf16 or t in (int, float) for t in arg_types)
+        dt = bf16 if ok else None
+        _LOOPS[key] = dt
+        return dt
     try:
         dts = _UFUNCS[kind].resolve_dtypes((*arg_types, None))
         ins = dts[:-1]
