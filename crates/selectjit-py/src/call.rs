@@ -58,6 +58,7 @@ fn dispatches(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
         || obj.is_exact_instance_of::<PyList>()
         || obj.is_exact_instance_of::<PyTuple>()
         || np::is_numpy_scalar(obj)
+        || pred::is_exact_predicate(obj)
     {
         return Ok(false);
     }
@@ -461,6 +462,11 @@ pub fn where_call<'py>(
     mode: Broadcast,
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = cond.py();
+    if mode == Broadcast::Numpy
+        && let Some(r) = small_pred_call(engine, cond, x, y, out)?
+    {
+        return Ok(r);
+    }
     if mode == Broadcast::Numpy && (dispatches(cond)? || dispatches(x)? || dispatches(y)?) {
         let r = np::numpy(py)?.where_.bind(py).call1((cond, x, y))?;
         return match out {
@@ -634,6 +640,158 @@ pub fn where_call<'py>(
         np::copy_into(&o, &target.arr)?;
     }
     Ok(o.into_any())
+}
+
+/// The common call on a fused predicate, with less preparation than [`where_call`]'s: numpy's
+/// broadcast, a `selectjit.Predicate` whose operands are in the dtype it compares, `x` and `y`
+/// exact ndarrays in the result dtype or Python scalars, every array C-contiguous and of the
+/// output's shape or 0-d, and `out` (if given) an exact C-contiguous ndarray of the result
+/// that overlaps no input. None: the general path runs the call (and makes every error).
+fn small_pred_call<'py>(
+    engine: &Engine,
+    cond: &Bound<'py, PyAny>,
+    x: &Bound<'py, PyAny>,
+    y: &Bound<'py, PyAny>,
+    out: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Option<Bound<'py, PyAny>>> {
+    let py = cond.py();
+    let Ok(p) = cond.cast::<PyPred>() else {
+        return Ok(None);
+    };
+    if !pred::is_exact_predicate(cond) {
+        return Ok(None);
+    }
+    let p = p.get();
+    let (Some((pdt, lib)), Some(lhs)) = (&p.dtype, &p.lhs) else {
+        return Ok(None);
+    };
+    let (pdt, lhs, rhs) = (
+        pdt.bind(py),
+        lhs.bind(py),
+        p.rhs.as_ref().map(|r| r.bind(py)),
+    );
+    let c_contig = |a: &Bound<'py, PyUntypedArray>| np::info(a).flags & NPY_ARRAY_C_CONTIGUOUS != 0;
+    let in_dt = |a: &Bound<'py, PyUntypedArray>, d: &Bound<'py, PyArrayDescr>| {
+        let ad = np::dtype(a);
+        ad.is(d) || np::equiv(&ad, d)
+    };
+    let ops: [Option<&Bound<'py, PyUntypedArray>>; 2] = [Some(lhs), rhs];
+    for a in ops.into_iter().flatten() {
+        if !c_contig(a) || !in_dt(a, pdt) {
+            return Ok(None);
+        }
+    }
+    let arg = |o: &Bound<'py, PyAny>| -> Option<(Option<Bound<'py, PyUntypedArray>>, Option<u8>)> {
+        if np::is_exact_ndarray(o) {
+            // SAFETY: checked to be an ndarray just above.
+            let a: Bound<'py, PyUntypedArray> = unsafe { o.clone().cast_into_unchecked() };
+            c_contig(&a).then_some((Some(a), None))
+        } else {
+            promote::weak_kind(o).map(|k| (None, Some(k)))
+        }
+    };
+    let (Some((xa, xk)), Some((ya, yk))) = (arg(x), arg(y)) else {
+        return Ok(None);
+    };
+    // The output's shape: the one shape every operand has, unless 0-d.
+    let mut shape: &[usize] = &[];
+    for s in [
+        Some(lhs.shape()),
+        rhs.map(|r| r.shape()),
+        xa.as_ref().map(|a| a.shape()),
+        ya.as_ref().map(|a| a.shape()),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        if shape.is_empty() {
+            shape = s;
+        } else if !(s.is_empty() || s == shape) {
+            return Ok(None);
+        }
+    }
+    if shape.contains(&0) {
+        return Ok(None);
+    }
+    let shape: layout::Dims<usize> = shape.iter().copied().collect();
+    let shape = &shape[..];
+    let dt = promote::result_dtype(x, xa.as_ref(), y, ya.as_ref())?;
+    let itemsize = dt.itemsize();
+    let Some(lib_dt) = width_dtype(itemsize).filter(|_| np::movable(&dt)) else {
+        return Ok(None);
+    };
+    let value = |a: Option<Bound<'py, PyUntypedArray>>, k: Option<u8>, o: &Bound<'py, PyAny>| match (
+        a, k,
+    ) {
+        (Some(a), _) => Ok(in_dt(&a, &dt).then_some(a)),
+        (None, Some(k)) => scalars::convert(o, k, &dt).map(Some),
+        (None, None) => Ok(None),
+    };
+    let (Some(x1), Some(y1)) = (value(xa, xk, x)?, value(ya, yk, y)?) else {
+        return Ok(None);
+    };
+    let operand = |a: &Bound<'py, PyUntypedArray>, w: usize| {
+        layout::contiguous_view(a.shape(), w).map(|v| Operand::with_view(a.clone(), v))
+    };
+    let pw = pdt.itemsize();
+    let (Some(l_op), Some(x_op), Some(y_op)) = (
+        operand(lhs, pw),
+        operand(&x1, itemsize),
+        operand(&y1, itemsize),
+    ) else {
+        return Ok(None);
+    };
+    let r_op = match rhs {
+        Some(r) => match operand(r, pw) {
+            Some(o) => Some(o),
+            None => return Ok(None),
+        },
+        None => None,
+    };
+    let o = match out {
+        None => {
+            let strides = layout::numpy_out_strides(shape, &[], itemsize);
+            np::empty(py, &dt, shape, &strides)?
+        }
+        Some(o) if np::is_exact_ndarray(o) => {
+            // SAFETY: checked to be an ndarray just above.
+            let o: Bound<'py, PyUntypedArray> = unsafe { o.clone().cast_into_unchecked() };
+            if !(c_contig(&o) && o.shape() == shape && np::writeable(&o) && in_dt(&o, &dt)) {
+                return Ok(None);
+            }
+            o
+        }
+        Some(_) => return Ok(None),
+    };
+    let Some(target) = operand(&o, itemsize) else {
+        return Ok(None);
+    };
+    if out.is_some()
+        && [Some(&l_op), r_op.as_ref(), Some(&x_op), Some(&y_op)]
+            .into_iter()
+            .flatten()
+            .any(|op| op.overlaps(&target))
+    {
+        return Ok(None);
+    }
+    let cops = CondOps::Pred {
+        op: p.op,
+        negate: p.negate,
+        lib: *lib,
+        lhs: PredArg::View(l_op),
+        rhs: r_op.map(PredArg::View),
+    };
+    let (xs, ys) = (x1.shape(), y1.shape());
+    run(
+        py,
+        engine,
+        lib_dt,
+        Broadcast::Numpy,
+        (&cops, &x_op, &y_op, &target),
+        (shape, xs, ys, shape),
+        None,
+    )?;
+    Ok(Some(o.into_any()))
 }
 
 /// A predicate's operand for the kernel: a view, or the in-place buffer.

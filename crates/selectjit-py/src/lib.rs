@@ -248,5 +248,6 @@ fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
     m.add_class::<PyEngine>()?;
     m.add_class::<pred::PyPred>()?;
+    pred::register(m)?;
     Ok(())
 }

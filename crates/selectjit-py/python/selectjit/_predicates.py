@@ -21,15 +21,28 @@ between and the predicate sees the change.
 """
 
 import functools
+import math
+import sys
 import struct as _struct
 import warnings
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 from numpy.lib.mixins import NDArrayOperatorsMixin
 
 from ._errors import BroadcastError
-from ._selectjit import _Pred
+from ._selectjit import (
+    _Pred,
+    equal,
+    greater,
+    greater_equal,
+    isfinite,
+    isinf,
+    isnan,
+    less,
+    less_equal,
+    not_equal,
+)
 
 __all__ = [
     "Predicate",
@@ -97,6 +110,8 @@ def _weak_scalar(v, dt):
             return None
         info = np.iinfo(dt)
         return np.array(v, dt) if info.min <= v <= info.max else None
+    if dt == _bfloat16():
+        return _weak_bfloat16(v, dt)
     if dt.kind not in "fc":
         return None
     try:
@@ -115,6 +130,33 @@ def _weak_scalar(v, dt):
     return r
 
 
+_BF16_FUSED = frozenset()
+
+
+def _bfloat16():
+    """ml_dtypes' bfloat16 dtype if ml_dtypes is imported (a bfloat16 array implies it is)."""
+    m = sys.modules.get("ml_dtypes")
+    bf16 = getattr(m, "bfloat16", None)
+    return None if bf16 is None else np.dtype(bf16)
+
+
+def _weak_bfloat16(v, dt):
+    """The Python scalar `v` as a 0-d bfloat16 array when it is exactly a bfloat16 value (then
+    numpy's comparison, in float32 or bfloat16, gives what comparing in bfloat16 does), else
+    None."""
+    if type(v) not in (int, float):
+        return None
+    if type(v) is int and abs(v) > 2**128:
+        return None
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore")
+        r = np.array(v, dt)
+    f = float(r)
+    if f != f:
+        return r if v != v else None
+    return r if f == v and (type(v) is int or math.copysign(1.0, f) == math.copysign(1.0, v)) else None
+
+
 # Small bounded caches of numpy's answers (dtype resolution, converted Python scalars): they
 # depend only on their keys, and cost microseconds each to recompute.
 _LOOPS = {}
@@ -129,6 +171,18 @@ def _loop_dtype(kind, arg_types):
         return _LOOPS[key]
     except KeyError:
         pass
+    bf16 = _bfloat16()
+    if bf16 is not None and bf16 in arg_types:
+        # ml_dtypes' bfloat16 loops compare the values as floats (a Python float scalar in
+        # float32, an int converted to bfloat16 first): with the operands exact in bfloat16
+        # (`_weak_scalar` declines the other scalars) that is comparing in bfloat16. But every
+        # one of them sets "invalid" on a signaling NaN (a warning, or an error under
+        # `errstate(invalid="raise")`), and the ordered comparisons on any NaN: the loops that
+        # may be fused are listed in _BF16_FUSED (none until a call checks for those NaNs).
+        ok = kind in _BF16_FUSED and all(t == bf16 or t in (int, float) for t in arg_types)
+        dt = bf16 if ok else None
+        _LOOPS[key] = dt
+        return dt
     try:
         dts = _UFUNCS[kind].resolve_dtypes((*arg_types, None))
         ins = dts[:-1]
@@ -229,17 +283,9 @@ def _make(kind, negate, args):
         result = _numpy_eval(kind, negate, args)
         if isinstance(result, np.generic):
             result = np.asarray(result)
-        p = Predicate("equal", negate, None, None, None)
-        p._result = result
-        p._shape = tuple(result.shape)
-    else:
-        op, lhs, rhs, dt, shape = plan
-        p = Predicate(op, negate, lhs, rhs, dt)
-        p._result = None
-        p._shape = shape
-    p._kind = kind
-    p._args = args
-    return p
+        return Predicate("equal", negate, None, None, None, kind, args, tuple(result.shape), result)
+    op, lhs, rhs, dt, shape = plan
+    return Predicate(op, negate, lhs, rhs, dt, kind, args, shape)
 
 
 def _from_blocks(kind, negate, *blocks):
@@ -252,7 +298,8 @@ class Predicate(_Pred, NDArrayOperatorsMixin):
     it into its kernel; everything else sees numpy's bool array (see the module's docs)."""
 
     __module__ = "selectjit"
-    __slots__ = ("_result", "_shape", "_kind", "_args", "__weakref__")
+    # `_result`, `_shape`, `_kind`, `_args`, `_negate`: the extension's fields (see `_Pred`).
+    __slots__ = ("__weakref__",)
 
     # -- numpy's array protocol ------------------------------------------------------------
     def _evaluate(self):
@@ -366,41 +413,11 @@ def _identity(block):
     return block
 
 
-def _cmp(kind: str) -> Callable[[Any, Any], "Predicate"]:
-    def f(x1: Any, x2: Any, /) -> "Predicate":
-        return _make(kind, False, (x1, x2))
-
-    f.__name__ = f.__qualname__ = kind
-    f.__module__ = "selectjit"
-    f.__doc__ = (
-        f"`numpy.{kind}(x1, x2)` as a lazy predicate: `selectjit.where` computes it inside its "
-        "kernel; anywhere else it is numpy's bool array."
-    )
-    return f
-
-
-def _test(kind: str) -> Callable[[Any], "Predicate"]:
-    def f(x: Any, /) -> "Predicate":
-        return _make(kind, False, (x,))
-
-    f.__name__ = f.__qualname__ = kind
-    f.__module__ = "selectjit"
-    f.__doc__ = (
-        f"`numpy.{kind}(x)` as a lazy predicate: `selectjit.where` computes it inside its "
-        "kernel; anywhere else it is numpy's bool array."
-    )
-    return f
-
-
-greater = _cmp("greater")
-greater_equal = _cmp("greater_equal")
-less = _cmp("less")
-less_equal = _cmp("less_equal")
-equal = _cmp("equal")
-not_equal = _cmp("not_equal")
-isnan = _test("isnan")
-isinf = _test("isinf")
-isfinite = _test("isfinite")
+# The predicate functions are the extension's (the common calls are made there; the others
+# through `_make`).
+for _f in (greater, greater_equal, less, less_equal, equal, not_equal, isnan, isinf, isfinite):
+    _f.__module__ = "selectjit"
+del _f
 
 
 def logical_not(x: Any, /) -> "Predicate":
