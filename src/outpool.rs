@@ -387,6 +387,44 @@ impl OutputPool {
         Self::release(base, block_size);
     }
 
+    /// A buffer of `new_size` bytes holding the first bytes of `ptr`'s buffer (as many as both
+    /// have), as C's `realloc`: a new buffer from the pool, the copy, and the old one freed.
+    /// `None` if no memory could be had: `ptr` is then untouched and still the caller's.
+    ///
+    /// # Safety
+    /// As for [`OutputPool::free`]: `ptr` came from a pool's `alloc`, is not freed yet, and is
+    /// not used afterwards unless `None` is returned.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// use selectjit::Engine;
+    /// let engine = Engine::new();
+    /// let pool = engine.output_pool().expect("pools are on by default");
+    /// let p = pool.alloc(3).expect("memory");
+    /// // SAFETY: `p` holds 3 bytes; it is reallocated once and not used afterwards.
+    /// let q = unsafe {
+    ///     p.as_ptr().copy_from([1u8, 2, 3].as_ptr(), 3);
+    ///     pool.realloc(p, 5 << 20).expect("memory")
+    /// };
+    /// // SAFETY: the first 3 bytes were copied from `p`.
+    /// assert_eq!(unsafe { std::slice::from_raw_parts(q.as_ptr(), 3) }, [1, 2, 3]);
+    /// // SAFETY: `q` came from `pool.realloc` and is freed once.
+    /// unsafe { pool.free(q, 5 << 20) };
+    /// ```
+    pub unsafe fn realloc(&self, ptr: NonNull<u8>, new_size: usize) -> Option<NonNull<u8>> {
+        // SAFETY: by the caller's contract `ptr` is `HEADER` bytes into a block this module
+        // allocated, whose header holds the buffer's size.
+        let old_size = unsafe { ptr.sub(HEADER).cast::<usize>().add(1).read() };
+        let new = self.alloc(new_size)?;
+        // SAFETY: both buffers are live, distinct (`new` was just allocated) and hold at least
+        // `min(old_size, new_size)` bytes; the bytes are copied as they are, initialised or not.
+        unsafe { new.copy_from_nonoverlapping(ptr, old_size.min(new_size)) };
+        // SAFETY: the caller's contract on `ptr`, which is not used after this.
+        unsafe { self.free(ptr, old_size) };
+        Some(new)
+    }
+
     /// Returns a block to the allocator.
     fn release(base: NonNull<u8>, size: usize) {
         let Some(layout) = block_layout(size) else {
@@ -685,12 +723,12 @@ mod tests {
 
     #[test]
     fn aged_buffers_are_released() {
-        let p = pool(1 << 16, Duration::from_millis(1), 64);
+        let p = pool(1 << 16, Duration::from_millis(200), 64);
         let a = p.alloc(1000).unwrap();
         // SAFETY: `a` came from `p.alloc(1000)` and is freed once.
         unsafe { p.free(a, 1000) };
         assert_eq!(p.stats().held_buffers, 1);
-        std::thread::sleep(Duration::from_millis(20));
+        std::thread::sleep(Duration::from_millis(400));
         let s = p.stats();
         assert_eq!(
             (s.held_buffers, s.held_bytes, s.released),
@@ -710,14 +748,14 @@ mod tests {
         unsafe { p.free(held, 512) };
         p.close();
         assert_eq!(p.stats().held_bytes, 0);
-        let addrs: Vec<(usize, usize)> = bufs
-            .iter()
-            .map(|&(b, n)| (b.as_ptr() as usize, n))
-            .collect();
+        /// A buffer handed to another thread.
+        struct Owned(NonNull<u8>, usize);
+        // SAFETY: each buffer is used by one thread at a time: moved, not shared.
+        unsafe impl Send for Owned {}
+        let owned: Vec<Owned> = bufs.into_iter().map(|(b, n)| Owned(b, n)).collect();
         let q = p.clone();
         std::thread::spawn(move || {
-            for (i, (a, n)) in addrs.into_iter().enumerate() {
-                let b = NonNull::new(a as *mut u8).unwrap();
+            for (i, Owned(b, n)) in owned.into_iter().enumerate() {
                 touch(b, n, i as u8);
                 // SAFETY: each buffer came from `q.alloc(n)`, was not freed, and is freed once.
                 unsafe { q.free(b, n) };
@@ -736,5 +774,35 @@ mod tests {
         // SAFETY: as above.
         unsafe { p.free(c, 4096) };
         assert_eq!((p.stats().held_buffers, p.stats().direct), (0, 1));
+    }
+
+    #[test]
+    fn realloc_keeps_the_bytes_both_sizes_have() {
+        let p = pool(1 << 16, Duration::from_secs(3600), 64);
+        let a = p.alloc(100).unwrap();
+        touch(a, 100, 3);
+        // SAFETY: `a` came from `p.alloc(100)` and is not used after the realloc.
+        let b = unsafe { p.realloc(a, 1000) }.unwrap();
+        // SAFETY: `b` holds 1000 bytes, the first 100 copied from `a`.
+        let grown = unsafe { std::slice::from_raw_parts(b.as_ptr(), 100) };
+        assert!(
+            grown
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == 3u8.wrapping_add(i as u8))
+        );
+        // SAFETY: as above for `b`.
+        let c = unsafe { p.realloc(b, 10) }.unwrap();
+        // SAFETY: `c` holds 10 bytes copied from `b`.
+        let shrunk = unsafe { std::slice::from_raw_parts(c.as_ptr(), 10) };
+        assert!(
+            shrunk
+                .iter()
+                .enumerate()
+                .all(|(i, &v)| v == 3u8.wrapping_add(i as u8))
+        );
+        // SAFETY: `c` came from `p.realloc` and is freed once.
+        unsafe { p.free(c, 10) };
+        assert_eq!((p.stats().live_buffers, p.stats().live_bytes), (0, 0));
     }
 }
