@@ -318,22 +318,28 @@ impl OutputPool {
 
     fn alloc_impl(&self, size: usize, zeroed: bool) -> Option<NonNull<u8>> {
         let mut st = self.lock();
-        let now = Instant::now();
-        self.release_aged(&mut st, now);
+        let aged = self.take_aged(&mut st, Instant::now());
         let pooled = size >= self.limits.min_bytes && !st.closed;
-        let block_size = if pooled {
-            size_class(size)?
+        let sized = if pooled {
+            size_class(size)
         } else {
-            size.max(1)
+            Some(size.max(1))
         };
-        let layout = block_layout(block_size)?;
-        if pooled && let Some(i) = st.held.iter().rposition(|b| b.size == block_size) {
-            let b = st.held.remove(i)?;
+        let Some((block_size, layout)) = sized.and_then(|b| Some((b, block_layout(b)?))) else {
+            drop(st);
+            Self::release_all(aged);
+            return None; // too large for a layout
+        };
+        if pooled
+            && let Some(i) = st.held.iter().rposition(|b| b.size == block_size)
+            && let Some(b) = st.held.remove(i)
+        {
             st.held_bytes -= b.size;
             st.hits += 1;
             st.live_bytes += b.size;
             st.live_buffers += 1;
             drop(st);
+            Self::release_all(aged);
             // SAFETY: `b.base` is a block of `HEADER + b.size` bytes that the pool owned (just
             // taken out of `held`); the buffer starts `HEADER` bytes in, and `size <= b.size`.
             let buf = unsafe { b.base.add(HEADER) };
@@ -351,6 +357,7 @@ impl OutputPool {
         st.live_bytes += block_size;
         st.live_buffers += 1;
         drop(st);
+        Self::release_all(aged);
         // SAFETY: `layout` has a non-zero size (`HEADER` bytes at least).
         let base = NonNull::new(unsafe {
             if zeroed {
@@ -419,7 +426,7 @@ impl OutputPool {
         }
         let mut st = self.lock();
         let now = Instant::now();
-        self.release_aged(&mut st, now);
+        let mut gone = self.take_aged(&mut st, now);
         st.live_bytes = st.live_bytes.saturating_sub(block_size);
         st.live_buffers = st.live_buffers.saturating_sub(1);
         let keep = !st.closed
@@ -433,7 +440,7 @@ impl OutputPool {
                 };
                 st.held_bytes -= old.size;
                 st.released += 1;
-                Self::release(old.base, old.size);
+                gone.push(old);
             }
             st.held_bytes += block_size;
             st.held.push_back(Block {
@@ -441,10 +448,15 @@ impl OutputPool {
                 size: block_size,
                 since: now,
             });
-            return;
+        } else {
+            gone.push(Block {
+                base,
+                size: block_size,
+                since: now,
+            });
         }
         drop(st);
-        Self::release(base, block_size);
+        Self::release_all(gone);
     }
 
     /// A buffer of `new_size` bytes holding the first bytes of `ptr`'s buffer (as many as both
@@ -496,8 +508,10 @@ impl OutputPool {
         unsafe { std::alloc::dealloc(base.as_ptr(), layout) };
     }
 
-    /// Releases held buffers freed more than the maximum age before `now`.
-    fn release_aged(&self, st: &mut State, now: Instant) {
+    /// Takes the held buffers freed more than the maximum age before `now` out of the pool,
+    /// to be released once the lock is dropped (returning memory to the OS takes a while).
+    fn take_aged(&self, st: &mut State, now: Instant) -> Vec<Block> {
+        let mut aged = Vec::new();
         while let Some(b) = st.held.front() {
             if now.saturating_duration_since(b.since) <= self.limits.max_age {
                 break;
@@ -507,6 +521,14 @@ impl OutputPool {
             };
             st.held_bytes -= b.size;
             st.released += 1;
+            aged.push(b);
+        }
+        aged
+    }
+
+    /// Returns blocks the pool no longer refers to to the allocator.
+    fn release_all(blocks: impl IntoIterator<Item = Block>) {
+        for b in blocks {
             Self::release(b.base, b.size);
         }
     }
@@ -530,9 +552,7 @@ impl OutputPool {
         st.held_bytes = 0;
         st.released += held.len() as u64;
         drop(st);
-        for b in held {
-            Self::release(b.base, b.size);
-        }
+        Self::release_all(held);
     }
 
     /// Trims the pool and closes it: from now on every buffer goes straight to and from the
@@ -551,8 +571,8 @@ impl OutputPool {
     /// ```
     pub fn stats(&self) -> OutputPoolStats {
         let mut st = self.lock();
-        self.release_aged(&mut st, Instant::now());
-        OutputPoolStats {
+        let aged = self.take_aged(&mut st, Instant::now());
+        let stats = OutputPoolStats {
             cap_bytes: if st.closed { 0 } else { self.limits.cap },
             held_bytes: st.held_bytes,
             held_buffers: st.held.len(),
@@ -562,7 +582,10 @@ impl OutputPool {
             misses: st.misses,
             direct: st.direct,
             released: st.released,
-        }
+        };
+        drop(st);
+        Self::release_all(aged);
+        stats
     }
 }
 
