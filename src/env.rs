@@ -20,6 +20,9 @@ pub const TIER: &str = "SELECTJIT_TIER";
 /// A file where `Auto` keeps its measured choices across processes
 /// ([`crate::EngineConfig::wisdom`]): a path; unset or empty: none.
 pub const WISDOM: &str = "SELECTJIT_WISDOM";
+/// The engine's pool of freed output buffers ([`crate::EngineConfig::output_pool`]): `0`,
+/// `off` or `false` switches it off; `1`, `on` or `true` on (the default).
+pub const OUTPUT_POOL: &str = "SELECTJIT_OUTPUT_POOL";
 /// Non-empty and not `0`: one stderr line per compile, eviction and tier choice, and
 /// per load or save of a wisdom file ([`WISDOM`]).
 pub const VERBOSE: &str = "SELECTJIT_VERBOSE";

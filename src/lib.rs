@@ -38,7 +38,9 @@
 //!   [`Engine::select_in_place`] on typed views, [`Engine::select_bytes`] and
 //!   [`Engine::select_in_place_bytes`] on raw bytes of a run-time [`DType`];
 //!   [`Engine::prepare`] → [`Prepared`] for fixed shapes; [`Engine::stats`] ([`CacheStats`]),
-//!   [`Engine::tier_choices`] ([`TierChoice`], [`KernelClass`], [`Variant`]).
+//!   [`Engine::tier_choices`] ([`TierChoice`], [`KernelClass`], [`Variant`]);
+//!   [`Engine::output_buffer`] ([`PooledBuf`]) and [`Engine::output_pool`] ([`OutputPool`],
+//!   [`OutputPoolStats`]): output buffers recycled instead of faulted in afresh.
 //! * Views: [`TensorRef`], [`TensorMut`] (shape, element strides — 0 broadcasts, negative walk
 //!   backwards — and the offset of the first element); elements: [`Element`], [`DType`].
 //! * Conditions: a `u8` mask view (any non-zero byte is true), or a [`Cond`] predicate over
@@ -89,6 +91,7 @@ mod kernel;
 mod measure;
 #[cfg(feature = "ndarray")]
 pub mod ndarray;
+mod outpool;
 pub mod plan;
 mod pool;
 mod pred;
@@ -108,6 +111,7 @@ pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_
 pub use engine::interp_backend::select_generic;
 pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
+pub use outpool::{OutputPool, OutputPoolStats, PooledBuf};
 pub use pred::{CmpOp, TestOp};
 pub use shape::{
     Broadcast, BroadcastShape, MAX_RANK, Placement, broadcast_shapes, contiguous_strides,

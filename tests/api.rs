@@ -16,14 +16,29 @@ fn environment_is_read_only_by_from_env_and_errors_are_typed() {
     unsafe {
         std::env::set_var("SELECTJIT_CACHE_CAPACITY", "3");
         std::env::set_var("SELECTJIT_EXACT_AFTER", "1");
+        std::env::set_var("SELECTJIT_OUTPUT_POOL", "0");
     }
-    // `new()` ignores the variables: the default capacity.
+    // `new()` ignores the variables: the default capacity, an output pool.
     let plain = Engine::with_config(EngineConfig::new()).unwrap();
     assert_eq!(plain.stats().capacity, 1024);
+    assert!(plain.output_pool().is_some());
     assert_eq!(Engine::new().stats().capacity, 1024);
     // `from_env()` honours them.
     let env = Engine::with_config(EngineConfig::from_env().unwrap()).unwrap();
     assert_eq!(env.stats().capacity, 3);
+    assert!(env.output_pool().is_none());
+    // SAFETY: as above.
+    unsafe { std::env::set_var("SELECTJIT_OUTPUT_POOL", "on") };
+    let on = Engine::with_config(EngineConfig::from_env().unwrap()).unwrap();
+    assert!(on.output_pool().is_some());
+    // SAFETY: as above.
+    unsafe { std::env::set_var("SELECTJIT_OUTPUT_POOL", "maybe") };
+    match EngineConfig::from_env() {
+        Err(Error::Invalid(m)) => assert!(m.contains("SELECTJIT_OUTPUT_POOL"), "{m}"),
+        other => panic!("expected Error::Invalid, got {other:?}"),
+    }
+    // SAFETY: as above.
+    unsafe { std::env::remove_var("SELECTJIT_OUTPUT_POOL") };
     // And refuses a malformed one, naming it.
     // SAFETY: as above.
     unsafe { std::env::set_var("SELECTJIT_EXACT_AFTER", "soon") };

@@ -5,6 +5,7 @@ use crate::aot::AotTable;
 use crate::cache::DEFAULT_CAPACITY;
 use crate::env;
 use crate::error::{Error, Result};
+use crate::outpool::OutputPool;
 use crate::tier::Tier;
 use crate::trial::CallTimer;
 
@@ -98,6 +99,10 @@ pub struct EngineConfig {
     pub(crate) aot: Option<AotTable>,
     /// Where `Auto` keeps its measured choices across processes.
     pub(crate) wisdom: Option<std::path::PathBuf>,
+    /// Whether the engine keeps a pool of freed output buffers, and its limits.
+    pub(crate) output_pool: bool,
+    pub(crate) output_pool_cap: usize,
+    pub(crate) output_pool_max_age: std::time::Duration,
 }
 
 impl std::fmt::Debug for EngineConfig {
@@ -114,6 +119,9 @@ impl std::fmt::Debug for EngineConfig {
             .field("timer", &self.timer.is_some())
             .field("aot", &self.aot)
             .field("wisdom", &self.wisdom)
+            .field("output_pool", &self.output_pool)
+            .field("output_pool_cap", &self.output_pool_cap)
+            .field("output_pool_max_age", &self.output_pool_max_age)
             .finish()
     }
 }
@@ -142,6 +150,9 @@ impl Default for EngineConfig {
             timer: None,
             aot: None,
             wisdom: None,
+            output_pool: true,
+            output_pool_cap: OutputPool::DEFAULT_CAP,
+            output_pool_max_age: OutputPool::DEFAULT_MAX_AGE,
         }
     }
 }
@@ -158,10 +169,26 @@ fn number<T: std::str::FromStr>(name: &str) -> Result<Option<T>> {
     }
 }
 
+/// A switch's value: on or off, or an error naming the variable.
+fn switch(name: &str) -> Result<Option<bool>> {
+    match std::env::var(name) {
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" => Ok(None),
+            "1" | "on" | "true" | "yes" => Ok(Some(true)),
+            "0" | "off" | "false" | "no" => Ok(Some(false)),
+            _ => Err(Error::Invalid(format!(
+                "{name}={v:?}: expected 0, 1, off, on, false or true"
+            ))),
+        },
+        Err(_) => Ok(None),
+    }
+}
+
 impl EngineConfig {
     /// The defaults: the JIT backend, tier `Auto`, a cache of 1024 signatures, exact kernels
     /// from a signature's second sighting, every available core for calls of 1 MiB or more of
-    /// output, non-temporal stores from 32 MiB. Reads no environment variable.
+    /// output, non-temporal stores from 32 MiB, a pool of freed output buffers of up to 1 GiB.
+    /// Reads no environment variable.
     ///
     /// ```
     /// # fn main() -> selectjit::Result<()> {
@@ -178,9 +205,10 @@ impl EngineConfig {
 
     /// The defaults with the settings the environment gives: `SELECTJIT_CACHE_CAPACITY`,
     /// `SELECTJIT_EXACT_AFTER`, `SELECTJIT_PARALLEL_MIN_BYTES`, `SELECTJIT_NT_MIN_BYTES`
-    /// (numbers), `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`) and
-    /// `SELECTJIT_WISDOM` (a path: [`EngineConfig::wisdom`]); unset or empty variables keep
-    /// the default.
+    /// (numbers), `SELECTJIT_TIER` (`auto`, `cranelift`, `avx2`, `avx512`),
+    /// `SELECTJIT_WISDOM` (a path: [`EngineConfig::wisdom`]) and `SELECTJIT_OUTPUT_POOL` (`0`
+    /// or `off`: no pool of output buffers, [`EngineConfig::output_pool`]); unset or empty
+    /// variables keep the default.
     ///
     /// # Errors
     /// A variable that is set to something else than its kind of value (the error names it).
@@ -216,6 +244,9 @@ impl EngineConfig {
         }
         if let Some(path) = std::env::var_os(env::WISDOM).filter(|p| !p.is_empty()) {
             c = c.wisdom(path);
+        }
+        if let Some(on) = switch(env::OUTPUT_POOL)? {
+            c = c.output_pool(on);
         }
         Ok(c.tier(Tier::from_env()?))
     }
@@ -569,6 +600,66 @@ impl EngineConfig {
     /// ```
     pub fn cranelift_blendv(mut self, on: bool) -> Self {
         self.blendv = Some(on);
+        self
+    }
+
+    /// Whether the engine keeps a pool of freed output buffers (default: on;
+    /// `SELECTJIT_OUTPUT_POOL=0` with [`EngineConfig::from_env`] turns it off). Outputs the
+    /// engine's clients allocate through it ([`crate::Engine::output_buffer`], the Python
+    /// package's arrays) of 1 MiB or more are recycled instead of being faulted in afresh
+    /// from the operating system on every call. Off, they are plain allocations.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// let engine = Engine::with_config(EngineConfig::new().output_pool(false))?;
+    /// assert!(engine.output_pool().is_none());
+    /// let buf = engine.output_buffer::<f32>(1 << 20)?; // a plain allocation
+    /// assert_eq!(buf.len(), 1 << 20);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn output_pool(mut self, on: bool) -> Self {
+        self.output_pool = on;
+        self
+    }
+
+    /// Bytes of freed output buffers the pool holds at most (default
+    /// [`OutputPool::DEFAULT_CAP`], 1 GiB); the oldest are released to make room.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// let engine = Engine::with_config(EngineConfig::new().output_pool_cap(64 << 20))?;
+    /// assert_eq!(engine.output_pool_stats().cap_bytes, 64 << 20);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn output_pool_cap(mut self, bytes: usize) -> Self {
+        self.output_pool_cap = bytes;
+        self
+    }
+
+    /// How long a freed output buffer may stay unused in the pool (default
+    /// [`OutputPool::DEFAULT_MAX_AGE`], 2 s): older ones are released at the pool's next
+    /// operation (an allocation, a free, its statistics) or by
+    /// [`crate::Engine::trim_output_pool`].
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// use std::time::Duration;
+    /// let engine = Engine::with_config(
+    ///     EngineConfig::new().output_pool_max_age(Duration::from_millis(1)),
+    /// )?;
+    /// drop(engine.output_buffer::<u8>(2 << 20)?); // held for reuse...
+    /// std::thread::sleep(Duration::from_millis(20));
+    /// assert_eq!(engine.output_pool_stats().held_bytes, 0); // ...until it aged out
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn output_pool_max_age(mut self, age: std::time::Duration) -> Self {
+        self.output_pool_max_age = age;
         self
     }
 }

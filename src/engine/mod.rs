@@ -26,6 +26,7 @@ use config::{Backend, EngineConfig};
 
 use crate::cache::{CacheStats, KernelCache};
 use crate::error::Result;
+use crate::outpool::{Limits, OutputPool, OutputPoolStats, PooledBuf};
 use crate::pool::Pool;
 use crate::tier::Tier;
 use crate::wisdom::{Wisdom, WisdomStatus};
@@ -55,6 +56,18 @@ pub struct Engine {
     wisdom: Option<Mutex<Wisdom>>,
     /// What became of the wisdom file when the engine was built.
     wisdom_status: WisdomStatus,
+    /// Freed output buffers kept for reuse (shared: buffers may outlive the engine).
+    output_pool: Option<Arc<OutputPool>>,
+}
+
+impl Drop for Engine {
+    /// Closes the output pool: its held buffers are released, and buffers still in use go
+    /// straight back to the allocator when they are freed.
+    fn drop(&mut self) {
+        if let Some(p) = &self.output_pool {
+            p.close();
+        }
+    }
 }
 
 /// Indices of `Engine::runs`.
@@ -212,6 +225,13 @@ impl Engine {
             last_codegen_error: Mutex::new(last),
             wisdom: None,
             wisdom_status: WisdomStatus::Off,
+            output_pool: config.output_pool.then(|| {
+                Arc::new(OutputPool::with_limits(Limits {
+                    cap: config.output_pool_cap,
+                    max_age: config.output_pool_max_age,
+                    ..Limits::default()
+                }))
+            }),
             config,
         }
     }
@@ -469,6 +489,98 @@ impl Engine {
             .lock()
             .unwrap_or_else(|p| p.into_inner())
             .clone()
+    }
+
+    /// The engine's pool of freed output buffers ([`EngineConfig::output_pool`]), `None` when
+    /// it has none: for bindings that hand its memory to another runtime (clone the `Arc` to
+    /// keep the pool for buffers that may outlive the engine).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Engine, EngineConfig};
+    /// assert!(Engine::new().output_pool().is_some());
+    /// let off = Engine::with_config(EngineConfig::new().output_pool(false))?;
+    /// assert!(off.output_pool().is_none());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn output_pool(&self) -> Option<&Arc<OutputPool>> {
+        self.output_pool.as_ref()
+    }
+
+    /// The figures of the engine's output pool (all zero without one): bytes and buffers held,
+    /// hits and misses, bytes handed out and not freed yet.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// let engine = selectjit::Engine::new();
+    /// drop(engine.output_buffer::<f32>(1 << 20)?); // 4 MiB: kept for the next one
+    /// drop(engine.output_buffer::<f32>(1 << 20)?);
+    /// let s = engine.output_pool_stats();
+    /// assert_eq!((s.misses, s.hits, s.held_buffers, s.live_bytes), (1, 1, 1, 0));
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn output_pool_stats(&self) -> OutputPoolStats {
+        self.output_pool
+            .as_ref()
+            .map(|p| p.stats())
+            .unwrap_or_default()
+    }
+
+    /// Releases every output buffer the engine's pool holds (buffers in use are not
+    /// affected); the pool keeps working.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// let engine = selectjit::Engine::new();
+    /// drop(engine.output_buffer::<u8>(8 << 20)?);
+    /// assert!(engine.output_pool_stats().held_bytes >= 8 << 20);
+    /// engine.trim_output_pool();
+    /// assert_eq!(engine.output_pool_stats().held_bytes, 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn trim_output_pool(&self) {
+        if let Some(p) = &self.output_pool {
+            p.trim();
+        }
+    }
+
+    /// `len` zeroed elements for an output, from the engine's pool: dropped, the buffer goes
+    /// back to it (a plain allocation when the engine has no pool). A recycled buffer of 1 MiB
+    /// or more is cleared, which costs far less than the page faults of fresh memory.
+    ///
+    /// # Errors
+    /// A size that overflows, or memory the allocator refuses.
+    ///
+    /// # Examples
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::{Broadcast, Engine, TensorMut, TensorRef};
+    /// let engine = Engine::new();
+    /// let n = 1 << 20;
+    /// let (mask, x) = (vec![1u8; n], vec![2.5f32; n]);
+    /// for _ in 0..3 {
+    ///     let mut out = engine.output_buffer::<f32>(n)?; // the same memory each time
+    ///     engine.select(TensorRef::new(&mask, &[n]), TensorRef::new(&x, &[n]),
+    ///                   TensorRef::scalar(&[0.0f32]), TensorMut::new(&mut out, &[n]),
+    ///                   Broadcast::Numpy)?;
+    ///     assert!(out.iter().all(|&v| v == 2.5));
+    /// }
+    /// assert_eq!(engine.output_pool_stats().hits, 2);
+    /// assert!(engine.output_buffer::<u64>(usize::MAX).is_err());
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn output_buffer<T: crate::dtype::Element>(&self, len: usize) -> Result<PooledBuf<T>> {
+        PooledBuf::new(
+            self.output_pool
+                .as_ref()
+                .unwrap_or_else(|| OutputPool::pass_through()),
+            len,
+        )
     }
 
     fn lock_cache(&self) -> std::sync::MutexGuard<'_, KernelCache> {

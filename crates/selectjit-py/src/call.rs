@@ -24,6 +24,7 @@ use selectjit::{
 
 use crate::errors::{Kind, lib_error, new_err};
 use crate::layout::{self, ElemView};
+use crate::memhandler::Handler;
 use crate::np;
 use crate::pred::{self, PyPred};
 use crate::promote;
@@ -454,7 +455,7 @@ fn cond_input<'py>(cond: &Bound<'py, PyAny>) -> PyResult<(CondIn<'py>, Bound<'py
 
 /// `where` on `engine` (the body of `selectjit.where` and `Engine.where`).
 pub fn where_call<'py>(
-    engine: &Engine,
+    (engine, handler): (&Engine, &Handler),
     cond: &Bound<'py, PyAny>,
     x: &Bound<'py, PyAny>,
     y: &Bound<'py, PyAny>,
@@ -530,7 +531,7 @@ pub fn where_call<'py>(
                 ];
                 layout::numpy_out_strides(&b.out, &[&ops[0], &ops[1], &ops[2]], itemsize)
             };
-            np::empty(py, &dt, &b.out, &strides)?
+            np::empty(py, &dt, &b.out, &strides, handler)?
         }
     };
     if b.out.contains(&0) {
@@ -575,7 +576,7 @@ pub fn where_call<'py>(
         Some(v) => (Operand::with_view(o.clone(), v), false),
         None => {
             let st = layout::numpy_out_strides(&b.out, &[], itemsize);
-            let t = np::empty(py, &dt, &b.out, &st)?;
+            let t = np::empty(py, &dt, &b.out, &st, &Handler::none())?;
             (Operand::new(t, itemsize)?, true)
         }
     };

@@ -20,19 +20,44 @@ use selectjit::{Engine, EngineConfig};
 mod call;
 mod errors;
 mod layout;
+mod memhandler;
 mod np;
 mod pred;
 mod promote;
 mod scalars;
 
 use errors::{Kind, lib_error, new_err};
+use memhandler::Handler;
 
 /// Which engine a Python `Engine` object runs: its own (with the `threads` it was given, which
-/// its pickle carries), or the process-wide default one.
+/// its pickle carries, and the numpy memory handler of its output pool), or the process-wide
+/// default one.
 enum Inner {
-    /// The engine, the tier it was asked for, and its threads if given.
-    Own(Box<Engine>, Tier, Option<usize>),
+    /// The engine, the tier it was asked for, its threads if given, and its handler.
+    Own(Box<Engine>, Tier, Option<usize>, Handler),
     Default,
+}
+
+/// Whether `SELECTJIT_OUTPUT_POOL` leaves the output pool on (unset or empty: on).
+fn output_pool_from_env() -> PyResult<bool> {
+    let name = selectjit::env::OUTPUT_POOL;
+    match std::env::var(name) {
+        Err(_) => Ok(true),
+        Ok(v) => match v.trim().to_ascii_lowercase().as_str() {
+            "" | "1" | "on" | "true" | "yes" => Ok(true),
+            "0" | "off" | "false" | "no" => Ok(false),
+            _ => Err(new_err(
+                Kind::Invalid,
+                format!("{name}={v:?}: expected 0, 1, off, on, false or true"),
+            )),
+        },
+    }
+}
+
+/// The numpy memory handler of the process-wide engine's output pool.
+fn process_handler(py: Python<'_>) -> PyResult<&'static Handler> {
+    static H: pyo3::sync::PyOnceLock<Handler> = pyo3::sync::PyOnceLock::new();
+    H.get_or_try_init(py, || Handler::new(py, process_engine()?))
 }
 
 /// The process-wide engine of `selectjit.where`: the library's defaults with the settings of
@@ -47,9 +72,11 @@ fn process_engine() -> PyResult<&'static Engine> {
 
 /// A selectjit engine: a kernel cache and a code-generation tier.
 ///
-/// `Engine(tier="auto", threads=None)`: `tier` is one of auto, cranelift, avx2, avx512 (a tier
-/// this CPU cannot run is a ValueError); `threads` is how many threads a large call may be
-/// split across (default: all available; 1 never splits).
+/// `Engine(tier="auto", threads=None, output_pool=None)`: `tier` is one of auto, cranelift,
+/// avx2, avx512 (a tier this CPU cannot run is a ValueError); `threads` is how many threads a
+/// large call may be split across (default: all available; 1 never splits); `output_pool`
+/// whether outputs of 1 MiB or more are allocated from a pool of freed outputs (default: on
+/// unless `SELECTJIT_OUTPUT_POOL=0`), or the pool's cap in bytes (default 1 GiB; 0: off).
 #[pyclass(name = "Engine", module = "selectjit", frozen)]
 struct PyEngine {
     inner: Inner,
@@ -62,15 +89,43 @@ impl PyEngine {
             Inner::Default => process_engine(),
         }
     }
+
+    /// The engine and the memory handler of its output pool.
+    fn parts(&self, py: Python<'_>) -> PyResult<(&Engine, &Handler)> {
+        match &self.inner {
+            Inner::Own(e, _, _, h) => Ok((e, h)),
+            Inner::Default => Ok((process_engine()?, process_handler(py)?)),
+        }
+    }
 }
 
 #[pymethods]
 impl PyEngine {
     #[new]
-    #[pyo3(signature = (tier = "auto".to_string(), threads = None))]
-    fn new(tier: String, threads: Option<usize>) -> PyResult<Self> {
+    #[pyo3(signature = (tier = "auto".to_string(), threads = None, output_pool = None))]
+    fn new(
+        py: Python<'_>,
+        tier: String,
+        threads: Option<usize>,
+        output_pool: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Self> {
         let tier: Tier = tier.parse().map_err(lib_error)?;
         let mut config = EngineConfig::new().tier(tier);
+        config = match output_pool {
+            None => config.output_pool(output_pool_from_env()?),
+            Some(b) if b.is_instance_of::<pyo3::types::PyBool>() => {
+                config.output_pool(b.extract()?)
+            }
+            Some(n) => match n.extract::<usize>() {
+                Ok(cap) => config.output_pool(cap > 0).output_pool_cap(cap),
+                Err(_) => {
+                    return Err(new_err(
+                        Kind::Invalid,
+                        "output_pool must be a bool or a cap in bytes (a non-negative int)",
+                    ));
+                }
+            },
+        };
         if let Some(t) = threads {
             if t == 0 {
                 return Err(new_err(Kind::Invalid, "threads must be at least 1"));
@@ -78,8 +133,9 @@ impl PyEngine {
             config = config.threads(t);
         }
         let engine = Engine::with_config(config).map_err(lib_error)?;
+        let handler = Handler::new(py, &engine)?;
         Ok(PyEngine {
-            inner: Inner::Own(Box::new(engine), tier, threads),
+            inner: Inner::Own(Box::new(engine), tier, threads, handler),
         })
     }
 
@@ -95,7 +151,7 @@ impl PyEngine {
         let package = py.import("selectjit")?;
         match &self.inner {
             Inner::Default => Ok((package.getattr("default_engine")?, PyTuple::empty(py))),
-            Inner::Own(_, tier, threads) => {
+            Inner::Own(_, tier, threads, _) => {
                 let args = (tier.name(), *threads).into_pyobject(py)?;
                 Ok((package.getattr("_shared_engine")?, args))
             }
@@ -113,7 +169,14 @@ impl PyEngine {
         broadcast: Option<&Bound<'py, PyAny>>,
         axis: i64,
     ) -> PyResult<Bound<'py, PyAny>> {
-        where_args(self.engine(), condition, args, out, broadcast, axis)
+        where_args(
+            self.parts(condition.py()),
+            condition,
+            args,
+            out,
+            broadcast,
+            axis,
+        )
     }
 
     /// The engine's counters (the library's `CacheStats`, every field by name) as a dict.
@@ -123,6 +186,25 @@ impl PyEngine {
             d.set_item(name, v)?;
         }
         Ok(d)
+    }
+
+    /// The figures of the engine's output pool as a dict: `enabled` (whether outputs come
+    /// from it), `cap_bytes`, `held_bytes`, `held_buffers`, `live_bytes`, `live_buffers`,
+    /// `hits`, `misses`, `direct`, `released`.
+    fn output_pool_stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let (engine, handler) = self.parts(py)?;
+        let d = PyDict::new(py);
+        d.set_item("enabled", handler.active())?;
+        for (name, v) in engine.output_pool_stats().fields() {
+            d.set_item(name, v)?;
+        }
+        Ok(d)
+    }
+
+    /// Releases the freed outputs the engine's pool holds (arrays in use are not affected).
+    fn trim_output_pool(&self) -> PyResult<()> {
+        self.engine()?.trim_output_pool();
+        Ok(())
     }
 
     /// The choices the `auto` tier made by measuring, one line each: the kernel class, the
@@ -181,13 +263,15 @@ fn r#where<'py>(
     broadcast: Option<&Bound<'py, PyAny>>,
     axis: i64,
 ) -> PyResult<Bound<'py, PyAny>> {
-    where_args(process_engine(), condition, args, out, broadcast, axis)
+    let py = condition.py();
+    let parts = process_engine().and_then(|e| Ok((e, process_handler(py)?)));
+    where_args(parts, condition, args, out, broadcast, axis)
 }
 
 /// `where(condition, *args, ...)` as numpy takes it: `args` is `(x, y)`, or empty (then the
 /// call is `numpy.where(condition)`).
 fn where_args<'py>(
-    engine: PyResult<&Engine>,
+    engine: PyResult<(&Engine, &Handler)>,
     condition: &Bound<'py, PyAny>,
     args: &Bound<'py, PyTuple>,
     out: Option<&Bound<'py, PyAny>>,
@@ -238,14 +322,22 @@ fn default_engine(py: Python<'_>) -> PyResult<Py<PyEngine>> {
         .map(|e| e.clone_ref(py))
 }
 
+/// `set_output_pool(on)`: whether outputs of 1 MiB or more come from the engines' pools of
+/// freed outputs (every engine that has one; default: on). Returns the previous setting.
+#[pyfunction]
+fn set_output_pool(on: bool) -> bool {
+    memhandler::set_enabled(on)
+}
+
 /// numpy.where bit for bit, on selectjit's JIT-compiled Select kernels: `where`, `Engine`,
-/// `default_engine` (the package `selectjit` re-exports them).
+/// `default_engine`, `set_output_pool` (the package `selectjit` re-exports them).
 #[pymodule]
 #[pyo3(name = "_selectjit")]
 fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(r#where, m)?)?;
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
+    m.add_function(wrap_pyfunction!(set_output_pool, m)?)?;
     m.add_class::<PyEngine>()?;
     m.add_class::<pred::PyPred>()?;
     pred::register(m)?;

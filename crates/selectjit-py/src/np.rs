@@ -138,12 +138,14 @@ pub fn bool_descr(py: Python<'_>) -> Bound<'_, PyArrayDescr> {
 
 /// A new, uninitialised array of `dtype` with the given shape and byte strides, which must keep
 /// every element inside `shape.product() * itemsize` bytes from the start (as the gap-free
-/// layouts of [`crate::layout::numpy_out_strides`] do; checked).
+/// layouts of [`crate::layout::numpy_out_strides`] do; checked). Its memory comes from
+/// `handler`'s pool when it has one and the array is of a pooled size.
 pub fn empty<'py>(
     py: Python<'py>,
     dtype: &Bound<'py, PyArrayDescr>,
     shape: &[usize],
     strides: &[isize],
+    handler: &crate::memhandler::Handler,
 ) -> PyResult<Bound<'py, PyUntypedArray>> {
     let itemsize = dtype.itemsize();
     let n = shape
@@ -168,7 +170,7 @@ pub fn empty<'py>(
     // allocates `product(dims) * itemsize` bytes and uses the strides given (as its iterator does
     // for allocated outputs); every element they address lies in those bytes (checked above).
     // The result is a new array or NULL with an error set.
-    unsafe {
+    handler.around(py, n.unwrap_or(0), || unsafe {
         let p = PY_ARRAY_API.PyArray_NewFromDescr(
             py,
             ndarray_type(py),
@@ -185,7 +187,7 @@ pub fn empty<'py>(
             std::ptr::null_mut(),
         );
         Ok(Bound::from_owned_ptr_or_err(py, p)?.cast_into_unchecked())
-    }
+    })
 }
 
 /// `numpy.copyto(dst, src)` for arrays of one dtype and shape: a byte-exact element copy.

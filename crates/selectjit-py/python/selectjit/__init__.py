@@ -1,6 +1,7 @@
 """numpy.where bit for bit, on selectjit's JIT-compiled Select kernels.
 
-`where`, `Engine` and `default_engine` come from the compiled extension `selectjit._selectjit`;
+`where`, `Engine`, `default_engine` and `set_output_pool` (outputs from a pool of freed outputs,
+on by default) come from the compiled extension `selectjit._selectjit`;
 `selectjit.dask.where` is the same operation over dask arrays (dask is imported only when that
 submodule is used). The lazy predicates (`greater`, `less`, ..., `isnan`, ..., `logical_not`,
 named as numpy's ufuncs) are conditions `where` computes inside its kernel:
@@ -35,17 +36,19 @@ from ._predicates import (
     logical_not,
     not_equal,
 )
-from ._selectjit import Engine, __version__, default_engine, where
+from ._selectjit import Engine, __version__, default_engine, set_output_pool, where
 
 # The functions are the package's: `selectjit.where.__module__ == "selectjit"`, as when the
 # extension was the top-level module (pickle then names them `selectjit.where`, which a worker
 # process resolves by importing this package). `Engine` says so itself (its pyclass module).
 where.__module__ = "selectjit"
 default_engine.__module__ = "selectjit"
+set_output_pool.__module__ = "selectjit"
 
 __all__ = [
     "Engine",
     "default_engine",
+    "set_output_pool",
     "where",
     "Predicate",
     "greater",

@@ -75,7 +75,14 @@ def isfinite(x: Any, /) -> Any: ...
 class Engine:
     """A kernel cache and a code-generation tier (auto, cranelift, avx2, avx512)."""
 
-    def __init__(self, tier: str = "auto", threads: Optional[int] = None) -> None: ...
+    def __init__(
+        self,
+        tier: str = "auto",
+        threads: Optional[int] = None,
+        output_pool: Optional[bool | int] = None,
+    ) -> None:
+        """output_pool: outputs of 1 MiB or more from a pool of freed outputs (True, default
+        unless SELECTJIT_OUTPUT_POOL=0), not (False or 0), or the pool's cap in bytes."""
     @overload
     def where(self, condition: Any, /) -> tuple[np.ndarray, ...]: ...
     @overload
@@ -92,6 +99,11 @@ class Engine:
     ) -> np.ndarray: ...
     def stats(self) -> dict[str, int | bool]: ...
     def tier_choices(self) -> list[str]: ...
+    def output_pool_stats(self) -> dict[str, int | bool]:
+        """enabled, cap_bytes, held_bytes, held_buffers, live_bytes, live_buffers, hits, misses,
+        direct, released."""
+    def trim_output_pool(self) -> None:
+        """Releases the freed outputs the pool holds (arrays in use are not affected)."""
     @property
     def tier(self) -> Optional[str]: ...
     @property
@@ -99,3 +111,7 @@ class Engine:
 
 def default_engine() -> Engine:
     """The engine selectjit.where uses (one per process, shared by all threads)."""
+
+def set_output_pool(on: bool) -> bool:
+    """Whether outputs come from the engines' pools of freed outputs (process-wide; default
+    on). Returns the previous setting."""
