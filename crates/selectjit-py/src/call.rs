@@ -464,7 +464,7 @@ pub fn where_call<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let py = cond.py();
     if mode == Broadcast::Numpy
-        && let Some(r) = small_pred_call(engine, cond, x, y, out)?
+        && let Some(r) = small_pred_call((engine, handler), cond, x, y, out)?
     {
         return Ok(r);
     }
@@ -649,7 +649,7 @@ pub fn where_call<'py>(
 /// output's shape or 0-d, and `out` (if given) an exact C-contiguous ndarray of the result
 /// that overlaps no input. None: the general path runs the call (and makes every error).
 fn small_pred_call<'py>(
-    engine: &Engine,
+    (engine, handler): (&Engine, &Handler),
     cond: &Bound<'py, PyAny>,
     x: &Bound<'py, PyAny>,
     y: &Bound<'py, PyAny>,
@@ -752,7 +752,7 @@ fn small_pred_call<'py>(
     let o = match out {
         None => {
             let strides = layout::numpy_out_strides(shape, &[], itemsize);
-            np::empty(py, &dt, shape, &strides)?
+            np::empty(py, &dt, shape, &strides, handler)?
         }
         Some(o) if np::is_exact_ndarray(o) => {
             // SAFETY: checked to be an ndarray just above.
