@@ -633,7 +633,7 @@ pub fn where_call<'py>(
         engine,
         lib_dt,
         mode,
-        (&cops, &x_op, &y_op, &target),
+        (&cops, Src::Op(&x_op), Src::Op(&y_op), &target),
         (ca.shape(), xi.shape(), yi.shape(), &b.out),
         role,
     )?;
@@ -721,34 +721,30 @@ fn small_pred_call<'py>(
     let Some(lib_dt) = width_dtype(itemsize).filter(|_| np::movable(&dt)) else {
         return Ok(None);
     };
-    let value = |a: Option<Bound<'py, PyUntypedArray>>, k: Option<u8>, o: &Bound<'py, PyAny>| match (
-        a, k,
-    ) {
-        (Some(a), _) => Ok(in_dt(&a, &dt).then_some(a)),
-        (None, Some(k)) => scalars::convert(o, k, &dt).map(Some),
-        (None, None) => Ok(None),
-    };
-    let (Some(x1), Some(y1)) = (value(xa, xk, x)?, value(ya, yk, y)?) else {
-        return Ok(None);
-    };
     let operand = |a: &Bound<'py, PyUntypedArray>, w: usize| {
         layout::contiguous_view(a.shape(), w).map(|v| Operand::with_view(a.clone(), v))
     };
-    let pw = pdt.itemsize();
-    let (Some(l_op), Some(x_op), Some(y_op)) = (
-        operand(lhs, pw),
-        operand(&x1, itemsize),
-        operand(&y1, itemsize),
-    ) else {
+    // x and y in the result dtype: arrays as they are, weak scalars as the bytes of one
+    // element when their conversion is exact (else numpy's conversion to a 0-d array).
+    let value = |a: Option<Bound<'py, PyUntypedArray>>,
+                 k: Option<u8>,
+                 o: &Bound<'py, PyAny>|
+     -> PyResult<Option<Value<'py>>> {
+        let a = match (a, k) {
+            (Some(a), _) if in_dt(&a, &dt) => a,
+            (Some(_), _) | (None, None) => return Ok(None),
+            (None, Some(k)) => match scalars::weak_bytes(o, k, &dt) {
+                Some((b, n)) => return Ok(Some(Value::Bytes(b, n))),
+                None => scalars::convert(o, k, &dt)?,
+            },
+        };
+        Ok(operand(&a, itemsize).map(Value::Op))
+    };
+    // The arrays and the output are checked before a scalar is converted: a conversion's
+    // warnings are not to be given twice (here and again on the general path).
+    if [&xa, &ya].into_iter().flatten().any(|a| !in_dt(a, &dt)) {
         return Ok(None);
-    };
-    let r_op = match rhs {
-        Some(r) => match operand(r, pw) {
-            Some(o) => Some(o),
-            None => return Ok(None),
-        },
-        None => None,
-    };
+    }
     let o = match out {
         None => {
             let strides = layout::numpy_out_strides(shape, &[], itemsize);
@@ -767,8 +763,22 @@ fn small_pred_call<'py>(
     let Some(target) = operand(&o, itemsize) else {
         return Ok(None);
     };
+    let (Some(x_op), Some(y_op)) = (value(xa, xk, x)?, value(ya, yk, y)?) else {
+        return Ok(None);
+    };
+    let pw = pdt.itemsize();
+    let Some(l_op) = operand(lhs, pw) else {
+        return Ok(None);
+    };
+    let r_op = match rhs {
+        Some(r) => match operand(r, pw) {
+            Some(o) => Some(o),
+            None => return Ok(None),
+        },
+        None => None,
+    };
     if out.is_some()
-        && [Some(&l_op), r_op.as_ref(), Some(&x_op), Some(&y_op)]
+        && [Some(&l_op), r_op.as_ref(), x_op.op(), y_op.op()]
             .into_iter()
             .flatten()
             .any(|op| op.overlaps(&target))
@@ -782,17 +792,54 @@ fn small_pred_call<'py>(
         lhs: PredArg::View(l_op),
         rhs: r_op.map(PredArg::View),
     };
-    let (xs, ys) = (x1.shape(), y1.shape());
+    let (xs, ys) = (x_op.shape(), y_op.shape());
     run(
         py,
         engine,
         lib_dt,
         Broadcast::Numpy,
-        (&cops, &x_op, &y_op, &target),
+        (&cops, x_op.src(), y_op.src(), &target),
         (shape, xs, ys, shape),
         None,
     )?;
     Ok(Some(o.into_any()))
+}
+
+/// `x` or `y` of [`small_pred_call`]: an array operand, or the bytes of one element (a weak
+/// scalar in the result dtype: its first `n` bytes).
+enum Value<'py> {
+    Op(Operand<'py>),
+    Bytes([u8; 16], usize),
+}
+
+impl<'py> Value<'py> {
+    fn op(&self) -> Option<&Operand<'py>> {
+        match self {
+            Value::Op(o) => Some(o),
+            Value::Bytes(..) => None,
+        }
+    }
+
+    fn shape(&self) -> &[usize] {
+        match self {
+            Value::Op(o) => o.arr.shape(),
+            Value::Bytes(..) => &[],
+        }
+    }
+
+    fn src(&self) -> Src<'_, 'py> {
+        match self {
+            Value::Op(o) => Src::Op(o),
+            Value::Bytes(b, n) => Src::Bytes(&b[..*n]),
+        }
+    }
+}
+
+/// `x` or `y` as [`run`] takes it: an operand, or one element's bytes (0-d).
+#[derive(Clone, Copy)]
+enum Src<'a, 'py> {
+    Op(&'a Operand<'py>),
+    Bytes(&'a [u8]),
 }
 
 /// A predicate's operand for the kernel: a view, or the in-place buffer.
@@ -820,7 +867,7 @@ fn run(
     engine: &Engine,
     dt: DType,
     mode: Broadcast,
-    (c, x, y, o): (&CondOps<'_>, &Operand<'_>, &Operand<'_>, &Operand<'_>),
+    (c, x, y, o): (&CondOps<'_>, Src<'_, '_>, Src<'_, '_>, &Operand<'_>),
     (cs, xs, ys, os): (&[usize], &[usize], &[usize], &[usize]),
     role: Option<InPlace>,
 ) -> PyResult<()> {
@@ -841,13 +888,15 @@ fn run(
     // other. The arrays stay alive (borrowed by the operands) until `run` returns.
     let (xb, yb, ob) = unsafe {
         (
-            match role {
-                Some(InPlace::Then) => &[][..],
-                _ => x.bytes(),
+            match (role, x) {
+                (Some(InPlace::Then), _) => &[][..],
+                (_, Src::Op(x)) => x.bytes(),
+                (_, Src::Bytes(b)) => b,
             },
-            match role {
-                Some(InPlace::Else) => &[][..],
-                _ => y.bytes(),
+            match (role, y) {
+                (Some(InPlace::Else), _) => &[][..],
+                (_, Src::Op(y)) => y.bytes(),
+                (_, Src::Bytes(b)) => b,
             },
             o.bytes_mut(),
         )
@@ -898,7 +947,13 @@ fn run(
             if *negate { c.not() } else { c }
         }
     };
-    let (xref, yref) = (view(xb, xs, x), view(yb, ys, y));
+    fn src<'a>(b: &'a [u8], s: &'a [usize], v: Src<'a, '_>) -> TensorRef<'a, u8> {
+        match v {
+            Src::Op(op) => view(b, s, op),
+            Src::Bytes(_) => TensorRef::new(b, &[]),
+        }
+    }
+    let (xref, yref) = (src(xb, xs, x), src(yb, ys, y));
     let omut = if o.view.contiguous {
         TensorMut::new(ob, os)
     } else {
