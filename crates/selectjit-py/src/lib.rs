@@ -19,6 +19,7 @@ use selectjit::{Engine, EngineConfig};
 
 mod call;
 mod errors;
+mod fastcall;
 mod layout;
 mod memhandler;
 mod np;
@@ -260,146 +261,46 @@ elements, a tuple of arrays (`numpy.nonzero`).
 `condition` may be a lazy predicate (`selectjit.greater(x, 0)`, ...), computed inside the
 kernel.";
 
-/// numpy's `METH_FASTCALL` (the vectorcall convention of built-in functions: CPython 3.7 and
-/// later; part of the stable ABI from Python 3.10, the only versions it is used on here).
-const METH_FASTCALL: std::os::raw::c_int = 0x0080;
-
 /// The general entry, which [`where_fast`] hands the calls it does not take.
 static WHERE_ANY: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
 
-/// `selectjit.where` as a vectorcall built-in: `where(c, x, y)` and `where(c, x, y, out=o)`
-/// go straight to [`call::where_call`] (what [`r#where`] does for them, without building and
-/// parsing an argument tuple and dict); any other call is passed to [`r#where`] as it came.
+/// `selectjit.where` as a vectorcall built-in ([`fastcall`]): `where(c, x, y)` and
+/// `where(c, x, y, out=o)` go straight to [`call::where_call`] (what [`r#where`] does for
+/// them); any other call is passed to [`r#where`] as it came.
 ///
 /// # Safety
-/// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` function with the GIL held:
-/// `args` holds `nargs` arguments followed by one per name of `kwnames` (a tuple of str, or
-/// NULL), all live for the call.
+/// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` function (see
+/// [`fastcall::enter`]).
 unsafe extern "C" fn where_fast(
     _module: *mut pyo3::ffi::PyObject,
     args: *const *mut pyo3::ffi::PyObject,
     nargs: pyo3::ffi::Py_ssize_t,
     kwnames: *mut pyo3::ffi::PyObject,
 ) -> *mut pyo3::ffi::PyObject {
-    // SAFETY: CPython calls built-in functions with the GIL held.
-    let py = unsafe { Python::assume_attached() };
-    let r = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-        // SAFETY: the caller's contract (CPython's vectorcall of this function).
-        unsafe { where_fast_body(py, args, nargs, kwnames) }
-    }));
-    let r = match r {
-        Ok(r) => r,
-        Err(_) => Err(new_err(
-            Kind::Internal,
-            "selectjit: internal error (a panic in where)",
-        )),
-    };
-    match r {
-        Ok(o) => o.into_ptr(),
-        Err(e) => {
-            e.restore(py);
-            std::ptr::null_mut()
-        }
-    }
-}
-
-/// The body of [`where_fast`] (same contract).
-unsafe fn where_fast_body<'py>(
-    py: Python<'py>,
-    args: *const *mut pyo3::ffi::PyObject,
-    nargs: pyo3::ffi::Py_ssize_t,
-    kwnames: *mut pyo3::ffi::PyObject,
-) -> PyResult<Bound<'py, PyAny>> {
-    // SAFETY: `kwnames` is NULL or a live tuple (the caller's contract).
-    let names: Option<Bound<'py, PyTuple>> =
-        unsafe { Bound::from_borrowed_ptr_or_opt(py, kwnames).map(|k| k.cast_into_unchecked()) };
-    let nkw = names.as_ref().map_or(0, |n| n.len());
-    let arg = |i: usize| -> Bound<'py, PyAny> {
-        // SAFETY: `i < nargs + nkw` at every use below: `args` holds `nargs` positional and `nkw` keyword arguments, all
-        // live (borrowed) for the call.
-        unsafe { Bound::from_borrowed_ptr(py, *args.add(i)) }
-    };
-    let out_only = match &names {
-        None => Some(false),
-        Some(n) if nkw == 1 => {
-            let k = n.get_item(0)?;
-            (k.cast::<pyo3::types::PyString>()?.to_cow()? == "out").then_some(true)
-        }
-        Some(_) => None,
-    };
-    if nargs == 3
-        && let Some(has_out) = out_only
-    {
-        let out = if has_out { Some(arg(3)) } else { None };
-        let out = out.filter(|o| !o.is_none());
-        let parts = process_engine().and_then(|e| Ok((e, process_handler(py)?)));
-        return call::where_call(
-            parts?,
-            &arg(0),
-            &arg(1),
-            &arg(2),
-            out.as_ref(),
-            selectjit::Broadcast::Numpy,
-        );
-    }
-    // Any other call: the general entry, with the arguments as they came.
-    let pos = PyTuple::new(py, (0..nargs.max(0) as usize).map(arg))?;
-    let kw = match &names {
-        None => None,
-        Some(n) => {
-            let d = PyDict::new(py);
-            for (j, k) in n.iter().enumerate() {
-                d.set_item(k, arg(nargs.max(0) as usize + j))?;
+    // SAFETY: the caller's contract (CPython's vectorcall of this function).
+    unsafe {
+        fastcall::enter(args, nargs, kwnames, |a| {
+            let has_out = a.keywords_are(&["out"]);
+            let (Some(c), Some(x), Some(y)) = (a.get(0), a.get(1), a.get(2)) else {
+                return a.forward(&WHERE_ANY);
+            };
+            if a.nargs() != 3 || !(has_out || a.keywords_are(&[])) {
+                return a.forward(&WHERE_ANY);
             }
-            Some(d)
-        }
-    };
-    let general = WHERE_ANY.get(py).ok_or_else(|| {
-        new_err(
-            Kind::Internal,
-            "selectjit: where's general entry is missing",
-        )
-    })?;
-    general.bind(py).call(pos, kw.as_ref())
-}
-
-/// Adds `where` to the module: [`where_fast`] on Python 3.10 and later, [`r#where`] itself
-/// before (where `METH_FASTCALL` is not part of the stable ABI).
-fn add_where(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    let py = m.py();
-    let general = wrap_pyfunction!(r#where, m)?;
-    if py.version_info() < (3, 10) {
-        return m.add("where", general);
+            let py = c.py();
+            let out = if has_out { a.get(3) } else { None };
+            let out = out.filter(|o| !o.is_none());
+            let parts = process_engine().and_then(|e| Ok((e, process_handler(py)?)));
+            call::where_call(
+                parts?,
+                &c,
+                &x,
+                &y,
+                out.as_ref(),
+                selectjit::Broadcast::Numpy,
+            )
+        })
     }
-    m.add("_where_any", &general)?;
-    let _ = WHERE_ANY.set(py, general.into_any().unbind());
-    // CPython's `PyMethodDef` must outlive the function object: one per module initialisation.
-    type Fast = unsafe extern "C" fn(
-        *mut pyo3::ffi::PyObject,
-        *const *mut pyo3::ffi::PyObject,
-        pyo3::ffi::Py_ssize_t,
-        *mut pyo3::ffi::PyObject,
-    ) -> *mut pyo3::ffi::PyObject;
-    // SAFETY: a `METH_FASTCALL | METH_KEYWORDS` function is stored in the `PyCFunction` slot
-    // cast to that type, as C extensions do (both are function pointers); CPython calls it with
-    // the fastcall signature that `where_fast` has, as `ml_flags` says.
-    let meth = unsafe { std::mem::transmute::<Fast, pyo3::ffi::PyCFunction>(where_fast) };
-    let def = Box::leak(Box::new(pyo3::ffi::PyMethodDef {
-        ml_name: c"where".as_ptr(),
-        ml_meth: pyo3::ffi::PyMethodDefPointer { PyCFunction: meth },
-        ml_flags: METH_FASTCALL | pyo3::ffi::METH_KEYWORDS,
-        ml_doc: WHERE_DOC.as_ptr(),
-    }));
-    let name = m.name()?;
-    // SAFETY: `def` lives for the rest of the process; the module and its name are live
-    // objects. The result is a new reference or NULL with an error set.
-    let f = unsafe {
-        Bound::from_owned_ptr_or_err(
-            py,
-            pyo3::ffi::PyCFunction_NewEx(def, m.as_ptr(), name.as_ptr()),
-        )?
-    };
-    m.add("where", f)
 }
 
 /// The general entry of `selectjit.where` (every form of the call; registered as `_where_any`,
@@ -486,7 +387,14 @@ fn set_output_pool(on: bool) -> bool {
 #[pyo3(name = "_selectjit")]
 fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    add_where(m)?;
+    fastcall::add(
+        m,
+        c"where",
+        WHERE_DOC,
+        where_fast,
+        wrap_pyfunction!(r#where, m)?,
+        &WHERE_ANY,
+    )?;
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
     m.add_function(wrap_pyfunction!(set_output_pool, m)?)?;
     m.add_class::<PyEngine>()?;

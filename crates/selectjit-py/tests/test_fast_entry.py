@@ -135,3 +135,30 @@ def test_inexact_scalar_warns_once_when_out_is_declined():
         else:
             # The general path rejects `out` before converting the scalar (no warning).
             assert e1 is not None and w1 == []
+
+
+PREDICATES = ["greater", "greater_equal", "less", "less_equal", "equal", "not_equal",
+              "isnan", "isinf", "isfinite"]
+
+
+@pytest.mark.parametrize("name", PREDICATES)
+def test_predicate_entries_match_the_general_ones(name):
+    f = getattr(selectjit, name)
+    general = getattr(selectjit._selectjit, f"_{name}_any")
+    two = name not in ("isnan", "isinf", "isfinite")
+    x = np.array([-1.0, 0.0, np.nan, np.inf, 2.0])
+    args = (x, 0.0) if two else (x,)
+    uf = getattr(np, name)
+    assert_same(selectjit.where(f(*args), x, 7.0), np.where(uf(*args), x, 7.0))
+    assert_same(np.asarray(f(*args)), uf(*args))
+    assert f.__name__ == name and f.__doc__ == general.__doc__
+    assert inspect.signature(f) == inspect.signature(general)
+    assert pickle.loads(pickle.dumps(f)) is f
+    bad = [(), (x, 0.0, 1.0), (x,) if two else (x, 0.0)]
+    for a in bad:
+        _, e1, _ = numpy_or_error(lambda: f(*a))
+        _, e2, _ = numpy_or_error(lambda: general(*a))
+        assert e1 is not None and e1 is e2
+    _, e1, _ = numpy_or_error(lambda: f(x1=x, x2=0) if two else f(x=x))
+    _, e2, _ = numpy_or_error(lambda: general(x1=x, x2=0) if two else general(x=x))
+    assert e1 is not None and e1 is e2
