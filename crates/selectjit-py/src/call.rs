@@ -721,39 +721,14 @@ fn small_pred_call<'py>(
     let Some(lib_dt) = width_dtype(itemsize).filter(|_| np::movable(&dt)) else {
         return Ok(None);
     };
-    let value = |a: Option<Bound<'py, PyUntypedArray>>, k: Option<u8>, o: &Bound<'py, PyAny>| match (
-        a, k,
-    ) {
-        (Some(a), _) => Ok(in_dt(&a, &dt).then_some(a)),
-        (None, Some(k)) => scalars::convert(o, k, &dt).map(Some),
-        (None, None) => Ok(None),
-    };
-    let (Some(x1), Some(y1)) = (value(xa, xk, x)?, value(ya, yk, y)?) else {
+    let n: usize = shape.iter().product();
+    // The arrays and the output are checked before a scalar is converted: a conversion's
+    // warnings are not to be given twice (here and again on the general path).
+    if [&xa, &ya].into_iter().flatten().any(|a| !in_dt(a, &dt)) {
         return Ok(None);
-    };
-    let operand = |a: &Bound<'py, PyUntypedArray>, w: usize| {
-        layout::contiguous_view(a.shape(), w).map(|v| Operand::with_view(a.clone(), v))
-    };
-    let pw = pdt.itemsize();
-    let (Some(l_op), Some(x_op), Some(y_op)) = (
-        operand(lhs, pw),
-        operand(&x1, itemsize),
-        operand(&y1, itemsize),
-    ) else {
-        return Ok(None);
-    };
-    let r_op = match rhs {
-        Some(r) => match operand(r, pw) {
-            Some(o) => Some(o),
-            None => return Ok(None),
-        },
-        None => None,
-    };
+    }
     let o = match out {
-        None => {
-            let strides = layout::numpy_out_strides(shape, &[], itemsize);
-            np::empty(py, &dt, shape, &strides, handler)?
-        }
+        None => np::empty_c(py, &dt, shape, handler)?,
         Some(o) if np::is_exact_ndarray(o) => {
             // SAFETY: checked to be an ndarray just above.
             let o: Bound<'py, PyUntypedArray> = unsafe { o.clone().cast_into_unchecked() };
@@ -764,35 +739,154 @@ fn small_pred_call<'py>(
         }
         Some(_) => return Ok(None),
     };
-    let Some(target) = operand(&o, itemsize) else {
-        return Ok(None);
+    // x and y in the result dtype: arrays as they are, weak scalars as the bytes of one
+    // element when their conversion is exact (else numpy's conversion to a 0-d array).
+    let value = |a: Option<Bound<'py, PyUntypedArray>>,
+                 k: Option<u8>,
+                 o: &Bound<'py, PyAny>|
+     -> PyResult<Value<'py>> {
+        Ok(match (a, k) {
+            (Some(a), _) => Value::Arr(a),
+            (None, Some(k)) => match scalars::weak_bytes(o, k, &dt) {
+                Some((b, n)) => Value::Bytes(b, n),
+                None => Value::Arr(scalars::convert(o, k, &dt)?),
+            },
+            (None, None) => return Err(new_err(Kind::Internal, "an input without an array")),
+        })
     };
-    if out.is_some()
-        && [Some(&l_op), r_op.as_ref(), Some(&x_op), Some(&y_op)]
+    let (xv, yv) = (value(xa, xk, x)?, value(ya, yk, y)?);
+    let pw = pdt.itemsize();
+    // Every array is C-contiguous (checked above, or new): its elements are the `len * w`
+    // bytes from its data pointer.
+    let span = |a: &Bound<'py, PyUntypedArray>, w: usize| {
+        let start = np::info(a).data as usize;
+        (start, start.wrapping_add(a.len() * w))
+    };
+    let target = span(&o, itemsize);
+    if out.is_some() {
+        let ins = [
+            Some(span(lhs, pw)),
+            rhs.map(|r| span(r, pw)),
+            xv.arr().map(|a| span(a, itemsize)),
+            yv.arr().map(|a| span(a, itemsize)),
+        ];
+        if ins
             .into_iter()
             .flatten()
-            .any(|op| op.overlaps(&target))
-    {
-        return Ok(None);
+            .any(|r| layout::overlaps(r, target))
+        {
+            return Ok(None);
+        }
     }
-    let cops = CondOps::Pred {
-        op: p.op,
-        negate: p.negate,
-        lib: *lib,
-        lhs: PredArg::View(l_op),
-        rhs: r_op.map(PredArg::View),
+    // SAFETY: each array is C-contiguous (checked above: the inputs, a caller's output; a new
+    // output is allocated C-contiguous), so its `len * itemsize` bytes from its data pointer
+    // are its elements, memory numpy keeps alive while the array (held here until the call
+    // returns) lives. The output's bytes overlap no input's: a new output is new memory and a
+    // caller's output that overlaps an input was declined just above.
+    let (lb, rb, ob) = unsafe {
+        (
+            flat_bytes(lhs, pw),
+            rhs.map(|r| flat_bytes(r, pw)),
+            flat_bytes_mut(&o, itemsize),
+        )
     };
-    let (xs, ys) = (x1.shape(), y1.shape());
-    run(
-        py,
-        engine,
-        lib_dt,
-        Broadcast::Numpy,
-        (&cops, &x_op, &y_op, &target),
-        (shape, xs, ys, shape),
-        None,
-    )?;
+    let l = LibOperand::from_bytes(*lib, TensorRef::new(lb, lhs.shape()));
+    let cond = match (p.op, rhs.zip(rb)) {
+        (pred::Op::Cmp(k), Some((r, rb))) => Cond::cmp(
+            k,
+            l,
+            LibOperand::from_bytes(*lib, TensorRef::new(rb, r.shape())),
+        ),
+        (pred::Op::Test(t), None) => Cond::test(t, l),
+        _ => return Ok(None),
+    };
+    let cond = if p.negate { cond.not() } else { cond };
+    // SAFETY: as above (x and y are inputs, shared slices; a scalar's bytes are on the stack).
+    let (xr, yr) = unsafe { (xv.tensor(itemsize), yv.tensor(itemsize)) };
+    let om = TensorMut::new(ob, shape);
+    guarded(py, n, || {
+        engine.select_bytes(lib_dt, cond, xr, yr, om, Broadcast::Numpy)
+    })?;
     Ok(Some(o.into_any()))
+}
+
+/// The `len * w` bytes of a C-contiguous array's elements.
+///
+/// # Safety
+/// `a` must be C-contiguous with elements of `w` bytes, and no `&mut` slice over its memory
+/// may exist while the returned slice lives.
+unsafe fn flat_bytes<'a>(a: &'a Bound<'_, PyUntypedArray>, w: usize) -> &'a [u8] {
+    // SAFETY: the caller's contract: the array's elements are these bytes, kept alive by the
+    // array, which the slice borrows.
+    unsafe { std::slice::from_raw_parts(np::info(a).data, a.len() * w) }
+}
+
+/// [`flat_bytes`], writable.
+///
+/// # Safety
+/// As [`flat_bytes`], and no other slice over the array's memory may exist while the returned
+/// one lives.
+#[allow(clippy::mut_from_ref)]
+unsafe fn flat_bytes_mut<'a>(a: &'a Bound<'_, PyUntypedArray>, w: usize) -> &'a mut [u8] {
+    // SAFETY: the caller's contract, as in `flat_bytes`, with exclusivity.
+    unsafe { std::slice::from_raw_parts_mut(np::info(a).data, a.len() * w) }
+}
+
+/// `x` or `y` of [`small_pred_call`]: a C-contiguous array in the result dtype, or the bytes of
+/// one element (a weak scalar in the result dtype: its first `n` bytes).
+enum Value<'py> {
+    Arr(Bound<'py, PyUntypedArray>),
+    Bytes([u8; 16], usize),
+}
+
+impl<'py> Value<'py> {
+    fn arr(&self) -> Option<&Bound<'py, PyUntypedArray>> {
+        match self {
+            Value::Arr(a) => Some(a),
+            Value::Bytes(..) => None,
+        }
+    }
+
+    /// The value as the library's tensor (a scalar 0-d).
+    ///
+    /// # Safety
+    /// As [`flat_bytes`] for an array.
+    unsafe fn tensor(&self, w: usize) -> TensorRef<'_, u8> {
+        match self {
+            // SAFETY: the caller's contract.
+            Value::Arr(a) => TensorRef::new(unsafe { flat_bytes(a, w) }, a.shape()),
+            Value::Bytes(b, n) => TensorRef::new(&b[..*n], &[]),
+        }
+    }
+}
+
+/// Runs `call` (a library call over `n` output elements) without the GIL from
+/// [`DETACH_MIN_ELEMENTS`] elements, a panic in it made an internal error.
+fn guarded<T: Send>(
+    py: Python<'_>,
+    n: usize,
+    call: impl FnOnce() -> selectjit::Result<T> + Send,
+) -> PyResult<T> {
+    let call = move || catch_unwind(AssertUnwindSafe(call));
+    let r = if n > DETACH_MIN_ELEMENTS {
+        py.detach(call)
+    } else {
+        call()
+    };
+    match r {
+        Ok(r) => r.map_err(lib_error),
+        Err(p) => {
+            let msg = p
+                .downcast_ref::<String>()
+                .map(String::as_str)
+                .or_else(|| p.downcast_ref::<&str>().copied())
+                .unwrap_or("unknown panic");
+            Err(new_err(
+                Kind::Internal,
+                format!("selectjit: internal error (a panic in the library): {msg}"),
+            ))
+        }
+    }
 }
 
 /// A predicate's operand for the kernel: a view, or the in-place buffer.
@@ -904,36 +998,15 @@ fn run(
     } else {
         TensorMut::with_layout(ob, os, &o.view.strides, o.view.offset)
     };
-    let call = move || {
-        catch_unwind(AssertUnwindSafe(|| match role {
-            None => engine.select_bytes(dt, cond, xref, yref, omut, mode),
-            Some(InPlace::Then) => {
-                engine.select_in_place_bytes(dt, cond, omut, InPlace::Then, yref, mode)
-            }
-            Some(InPlace::Else) => {
-                engine.select_in_place_bytes(dt, cond, omut, InPlace::Else, xref, mode)
-            }
-        }))
-    };
-    let r = if n > DETACH_MIN_ELEMENTS {
-        py.detach(call)
-    } else {
-        call()
-    };
-    match r {
-        Ok(r) => r.map_err(lib_error),
-        Err(p) => {
-            let msg = p
-                .downcast_ref::<String>()
-                .map(String::as_str)
-                .or_else(|| p.downcast_ref::<&str>().copied())
-                .unwrap_or("unknown panic");
-            Err(new_err(
-                Kind::Internal,
-                format!("selectjit: internal error (a panic in the library): {msg}"),
-            ))
+    guarded(py, n, move || match role {
+        None => engine.select_bytes(dt, cond, xref, yref, omut, mode),
+        Some(InPlace::Then) => {
+            engine.select_in_place_bytes(dt, cond, omut, InPlace::Then, yref, mode)
         }
-    }
+        Some(InPlace::Else) => {
+            engine.select_in_place_bytes(dt, cond, omut, InPlace::Else, xref, mode)
+        }
+    })
 }
 
 /// numpy's own `where` for dtypes the kernels do not move (objects, odd itemsizes), and the

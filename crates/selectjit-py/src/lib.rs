@@ -19,6 +19,7 @@ use selectjit::{Engine, EngineConfig};
 
 mod call;
 mod errors;
+mod fastcall;
 mod layout;
 mod memhandler;
 mod np;
@@ -239,23 +240,74 @@ impl PyEngine {
     }
 }
 
-/// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)`
+/// `selectjit.where`'s doc, with its signature for `inspect` (as PyO3 writes it for
+/// [`r#where`]).
+const WHERE_DOC: &std::ffi::CStr = c"where(condition, /, *args, out=None, broadcast=None, axis=-1)
+--
+
+`where(condition, x, y, /, *, out=None, broadcast=\"numpy\", axis=-1)`
+
+`numpy.where(condition, x, y)` bit for bit (values, dtype, shape, memory order), on
+selectjit's compiled kernels and the process-wide default engine.
+
+- `out`: an ndarray of the broadcast shape and the result dtype, any strides; it may be `x`
+  or `y` (in place). Otherwise a ValueError / TypeError, and `out` is not written.
+- `broadcast`: \"numpy\" (default), \"two-step\", \"none\" or \"pdpd\" (with `axis`), the library's
+  broadcast modes; shapes a mode refuses are a ValueError.
+
+`where(condition)` (no x, y) is `numpy.where(condition)`: the indices of the non-zero
+elements, a tuple of arrays (`numpy.nonzero`).
+
+`condition` may be a lazy predicate (`selectjit.greater(x, 0)`, ...), computed inside the
+kernel.";
+
+/// The general entry, which [`where_fast`] hands the calls it does not take.
+static WHERE_ANY: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `selectjit.where` as a vectorcall built-in ([`fastcall`]): `where(c, x, y)` and
+/// `where(c, x, y, out=o)` go straight to [`call::where_call`] (what [`r#where`] does for
+/// them); any other call is passed to [`r#where`] as it came.
 ///
-/// `numpy.where(condition, x, y)` bit for bit (values, dtype, shape, memory order), on
-/// selectjit's compiled kernels and the process-wide default engine.
-///
-/// - `out`: an ndarray of the broadcast shape and the result dtype, any strides; it may be `x`
-///   or `y` (in place). Otherwise a ValueError / TypeError, and `out` is not written.
-/// - `broadcast`: "numpy" (default), "two-step", "none" or "pdpd" (with `axis`), the library's
-///   broadcast modes; shapes a mode refuses are a ValueError.
-///
-/// `where(condition)` (no x, y) is `numpy.where(condition)`: the indices of the non-zero
-/// elements, a tuple of arrays (`numpy.nonzero`).
-///
-/// `condition` may be a lazy predicate (`selectjit.greater(x, 0)`, ...), computed inside the
-/// kernel.
+/// # Safety
+/// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` function (see
+/// [`fastcall::enter`]).
+unsafe extern "C" fn where_fast(
+    _module: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: the caller's contract (CPython's vectorcall of this function).
+    unsafe {
+        fastcall::enter(args, nargs, kwnames, |a| {
+            let has_out = a.keywords_are(&["out"]);
+            let (Some(c), Some(x), Some(y)) = (a.get(0), a.get(1), a.get(2)) else {
+                return a.forward(&WHERE_ANY);
+            };
+            if a.nargs() != 3 || !(has_out || a.keywords_are(&[])) {
+                return a.forward(&WHERE_ANY);
+            }
+            let py = c.py();
+            let out = if has_out { a.get(3) } else { None };
+            let out = out.filter(|o| !o.is_none());
+            let parts = process_engine().and_then(|e| Ok((e, process_handler(py)?)));
+            call::where_call(
+                parts?,
+                &c,
+                &x,
+                &y,
+                out.as_ref(),
+                selectjit::Broadcast::Numpy,
+            )
+        })
+    }
+}
+
+/// The general entry of `selectjit.where` (every form of the call; registered as `_where_any`,
+/// the module's `where` is [`where_fast`], which hands it every call but `where(c, x, y)` and
+/// `where(c, x, y, out=o)`). Its doc is `where`'s ([`WHERE_DOC`]).
 #[pyfunction]
-#[pyo3(signature = (condition, /, *args, out = None, broadcast = None, axis = -1))]
+#[pyo3(name = "where", signature = (condition, /, *args, out = None, broadcast = None, axis = -1))]
 fn r#where<'py>(
     condition: &Bound<'py, PyAny>,
     args: &Bound<'py, PyTuple>,
@@ -335,7 +387,14 @@ fn set_output_pool(on: bool) -> bool {
 #[pyo3(name = "_selectjit")]
 fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
-    m.add_function(wrap_pyfunction!(r#where, m)?)?;
+    fastcall::add(
+        m,
+        c"where",
+        WHERE_DOC,
+        where_fast,
+        wrap_pyfunction!(r#where, m)?,
+        &WHERE_ANY,
+    )?;
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
     m.add_function(wrap_pyfunction!(set_output_pool, m)?)?;
     m.add_class::<PyEngine>()?;

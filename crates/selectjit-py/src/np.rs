@@ -190,6 +190,41 @@ pub fn empty<'py>(
     })
 }
 
+/// A new, uninitialised C-contiguous array of `dtype` and `shape` (its memory from `handler`'s
+/// pool as in [`empty`]).
+pub fn empty_c<'py>(
+    py: Python<'py>,
+    dtype: &Bound<'py, PyArrayDescr>,
+    shape: &[usize],
+    handler: &crate::memhandler::Handler,
+) -> PyResult<Bound<'py, PyUntypedArray>> {
+    let n = shape
+        .iter()
+        .try_fold(dtype.itemsize(), |a, &d| a.checked_mul(d))
+        .filter(|&n| n <= isize::MAX as usize)
+        .ok_or_else(|| pyo3::exceptions::PyMemoryError::new_err("array is too big"))?;
+    let mut dims: crate::layout::Dims<npyffi::npy_intp> =
+        shape.iter().map(|&d| d as npyffi::npy_intp).collect();
+    // SAFETY: `dims` holds `shape.len()` entries and outlives the call, which copies them; the
+    // descriptor reference is stolen, so one is made for it. With no data pointer and no
+    // strides numpy allocates `n` bytes as a C-contiguous array. The result is a new array or
+    // NULL with an error set.
+    handler.around(py, n, || unsafe {
+        let p = PY_ARRAY_API.PyArray_NewFromDescr(
+            py,
+            ndarray_type(py),
+            dtype.clone().into_dtype_ptr(),
+            shape.len() as c_int,
+            dims.as_mut_ptr(),
+            std::ptr::null_mut(),
+            std::ptr::null_mut(),
+            0,
+            std::ptr::null_mut(),
+        );
+        Ok(Bound::from_owned_ptr_or_err(py, p)?.cast_into_unchecked())
+    })
+}
+
 /// `numpy.copyto(dst, src)` for arrays of one dtype and shape: a byte-exact element copy.
 pub fn copy_into(dst: &Bound<'_, PyUntypedArray>, src: &Bound<'_, PyUntypedArray>) -> PyResult<()> {
     let py = dst.py();

@@ -262,10 +262,15 @@ impl PredKind {
     /// The kernel's operation.
     fn op(self) -> Option<Op> {
         Some(match self {
+            PredKind::Greater => Op::Cmp(CmpOp::Gt),
+            PredKind::GreaterEqual => Op::Cmp(CmpOp::Ge),
+            PredKind::Less => Op::Cmp(CmpOp::Lt),
+            PredKind::LessEqual => Op::Cmp(CmpOp::Le),
+            PredKind::Equal => Op::Cmp(CmpOp::Eq),
+            PredKind::NotEqual => Op::Cmp(CmpOp::Ne),
             PredKind::IsNan => Op::Test(TestOp::IsNan),
             PredKind::IsInf => Op::Test(TestOp::IsInf),
             PredKind::IsFinite => Op::Test(TestOp::IsFinite),
-            k => Op::Cmp(KINDS[k as usize].parse::<CmpOp>().ok()?),
         })
     }
 }
@@ -548,48 +553,179 @@ fn make<'py>(
         .call1((h.names[kind as usize].bind(py), false, args))
 }
 
+/// The general entries of the predicate functions, by [`PredKind`], which their vectorcall
+/// entries hand the calls they do not take.
+static GENERAL: [PyOnceLock<Py<PyAny>>; 9] = [const { PyOnceLock::new() }; 9];
+
+/// The body of a predicate function's vectorcall entry: `kind(x1, x2)` (or `kind(x)`), any
+/// other call handed to the general entry.
+fn fast_entry<'py>(
+    kind: PredKind,
+    arity: usize,
+    a: &crate::fastcall::Args<'py>,
+) -> PyResult<Bound<'py, PyAny>> {
+    if a.nargs() != arity || !a.keywords_are(&[]) {
+        return a.forward(&GENERAL[kind as usize]);
+    }
+    match (a.get(0), a.get(1)) {
+        (Some(x), b) => make(kind, &x, if arity == 2 { b.as_ref() } else { None }),
+        (None, _) => a.forward(&GENERAL[kind as usize]),
+    }
+}
+
+/// A C string constant of literals (checked at compile time).
+macro_rules! cstr {
+    ($($s:expr),+) => {
+        const {
+            match std::ffi::CStr::from_bytes_with_nul(concat!($($s),+, "\0").as_bytes()) {
+                Ok(c) => c,
+                Err(_) => panic!("a C string with a NUL inside"),
+            }
+        }
+    };
+}
+
 macro_rules! cmp_fn {
-    ($f:ident, $kind:ident, $name:literal) => {
+    ($f:ident, $fast:ident, $kind:ident, $name:literal) => {
         #[doc = concat!("`numpy.", $name, "(x1, x2)` as a lazy predicate: `selectjit.where` computes it inside its kernel; anywhere else it is numpy's bool array.")]
         #[pyfunction]
         #[pyo3(name = $name, signature = (x1, x2, /))]
         pub fn $f<'py>(x1: &Bound<'py, PyAny>, x2: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
             make(PredKind::$kind, x1, Some(x2))
         }
+
+        /// The vectorcall entry of the function (see [`crate::fastcall`]).
+        ///
+        /// # Safety
+        /// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` function.
+        unsafe extern "C" fn $fast(
+            _m: *mut pyo3::ffi::PyObject,
+            args: *const *mut pyo3::ffi::PyObject,
+            nargs: pyo3::ffi::Py_ssize_t,
+            kwnames: *mut pyo3::ffi::PyObject,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: the caller's contract (CPython's vectorcall of this function).
+            unsafe { crate::fastcall::enter(args, nargs, kwnames, |a| fast_entry(PredKind::$kind, 2, a)) }
+        }
     };
 }
 
 macro_rules! test_fn {
-    ($f:ident, $kind:ident, $name:literal) => {
+    ($f:ident, $fast:ident, $kind:ident, $name:literal) => {
         #[doc = concat!("`numpy.", $name, "(x)` as a lazy predicate: `selectjit.where` computes it inside its kernel; anywhere else it is numpy's bool array.")]
         #[pyfunction]
         #[pyo3(name = $name, signature = (x, /))]
         pub fn $f<'py>(x: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
             make(PredKind::$kind, x, None)
         }
+
+        /// The vectorcall entry of the function (see [`crate::fastcall`]).
+        ///
+        /// # Safety
+        /// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` function.
+        unsafe extern "C" fn $fast(
+            _m: *mut pyo3::ffi::PyObject,
+            args: *const *mut pyo3::ffi::PyObject,
+            nargs: pyo3::ffi::Py_ssize_t,
+            kwnames: *mut pyo3::ffi::PyObject,
+        ) -> *mut pyo3::ffi::PyObject {
+            // SAFETY: the caller's contract (CPython's vectorcall of this function).
+            unsafe { crate::fastcall::enter(args, nargs, kwnames, |a| fast_entry(PredKind::$kind, 1, a)) }
+        }
     };
 }
 
-cmp_fn!(greater, Greater, "greater");
-cmp_fn!(greater_equal, GreaterEqual, "greater_equal");
-cmp_fn!(less, Less, "less");
-cmp_fn!(less_equal, LessEqual, "less_equal");
-cmp_fn!(equal, Equal, "equal");
-cmp_fn!(not_equal, NotEqual, "not_equal");
-test_fn!(isnan, IsNan, "isnan");
-test_fn!(isinf, IsInf, "isinf");
-test_fn!(isfinite, IsFinite, "isfinite");
+cmp_fn!(greater, greater_fast, Greater, "greater");
+cmp_fn!(
+    greater_equal,
+    greater_equal_fast,
+    GreaterEqual,
+    "greater_equal"
+);
+cmp_fn!(less, less_fast, Less, "less");
+cmp_fn!(less_equal, less_equal_fast, LessEqual, "less_equal");
+cmp_fn!(equal, equal_fast, Equal, "equal");
+cmp_fn!(not_equal, not_equal_fast, NotEqual, "not_equal");
+test_fn!(isnan, isnan_fast, IsNan, "isnan");
+test_fn!(isinf, isinf_fast, IsInf, "isinf");
+test_fn!(isfinite, isfinite_fast, IsFinite, "isfinite");
+
+/// Adds one predicate function: its vectorcall entry as the function (doc and signature
+/// as PyO3 writes them for the general entry).
+macro_rules! add_pred {
+    ($m:expr, $f:ident, $fast:ident, $kind:ident, $name:literal, $sig:literal, $call:literal) => {
+        crate::fastcall::add(
+            $m,
+            cstr!($name),
+            cstr!(
+                $name, $sig, "\n--\n\n`numpy.", $name, $call,
+                "` as a lazy predicate: `selectjit.where` computes it inside its kernel; anywhere else it is numpy's bool array."
+            ),
+            $fast,
+            wrap_pyfunction!($f, $m)?,
+            &GENERAL[PredKind::$kind as usize],
+        )?
+    };
+}
 
 /// Adds the predicate functions to the extension module.
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(greater, m)?)?;
-    m.add_function(wrap_pyfunction!(greater_equal, m)?)?;
-    m.add_function(wrap_pyfunction!(less, m)?)?;
-    m.add_function(wrap_pyfunction!(less_equal, m)?)?;
-    m.add_function(wrap_pyfunction!(equal, m)?)?;
-    m.add_function(wrap_pyfunction!(not_equal, m)?)?;
-    m.add_function(wrap_pyfunction!(isnan, m)?)?;
-    m.add_function(wrap_pyfunction!(isinf, m)?)?;
-    m.add_function(wrap_pyfunction!(isfinite, m)?)?;
+    add_pred!(
+        m,
+        greater,
+        greater_fast,
+        Greater,
+        "greater",
+        "(x1, x2, /)",
+        "(x1, x2)"
+    );
+    add_pred!(
+        m,
+        greater_equal,
+        greater_equal_fast,
+        GreaterEqual,
+        "greater_equal",
+        "(x1, x2, /)",
+        "(x1, x2)"
+    );
+    add_pred!(m, less, less_fast, Less, "less", "(x1, x2, /)", "(x1, x2)");
+    add_pred!(
+        m,
+        less_equal,
+        less_equal_fast,
+        LessEqual,
+        "less_equal",
+        "(x1, x2, /)",
+        "(x1, x2)"
+    );
+    add_pred!(
+        m,
+        equal,
+        equal_fast,
+        Equal,
+        "equal",
+        "(x1, x2, /)",
+        "(x1, x2)"
+    );
+    add_pred!(
+        m,
+        not_equal,
+        not_equal_fast,
+        NotEqual,
+        "not_equal",
+        "(x1, x2, /)",
+        "(x1, x2)"
+    );
+    add_pred!(m, isnan, isnan_fast, IsNan, "isnan", "(x, /)", "(x)");
+    add_pred!(m, isinf, isinf_fast, IsInf, "isinf", "(x, /)", "(x)");
+    add_pred!(
+        m,
+        isfinite,
+        isfinite_fast,
+        IsFinite,
+        "isfinite",
+        "(x, /)",
+        "(x)"
+    );
     Ok(())
 }

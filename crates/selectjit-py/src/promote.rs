@@ -92,6 +92,25 @@ pub fn result_dtype<'py>(
     {
         return Ok(dx.clone());
     }
+    // An array against a weak Python scalar of its own kind or a lower one (int < float <
+    // complex; bool arrays excluded): NEP 50 gives the array's dtype.
+    let weak_under = |d: &Bound<'py, PyArrayDescr>, o: &Bound<'py, PyAny>| {
+        let rank = |k: u8| match k {
+            b'i' | b'u' => 1,
+            b'f' => 2,
+            b'c' => 3,
+            _ => 0,
+        };
+        builtin_numeric(d.num())
+            && native(d.byteorder())
+            && rank(d.kind()) > 0
+            && weak_kind(o).is_some_and(|k| rank(k) <= rank(d.kind()))
+    };
+    match (&dx, &dy) {
+        (Some(d), None) if weak_under(d, y) => return Ok(d.clone()),
+        (None, Some(d)) if weak_under(d, x) => return Ok(d.clone()),
+        _ => {}
+    }
     let key = |o: &Bound<'py, PyAny>, d: &Option<Bound<'py, PyArrayDescr>>| match d {
         None => weak_kind(o).map(Key::Weak),
         Some(d) => fixed_key(d),

@@ -163,3 +163,98 @@ fn exact(
         _ => false,
     }
 }
+
+/// The bytes of one element of `dt` holding the weak Python scalar `obj` (of `kind`), when
+/// numpy's conversion is certain to give exactly that value without a warning or an error:
+/// an `int` in the range of an integer dtype or small enough to be exact in a float or complex
+/// one, a `float` that a float or complex dtype holds exactly, a `complex` whose parts a
+/// complex dtype holds exactly (NaN only at full width, as numpy keeps its bits). None for
+/// anything else (the caller then converts through [`convert`]), and for dtypes other than
+/// numpy's built-in numeric ones in native byte order.
+pub fn weak_bytes(
+    obj: &Bound<'_, PyAny>,
+    kind: u8,
+    dt: &Bound<'_, PyArrayDescr>,
+) -> Option<([u8; 16], usize)> {
+    let num = dt.num();
+    if !(matches!(dt.byteorder(), b'=' | b'|') && ((1..=15).contains(&num) || num == 23)) {
+        return None;
+    }
+    let size = dt.itemsize();
+    let mut buf = [0u8; 16];
+    // A value as a float of `n` bytes, if exact (NaN only at 8 bytes).
+    let float = |v: f64, n: usize, out: &mut [u8]| -> Option<()> {
+        match n {
+            8 => out[..8].copy_from_slice(&v.to_ne_bytes()),
+            4 => {
+                let f = v as f32;
+                if v.is_nan() || f as f64 != v {
+                    return None;
+                }
+                out[..4].copy_from_slice(&f.to_ne_bytes());
+            }
+            2 => {
+                let h = half::f16::from_f64(v);
+                if v.is_nan() || h.to_f64() != v {
+                    return None;
+                }
+                out[..2].copy_from_slice(&h.to_ne_bytes());
+            }
+            _ => return None,
+        }
+        Some(())
+    };
+    // The scalar's real and imaginary parts (an `int` only when exact as an f64).
+    let parts = || -> Option<(f64, f64)> {
+        match kind {
+            b'i' => {
+                let v = obj.extract::<i64>().ok()?;
+                (v.unsigned_abs() <= 1 << 53).then_some((v as f64, 0.0))
+            }
+            b'f' => Some((obj.cast::<PyFloat>().ok()?.value(), 0.0)),
+            b'c' => {
+                let c = obj.cast::<PyComplex>().ok()?;
+                Some((c.real(), c.imag()))
+            }
+            _ => None,
+        }
+    };
+    match (dt.kind(), kind) {
+        (b'i', b'i') | (b'u', b'i') => {
+            let v = obj.extract::<i64>().ok()?;
+            let bytes = v.to_ne_bytes();
+            let fits = match (dt.kind(), size) {
+                (b'i', 1) => i8::try_from(v).is_ok(),
+                (b'i', 2) => i16::try_from(v).is_ok(),
+                (b'i', 4) => i32::try_from(v).is_ok(),
+                (b'i', 8) => true,
+                (b'u', 1) => u8::try_from(v).is_ok(),
+                (b'u', 2) => u16::try_from(v).is_ok(),
+                (b'u', 4) => u32::try_from(v).is_ok(),
+                (b'u', 8) => v >= 0,
+                _ => false,
+            };
+            if !fits {
+                return None;
+            }
+            // The low `size` bytes hold the value in the machine's byte order.
+            if cfg!(target_endian = "little") {
+                buf[..size].copy_from_slice(&bytes[..size]);
+            } else {
+                buf[..size].copy_from_slice(&bytes[8 - size..]);
+            }
+        }
+        (b'f', b'i' | b'f') => {
+            let (re, _) = parts()?;
+            float(re, size, &mut buf)?;
+        }
+        (b'c', b'i' | b'f' | b'c') if matches!(size, 8 | 16) => {
+            let (re, im) = parts()?;
+            let h = size / 2;
+            float(re, h, &mut buf[..h])?;
+            float(im, h, &mut buf[h..size])?;
+        }
+        _ => return None,
+    }
+    Some((buf, size))
+}
