@@ -554,3 +554,71 @@ fn symbolic_dim_selects_are_left_alone() {
     assert_eq!(count_iff(&m), 1);
     assert!(format!("{report}").contains("left alone iff: TDim operands"));
 }
+
+/// ReLU-like graphs where the select's `then` or `else` is also the predicate's operand
+/// (`Where(x > 0, x, 0)`, `Where(0 < x, 0, x)`, `Where(isnan(x), 0, x)`): the select writes
+/// into `x` itself when the model owns it (the predicate's reference does not count), and
+/// into a fresh output when `x` is also a graph output; tract's bytes either way.
+#[test]
+fn selects_over_their_own_predicate_operand_write_in_place() {
+    let engine = engine();
+    let zero = tract_ndarray::arr0(0f32).into_tensor();
+    let graphs: [(&str, Vec<pb::NodeProto>); 3] = [
+        (
+            "where(x > 0, x, 0)",
+            vec![
+                node("Greater", "cmp", &["x", "zero"], &["c"]),
+                node("Where", "where", &["c", "x", "zero"], &["out"]),
+            ],
+        ),
+        (
+            "where(0 < x, 0, x)",
+            vec![
+                node("Less", "cmp", &["zero", "x"], &["c"]),
+                node("Where", "where", &["c", "zero", "x"], &["out"]),
+            ],
+        ),
+        (
+            "where(isnan(x), 0, x)",
+            vec![
+                node("IsNaN", "cmp", &["x"], &["c"]),
+                node("Where", "where", &["c", "zero", "x"], &["out"]),
+            ],
+        ),
+    ];
+    for (what, nodes) in graphs {
+        for keep in [false, true] {
+            let mut nodes = nodes.clone();
+            let mut outputs = vec![output("out")];
+            if keep {
+                nodes.push(node("Identity", "keep_x", &["x"], &["x_out"]));
+                outputs.push(output("x_out"));
+            }
+            let proto = model(
+                nodes,
+                vec![init("zero", &zero)],
+                vec![input("x", DatumType::F32, &[4, 257])],
+                outputs,
+            );
+            let mut v: Vec<f32> =
+                slice::<f32>(&random(DatumType::F32, &[4, 257], &mut Rng(11))).to_vec();
+            v[3] = f32::NAN;
+            v[5] = -0.0;
+            let x = tract_ndarray::Array2::from_shape_vec((4, 257), v)
+                .unwrap()
+                .into_tensor();
+            let what = format!("{what} keep={keep}");
+            let (report, _) = run_both(&what, &proto, std::slice::from_ref(&x), &engine, 1);
+            assert_eq!(report.summary(), "replaced: 1 (1 fused)", "{what}");
+            // Owned by the model: the output is `x`'s own buffer, unless `x` is kept.
+            let mut fast = load(&proto).unwrap();
+            selectjit_tract::accelerate_with(&mut fast, engine.clone()).unwrap();
+            let plan = fast.into_optimized().unwrap().into_runnable().unwrap();
+            let owned = x.deep_clone();
+            let base = owned.as_bytes().as_ptr() as usize;
+            let out = plan.run(tvec![owned.into_tvalue()]).unwrap();
+            let at = out[0].as_bytes().as_ptr() as usize;
+            assert_eq!(at == base, !keep, "{what}: in place");
+        }
+    }
+}
