@@ -533,6 +533,25 @@ impl OutputPool {
         }
     }
 
+    /// Asks the OS to back the whole 2 MiB extents of `buf` with transparent huge pages, as
+    /// the pool does for its own blocks of 4 MiB or more (Linux, where the system's setting is
+    /// `madvise`; elsewhere, and for smaller buffers, nothing). For an output allocated
+    /// elsewhere and not yet written (a runtime's fresh tensor): its first writes then fault in
+    /// one page per 2 MiB instead of 512. Advice only: the contents stay as they are, and a
+    /// refusal is ignored.
+    ///
+    /// ```
+    /// use selectjit::OutputPool;
+    /// let mut out = vec![0u8; 8 << 20];
+    /// OutputPool::advise_huge_pages(&mut out);
+    /// assert!(out.iter().all(|&b| b == 0));
+    /// ```
+    pub fn advise_huge_pages(buf: &mut [u8]) {
+        if let Some(base) = NonNull::new(buf.as_mut_ptr()) {
+            huge_pages(base, buf.len());
+        }
+    }
+
     /// Releases every held buffer to the allocator (buffers in use are not affected).
     ///
     /// ```
