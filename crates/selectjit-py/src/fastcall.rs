@@ -1,7 +1,8 @@
-//! Module functions as vectorcall built-ins (`METH_FASTCALL | METH_KEYWORDS`): the common call
-//! forms are taken straight from CPython's argument array, without the argument tuple and dict
-//! PyO3 builds and parses under the stable ABI of Python 3.9; any other call is handed, as it
-//! came, to the function's general PyO3 entry (so its errors are that entry's).
+//! Module functions and class methods as vectorcall built-ins (`METH_FASTCALL |
+//! METH_KEYWORDS`): the common call forms are taken straight from CPython's argument array,
+//! without the argument tuple and dict PyO3 builds and parses under the stable ABI of Python
+//! 3.9; any other call is handed, as it came, to the function's (or method's) general PyO3
+//! entry (so its errors are that entry's).
 //!
 //! `METH_FASTCALL` is CPython's convention since 3.7 and part of the stable ABI from 3.10: on
 //! older Pythons the general entries are the module's functions themselves.
@@ -12,7 +13,7 @@ use std::os::raw::c_int;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple};
+use pyo3::types::{PyCFunction, PyDict, PyString, PyTuple, PyType};
 
 use crate::errors::{Kind, new_err};
 
@@ -36,6 +37,11 @@ pub struct Args<'py> {
 }
 
 impl<'py> Args<'py> {
+    /// The interpreter the call runs on.
+    pub fn py(&self) -> Python<'py> {
+        self.py
+    }
+
     /// Positional arguments.
     pub fn nargs(&self) -> usize {
         self.nargs
@@ -70,8 +76,30 @@ impl<'py> Args<'py> {
 
     /// The call handed to `general` (a callable) as it came.
     pub fn forward(&self, general: &PyOnceLock<Py<PyAny>>) -> PyResult<Bound<'py, PyAny>> {
+        self.forward_with(None, general)
+    }
+
+    /// The call of a method on `slf` handed to `general` (the method's general descriptor,
+    /// called with `slf` first) as it came.
+    pub fn forward_method(
+        &self,
+        slf: &Bound<'py, PyAny>,
+        general: &PyOnceLock<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        self.forward_with(Some(slf), general)
+    }
+
+    fn forward_with(
+        &self,
+        first: Option<&Bound<'py, PyAny>>,
+        general: &PyOnceLock<Py<PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
         let py = self.py;
-        let pos: Vec<_> = (0..self.nargs).filter_map(|i| self.get(i)).collect();
+        let pos: Vec<_> = first
+            .cloned()
+            .into_iter()
+            .chain((0..self.nargs).filter_map(|i| self.get(i)))
+            .collect();
         let pos = PyTuple::new(py, pos)?;
         let kw = match &self.names {
             None => None,
@@ -176,4 +204,51 @@ pub fn add(
         )?
     };
     m.add(name_str, f)
+}
+
+/// Replaces the method `name` of the class `ty` (a PyO3 method, its general entry) by the
+/// vectorcall method descriptor `fast` on Python 3.10 and later, with the same doc and text
+/// signature; the general descriptor stays on the class as `_<name>_any` (and in `slot`, for
+/// `fast` to hand calls to). On older Pythons the class keeps its method as it is.
+pub fn replace_method(
+    ty: &Bound<'_, PyType>,
+    name: &'static CStr,
+    fast: FastFn,
+    slot: &PyOnceLock<Py<PyAny>>,
+) -> PyResult<()> {
+    let py = ty.py();
+    if py.version_info() < (3, 10) {
+        return Ok(());
+    }
+    let name_str = name
+        .to_str()
+        .map_err(|_| new_err(Kind::Internal, "a method name that is not UTF-8"))?;
+    let general = ty.getattr(name_str)?;
+    // The general method's doc as CPython keeps it: the text signature line, `--`, the text.
+    let text: Option<String> = general.getattr("__doc__")?.extract()?;
+    let sig: Option<String> = general.getattr("__text_signature__")?.extract()?;
+    let doc = match sig {
+        Some(sig) => format!("{name_str}{sig}\n--\n\n{}", text.unwrap_or_default()),
+        None => text.unwrap_or_default(),
+    };
+    let doc = std::ffi::CString::new(doc)
+        .map_err(|_| new_err(Kind::Internal, "a method doc with a NUL character"))?;
+    // SAFETY: as in `add`: the function is stored cast to `PyCFunction`, and CPython calls it
+    // with the fastcall signature its `ml_flags` say.
+    let meth = unsafe { std::mem::transmute::<FastFn, ffi::PyCFunction>(fast) };
+    // The descriptor keeps a pointer to its `PyMethodDef` (and the doc): both live for the rest
+    // of the process, one per module initialisation.
+    let def = Box::leak(Box::new(ffi::PyMethodDef {
+        ml_name: name.as_ptr(),
+        ml_meth: ffi::PyMethodDefPointer { PyCFunction: meth },
+        ml_flags: METH_FASTCALL | ffi::METH_KEYWORDS,
+        ml_doc: Box::leak(doc.into_boxed_c_str()).as_ptr(),
+    }));
+    // SAFETY: `ty` is a live type object and `def` lives for the rest of the process. The
+    // result is a new reference or NULL with an error set.
+    let descr =
+        unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyDescr_NewMethod(ty.as_type_ptr(), def))? };
+    ty.setattr(format!("_{name_str}_any"), &general)?;
+    let _ = slot.set(py, general.unbind());
+    ty.setattr(name_str, descr)
 }

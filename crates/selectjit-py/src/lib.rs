@@ -161,6 +161,9 @@ impl PyEngine {
 
     /// `where(condition, x, y, /, *, out=None, broadcast="numpy", axis=-1)` on this engine,
     /// or `where(condition)`: see `selectjit.where`.
+    //
+    // The general entry: the class's `where` is `engine_where_fast`, which hands this (kept as
+    // `Engine._where_any`) every call but `where(c, x, y)` and `where(c, x, y, out=o)`.
     #[pyo3(signature = (condition, /, *args, out = None, broadcast = None, axis = -1))]
     fn r#where<'py>(
         &self,
@@ -280,27 +283,60 @@ unsafe extern "C" fn where_fast(
     // SAFETY: the caller's contract (CPython's vectorcall of this function).
     unsafe {
         fastcall::enter(args, nargs, kwnames, |a| {
-            let has_out = a.keywords_are(&["out"]);
-            let (Some(c), Some(x), Some(y)) = (a.get(0), a.get(1), a.get(2)) else {
-                return a.forward(&WHERE_ANY);
-            };
-            if a.nargs() != 3 || !(has_out || a.keywords_are(&[])) {
-                return a.forward(&WHERE_ANY);
-            }
-            let py = c.py();
-            let out = if has_out { a.get(3) } else { None };
-            let out = out.filter(|o| !o.is_none());
-            let parts = process_engine().and_then(|e| Ok((e, process_handler(py)?)));
-            call::where_call(
-                parts?,
-                &c,
-                &x,
-                &y,
-                out.as_ref(),
-                selectjit::Broadcast::Numpy,
-            )
+            where_small(a, |py| {
+                process_engine().and_then(|e| Ok((e, process_handler(py)?)))
+            })
+            .unwrap_or_else(|| a.forward(&WHERE_ANY))
         })
     }
+}
+
+/// The general entry of `Engine.where` (the PyO3 method, kept on the class as `_where_any`),
+/// which [`engine_where_fast`] hands the calls it does not take.
+static ENGINE_WHERE_ANY: pyo3::sync::PyOnceLock<Py<PyAny>> = pyo3::sync::PyOnceLock::new();
+
+/// `Engine.where` as a vectorcall method descriptor ([`fastcall::replace_method`]): as
+/// [`where_fast`], on the engine `slf`; any other call is passed to the PyO3 method as it came.
+///
+/// # Safety
+/// Called by CPython only, as a `METH_FASTCALL | METH_KEYWORDS` method of `Engine` (see
+/// [`fastcall::enter`]): `slf` is a live object the descriptor has checked is an `Engine`.
+unsafe extern "C" fn engine_where_fast(
+    slf: *mut pyo3::ffi::PyObject,
+    args: *const *mut pyo3::ffi::PyObject,
+    nargs: pyo3::ffi::Py_ssize_t,
+    kwnames: *mut pyo3::ffi::PyObject,
+) -> *mut pyo3::ffi::PyObject {
+    // SAFETY: the caller's contract (CPython's vectorcall of this method).
+    unsafe {
+        fastcall::enter(args, nargs, kwnames, |a| {
+            // SAFETY: `slf` is a live (borrowed) object for the call (the caller's contract).
+            let slf = Bound::from_borrowed_ptr(a.py(), slf);
+            let engine = slf.cast::<PyEngine>()?.get();
+            where_small(a, |py| engine.parts(py))
+                .unwrap_or_else(|| a.forward_method(&slf, &ENGINE_WHERE_ANY))
+        })
+    }
+}
+
+/// `where(c, x, y)` and `where(c, x, y, out=o)` (`out=None`: no `out`) on the engine `parts`
+/// gives; `None` for any other call.
+fn where_small<'py, 'e>(
+    a: &fastcall::Args<'py>,
+    parts: impl FnOnce(Python<'py>) -> PyResult<(&'e Engine, &'e Handler)>,
+) -> Option<PyResult<Bound<'py, PyAny>>> {
+    let has_out = a.keywords_are(&["out"]);
+    let (Some(c), Some(x), Some(y)) = (a.get(0), a.get(1), a.get(2)) else {
+        return None;
+    };
+    if a.nargs() != 3 || !(has_out || a.keywords_are(&[])) {
+        return None;
+    }
+    let out = if has_out { a.get(3) } else { None };
+    let out = out.filter(|o| !o.is_none());
+    Some(parts(a.py()).and_then(|parts| {
+        call::where_call(parts, &c, &x, &y, out.as_ref(), selectjit::Broadcast::Numpy)
+    }))
 }
 
 /// The general entry of `selectjit.where` (every form of the call; registered as `_where_any`,
@@ -398,6 +434,12 @@ fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
     m.add_function(wrap_pyfunction!(set_output_pool, m)?)?;
     m.add_class::<PyEngine>()?;
+    fastcall::replace_method(
+        &m.py().get_type::<PyEngine>(),
+        c"where",
+        engine_where_fast,
+        &ENGINE_WHERE_ANY,
+    )?;
     m.add_class::<pred::PyPred>()?;
     pred::register(m)?;
     Ok(())

@@ -1,6 +1,7 @@
-"""The vectorcall entry of `selectjit.where` (3 positional arguments, optionally `out=`) and
-the small predicate call's weak scalars written as element bytes: results, dtypes, warnings
-and errors are numpy's, and every other form of the call behaves as the general entry."""
+"""The vectorcall entries of `selectjit.where` and `Engine.where` (3 positional arguments,
+optionally `out=`) and the small predicate call's weak scalars written as element bytes:
+results, dtypes, warnings and errors are numpy's, and every other form of the call behaves as
+the general entry."""
 
 import inspect
 import pickle
@@ -162,3 +163,117 @@ def test_predicate_entries_match_the_general_ones(name):
     _, e1, _ = numpy_or_error(lambda: f(x1=x, x2=0) if two else f(x=x))
     _, e2, _ = numpy_or_error(lambda: general(x1=x, x2=0) if two else general(x=x))
     assert e1 is not None and e1 is e2
+
+
+def outcome(f):
+    """f()'s result, exception (type and message) and warnings."""
+    with warnings.catch_warnings(record=True) as w:
+        warnings.simplefilter("always")
+        try:
+            r, e = f(), None
+        except Exception as ex:  # noqa: BLE001 (compared by type and message)
+            r, e = None, (type(ex), str(ex))
+    return r, e, sorted(str(x.category) for x in w)
+
+
+ENGINES = [lambda: selectjit.Engine(threads=1), lambda: selectjit.default_engine()]
+
+
+@pytest.mark.parametrize("make", ENGINES, ids=["own", "default"])
+@pytest.mark.parametrize("dt", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_engine_where_matches_where_and_numpy(make, dt):
+    e = make()
+    rng = np.random.default_rng(2)
+    x = (rng.standard_normal(16) * 4).astype(dt)
+    c = (x > 0) if x.dtype != np.bool_ else ~x
+    for s in (0, 1, -1, 2**31, 0.5, 1e300, float("nan"), 1j):
+        for args in ((c, x, s), (c, s, x)):
+            lazy = selectjit.greater(x, 0) if x.dtype != np.bool_ else selectjit.isnan(x)
+            p = (lazy,) + args[1:]
+            want, we, ww = outcome(lambda: np.where(*args))
+            for a in (args, p):
+                for f in (e.where, lambda *b, **k: selectjit.Engine.where(e, *b, **k)):
+                    got, ge, gw = outcome(lambda: f(*a))
+                    ref, re_, rw = outcome(lambda: selectjit.where(*a))
+                    assert (ge and ge[0]) == (we and we[0]) == (re_ and re_[0]), (dt, s, ge)
+                    assert gw == ww == rw, (dt, s, gw, ww)
+                    if want is not None:
+                        assert_same(got, want)
+                        assert_same(ref, want)
+                        o = np.empty_like(want)
+                        r, e2, _ = outcome(lambda: f(*a, out=o))
+                        assert e2 is None and r is o
+                        assert_same(o, want)
+
+
+def test_engine_where_call_forms_match_the_general_method():
+    e = selectjit.Engine(threads=1)
+    general = selectjit.Engine._where_any
+    x = np.arange(6.0)
+    c = x > 2
+    o = np.empty(6)
+    good = [
+        lambda f: f(c, x, 0),
+        lambda f: f(c, x, 0, out=None),
+        lambda f: f(c, x, -1.0, out=o),
+        lambda f: f(c, x, 0, broadcast="numpy"),
+        lambda f: f(c, x, 0, out=o, axis=-1),
+        lambda f: f(c, x, 0, broadcast="two-step"),
+        lambda f: f(selectjit.greater(x, 2), 0, x),
+    ]
+    for call in good:
+        got = call(e.where)
+        want = call(lambda *a, **k: general(e, *a, **k))
+        assert_same(got, want)
+        assert_same(got, call(selectjit.where))
+    assert [a.tolist() for a in e.where(c)] == [[3, 4, 5]]
+    assert e.where(c, x, -1.0, out=o) is o
+    bad = [
+        lambda f: f(),
+        lambda f: f(c, x),
+        lambda f: f(c, x, 0, 1),
+        lambda f: f(c, x, 0, outt=o),
+        lambda f: f(c, x, 0, out=o, outt=o),
+        lambda f: f(condition=c, x=x, y=0),
+        lambda f: f(c, x, y=0),
+        lambda f: f(c, x, 0, out=np.empty(5)),
+        lambda f: f(c, x, 0, out=np.empty(6, np.int8)),
+        lambda f: f(c, x, 0, out=[0.0] * 6),
+        lambda f: f(c, x, 0, broadcast=1),
+        lambda f: f(c, x, 0, broadcast="none", axis=0),
+        lambda f: f(c, out=o),
+        lambda f: f(np.ones(4, bool), x, 0),
+        lambda f: f(c, np.arange(6, dtype=np.int8), 2**70),
+    ]
+    for call in bad:
+        _, e1, w1 = outcome(lambda: call(e.where))
+        _, e2, w2 = outcome(lambda: call(lambda *a, **k: general(e, *a, **k)))
+        _, e3, _ = outcome(lambda: call(lambda *a, **k: selectjit.Engine.where(e, *a, **k)))
+        _, e4, _ = outcome(lambda: call(selectjit.where))
+        assert e1 is not None and e1 == e2 == e3, (inspect.getsource(call), e1, e2, e3)
+        assert e1[0] is e4[0], (e1, e4)
+        assert w1 == w2
+    for f in (selectjit.Engine.where, general):
+        _, e1, _ = outcome(lambda: f(1, c, x, 0))
+        _, e2, _ = outcome(lambda: f())
+        assert e1[0] is TypeError and e2[0] is TypeError
+
+
+def test_engine_where_is_a_documented_picklable_method():
+    e = selectjit.Engine(threads=1)
+    general = selectjit.Engine._where_any
+    assert selectjit.Engine.where.__name__ == "where"
+    assert selectjit.Engine.where.__qualname__ == general.__qualname__ == "Engine.where"
+    assert selectjit.Engine.where.__doc__ == general.__doc__
+    assert "selectjit.where" in selectjit.Engine.where.__doc__
+    assert selectjit.Engine.where.__text_signature__ == general.__text_signature__
+    assert inspect.signature(selectjit.Engine.where) == inspect.signature(general)
+    assert inspect.signature(e.where) == inspect.signature(general.__get__(e))
+    assert e.where.__self__ is e
+    d = selectjit.default_engine()
+    assert pickle.loads(pickle.dumps(d.where)).__self__ is d
+    w2 = pickle.loads(pickle.dumps(e.where))
+    e2 = pickle.loads(pickle.dumps(e))
+    assert w2.__self__ is e2 and repr(e2) == repr(e)
+    x = np.arange(-8.0, 8.0, dtype=np.float32)
+    assert_same(w2(selectjit.greater(x, 0), x, 0), np.where(x > 0, x, 0))
