@@ -183,58 +183,51 @@ fn size_class(size: usize) -> Option<usize> {
 /// (`madvise(MADV_HUGEPAGE)`, as numpy does for its own large buffers): where the system's
 /// setting is `madvise`, a block without it gets 4 KiB pages, and the kernels writing it miss
 /// the TLB far more often than into numpy's own arrays. Advice only: a failure is ignored.
-#[cfg(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "s390x"
-    ),
-    not(miri)
-))]
 fn huge_pages(base: NonNull<u8>, len: usize) {
-    const MADV_HUGEPAGE: std::ffi::c_int = 14;
-    const PAGE: usize = 4096;
-    /// Blocks from this size on (numpy's threshold for its own buffers).
-    const HUGE_PAGES_MIN: usize = 4 << 20;
-    unsafe extern "C" {
-        fn madvise(
-            addr: *mut std::ffi::c_void,
-            len: usize,
-            advice: std::ffi::c_int,
-        ) -> std::ffi::c_int;
+    #[cfg(all(
+        target_os = "linux",
+        any(
+            target_arch = "x86_64",
+            target_arch = "aarch64",
+            target_arch = "riscv64",
+            target_arch = "s390x"
+        ),
+        not(miri)
+    ))]
+    {
+        const MADV_HUGEPAGE: std::ffi::c_int = 14;
+        const PAGE: usize = 4096;
+        /// Blocks from this size on (numpy's threshold for its own buffers).
+        const HUGE_PAGES_MIN: usize = 4 << 20;
+        unsafe extern "C" {
+            fn madvise(
+                addr: *mut std::ffi::c_void,
+                len: usize,
+                advice: std::ffi::c_int,
+            ) -> std::ffi::c_int;
+        }
+        if len < HUGE_PAGES_MIN {
+            return;
+        }
+        let start = (base.as_ptr() as usize).next_multiple_of(PAGE);
+        let end = (base.as_ptr() as usize + len) & !(PAGE - 1);
+        if end > start {
+            // SAFETY: `[start, end)` is the page-aligned interior of memory the caller holds
+            // exclusively (a block the pool just allocated, or `advise_huge_pages`'s
+            // `&mut [u8]`); MADV_HUGEPAGE changes how the pages are backed, never their
+            // contents or mapping, and a failure (an old kernel, no THP) only leaves it as it is.
+            unsafe {
+                madvise(
+                    base.as_ptr().add(start - base.as_ptr() as usize).cast(),
+                    end - start,
+                    MADV_HUGEPAGE,
+                )
+            };
+        }
     }
-    if len < HUGE_PAGES_MIN {
-        return;
-    }
-    let start = (base.as_ptr() as usize).next_multiple_of(PAGE);
-    let end = (base.as_ptr() as usize + len) & !(PAGE - 1);
-    if end > start {
-        // SAFETY: `[start, end)` is the page-aligned interior of a block just allocated and
-        // owned by the pool; MADV_HUGEPAGE changes how the pages are backed, never their
-        // contents or mapping, and a failure (an old kernel, no THP) only leaves it as it is.
-        unsafe {
-            madvise(
-                base.as_ptr().add(start - base.as_ptr() as usize).cast(),
-                end - start,
-                MADV_HUGEPAGE,
-            )
-        };
-    }
+    // Elsewhere (and under Miri) there is nothing to ask.
+    let _ = (base, len);
 }
-
-#[cfg(not(all(
-    target_os = "linux",
-    any(
-        target_arch = "x86_64",
-        target_arch = "aarch64",
-        target_arch = "riscv64",
-        target_arch = "s390x"
-    ),
-    not(miri)
-)))]
-fn huge_pages(_: NonNull<u8>, _: usize) {}
 
 /// The layout of a block whose buffer has `size` bytes.
 fn block_layout(size: usize) -> Option<Layout> {

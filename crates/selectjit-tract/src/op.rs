@@ -339,6 +339,14 @@ pub enum FusedCond {
 }
 
 impl FusedCond {
+    /// The predicate as the library takes it, over `operand(k)`, the op's k-th input.
+    pub(crate) fn over<'a>(&self, operand: impl Fn(usize) -> Operand<'a>) -> Cond<'a> {
+        match *self {
+            FusedCond::Compare(op, _) => Cond::cmp(op, operand(0), operand(1)),
+            FusedCond::Test(op, _) => Cond::test(op, operand(0)),
+        }
+    }
+
     /// How many of the op's inputs the predicate reads (they come first).
     pub fn arity(&self) -> usize {
         match self {
@@ -461,10 +469,7 @@ impl SelectjitPredIff {
                 }
                 _ => Operand::in_place(),
             };
-            let cond = match self.cond {
-                FusedCond::Compare(op, _) => Cond::cmp(op, operand(0), operand(1)),
-                FusedCond::Test(op, _) => Cond::test(op, operand(0)),
-            };
+            let cond = self.cond.over(operand);
             // The only reference: moving the tensor out of it copies nothing.
             let (inout, other) = match role {
                 InPlace::Then => (then, else_),
@@ -543,10 +548,7 @@ impl EvalOp for SelectjitPredIff {
         let operand = |k: usize| {
             Operand::from_bytes(cd, TensorRef::new(views[k].as_bytes(), inputs[k].shape()))
         };
-        let cond = match self.cond {
-            FusedCond::Compare(op, _) => Cond::cmp(op, operand(0), operand(1)),
-            FusedCond::Test(op, _) => Cond::test(op, operand(0)),
-        };
+        let cond = self.cond.over(operand);
         let out = select_cond(self.engine.get(), self.dtype, cond, then, else_, &shape)?;
         Ok(tvec!(out.into_tvalue()))
     }
