@@ -109,6 +109,7 @@ pub use dtype::{DType, Element};
 pub use engine::Engine;
 pub use engine::config::{Backend, EngineConfig, InPlace, NT_MIN_BYTES, PARALLEL_MIN_BYTES};
 pub use engine::interp_backend::select_generic;
+pub use engine::nway::Choice;
 pub use engine::prepared::Prepared;
 pub use error::{Error, Result};
 pub use outpool::{OutputPool, OutputPoolStats, PooledBuf};

@@ -292,7 +292,7 @@ fn plan_prepared_cond(
 
 /// `cond` as the engine runs it for a select of `dtype`, and whether `then` and `else` trade
 /// places (a negation, or a canonical form's).
-fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> {
+pub(super) fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> {
     let Some(c) = canonical(cond, dtype)? else {
         let Repr::Mask(m) = cond.repr else {
             unreachable!("only masks have no canonical form")

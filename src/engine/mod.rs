@@ -13,6 +13,7 @@ pub(crate) mod exec;
 pub(crate) mod interp_backend;
 mod layouts;
 mod memo;
+pub(crate) mod nway;
 mod policy;
 pub(crate) mod prepared;
 #[cfg(test)]

@@ -1,0 +1,504 @@
+//! N-way select (`Engine::select_n`): the first true condition wins, on every backend and tier.
+//!
+//! * Differential: random calls (k = 1..8 branches; masks with any non-zero byte as true;
+//!   predicates of every comparison and test over every real dtype, with NaN payloads, ±0 and
+//!   ±inf among the compared values; negation; broadcast operands and scalars; values and the
+//!   default read from the output in place, predicates over the output; outputs spanning
+//!   several tiles) on every engine, bytewise against an oracle written here: each condition
+//!   computed alone by the interpreter as a 0/1 mask, each value broadcast alone by the
+//!   interpreter, then the first true condition picked element by element.
+//! * Errors: nothing is written.
+
+mod common;
+#[path = "common/rng.rs"]
+mod rng;
+
+use rng::Rng;
+use selectjit::{
+    Backend, Broadcast, Choice, CmpOp, Cond, DType, Engine, EngineConfig, Operand, TensorMut,
+    TensorRef, TestOp,
+};
+
+/// One operand of a generated call: a contiguous buffer of `shape` (dtype as the role says).
+#[derive(Clone, Debug)]
+struct Buf {
+    shape: Vec<usize>,
+    bytes: Vec<u8>,
+}
+
+/// A predicate's operand: a buffer of the compared dtype, a scalar, or the output on entry.
+#[derive(Clone, Debug)]
+enum POp {
+    Buf(Buf),
+    Scalar([u8; 16]),
+    Out,
+}
+
+#[derive(Clone, Debug)]
+enum CondSpec {
+    Mask(Buf),
+    Cmp(CmpOp, DType, POp, POp),
+    Test(TestOp, DType, POp),
+}
+
+#[derive(Clone, Debug)]
+enum ValSpec {
+    Buf(Buf),
+    Out,
+}
+
+#[derive(Clone, Debug)]
+struct Case {
+    dtype: DType,
+    out_shape: Vec<usize>,
+    conds: Vec<(CondSpec, bool)>,
+    values: Vec<ValSpec>,
+    default: ValSpec,
+    /// The output's contents on entry.
+    init: Vec<u8>,
+}
+
+/// Bit patterns that stress comparisons and tests, per dtype (NaN payloads, ±inf, ±0).
+fn specials(dt: DType) -> Vec<Vec<u8>> {
+    let v: Vec<u128> = match dt {
+        DType::F32 => vec![
+            0x7fc0_0001,
+            0xffc0_1234,
+            0x7f80_0000,
+            0xff80_0000,
+            0x8000_0000,
+            0,
+        ],
+        DType::F64 => vec![
+            0x7ff8_0000_0000_0001,
+            0x7ff0_0000_0000_0000,
+            0xfff0_0000_0000_0000,
+            0x8000_0000_0000_0000,
+            0,
+        ],
+        DType::F16 => vec![0x7e01, 0xfe00, 0x7c00, 0xfc00, 0x8000, 0],
+        DType::BF16 => vec![0x7fc1, 0xffc0, 0x7f80, 0xff80, 0x8000, 0],
+        _ => vec![0, 1, u128::MAX, 1 << (dt.width() * 8 - 1)],
+    };
+    v.iter()
+        .map(|x| x.to_le_bytes()[..dt.width()].to_vec())
+        .collect()
+}
+
+/// `n` elements of `dt` drawn from a small pool (so that ties and specials are frequent).
+fn elems(r: &mut Rng, dt: DType, n: usize) -> Vec<u8> {
+    let mut pool = specials(dt);
+    for _ in 0..4 {
+        pool.push(r.bytes(dt.width()));
+    }
+    (0..n)
+        .flat_map(|_| pool[r.below(pool.len())].clone())
+        .collect()
+}
+
+/// A shape that broadcasts into `out`: a suffix of it, some dims set to 1.
+fn sub_shape(r: &mut Rng, out: &[usize]) -> Vec<usize> {
+    let drop = r.below(out.len() + 1);
+    out[drop..]
+        .iter()
+        .map(|&d| if r.below(3) == 0 { 1 } else { d })
+        .collect()
+}
+
+fn buf(r: &mut Rng, dt: DType, out: &[usize]) -> Buf {
+    let shape = sub_shape(r, out);
+    let n = shape.iter().product();
+    Buf {
+        bytes: elems(r, dt, n),
+        shape,
+    }
+}
+
+const REAL: [DType; 10] = [
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U64,
+    DType::F16,
+    DType::BF16,
+    DType::F32,
+    DType::F64,
+];
+
+fn gen_case(seed: u64, big: bool) -> Case {
+    let mut r = Rng(seed);
+    let dtype = r.pick(&DType::ALL);
+    let rank = r.below(4) + usize::from(big);
+    let mut out_shape: Vec<usize> = (0..rank).map(|_| 1 + r.below(5)).collect();
+    if big {
+        // Several tiles of the default size (32 KiB of output).
+        let elems = (32 * 1024 / dtype.width()) * (1 + r.below(3)) + r.below(700);
+        let rest: usize = out_shape[..rank - 1].iter().product();
+        out_shape[rank - 1] = (elems / rest).max(1);
+    }
+    let n: usize = out_shape.iter().product();
+    let k = 1 + r.below(8);
+    let mut conds = Vec::new();
+    let mut values = Vec::new();
+    let pop = |r: &mut Rng, cdt: DType, out: &[usize], same: bool| -> POp {
+        match r.below(5) {
+            0 | 1 => POp::Buf(buf(r, cdt, out)),
+            2 | 3 => {
+                let mut s = [0u8; 16];
+                s[..cdt.width()].copy_from_slice(&elems(r, cdt, 1));
+                POp::Scalar(s)
+            }
+            // The output as a compared operand: only of the select's dtype.
+            _ if same => POp::Out,
+            _ => POp::Buf(buf(r, cdt, out)),
+        }
+    };
+    for _ in 0..k {
+        let c = match r.below(3) {
+            0 => {
+                let shape = sub_shape(&mut r, &out_shape);
+                let m = shape.iter().product();
+                let mode = r.next();
+                CondSpec::Mask(Buf {
+                    bytes: r.cond(m, mode, &[0, 1, 2, 0x80, 0xff], &[1, 2, 0x80, 0xff]),
+                    shape,
+                })
+            }
+            1 => {
+                let same = REAL.contains(&dtype) && r.below(2) == 0;
+                let cdt = if same { dtype } else { r.pick(&REAL) };
+                let op = r.pick(&CmpOp::ALL);
+                let l = pop(&mut r, cdt, &out_shape, same);
+                let rr = pop(&mut r, cdt, &out_shape, same);
+                CondSpec::Cmp(op, cdt, l, rr)
+            }
+            _ => {
+                let same = REAL.contains(&dtype) && r.below(2) == 0;
+                let cdt = if same { dtype } else { r.pick(&REAL) };
+                let v = match pop(&mut r, cdt, &out_shape, same) {
+                    POp::Scalar(_) => POp::Buf(buf(&mut r, cdt, &out_shape)),
+                    p => p,
+                };
+                CondSpec::Test(r.pick(&TestOp::ALL), cdt, v)
+            }
+        };
+        conds.push((c, r.below(4) == 0));
+        values.push(if r.below(6) == 0 {
+            ValSpec::Out
+        } else {
+            ValSpec::Buf(buf(&mut r, dtype, &out_shape))
+        });
+    }
+    let default = if r.below(3) == 0 {
+        ValSpec::Out
+    } else {
+        ValSpec::Buf(buf(&mut r, dtype, &out_shape))
+    };
+    // At least one operand spans the output, so that the broadcast gives its shape.
+    values[0] = ValSpec::Buf(Buf {
+        bytes: elems(&mut r, dtype, n),
+        shape: out_shape.clone(),
+    });
+    Case {
+        init: elems(&mut r, dtype, n),
+        dtype,
+        out_shape,
+        conds,
+        values,
+        default,
+    }
+}
+
+fn operand<'a>(p: &'a POp, dt: DType) -> Operand<'a> {
+    match p {
+        POp::Buf(b) => Operand::from_bytes(dt, TensorRef::new(&b.bytes, &b.shape)),
+        POp::Scalar(s) => scalar_operand(dt, s),
+        POp::Out => Operand::in_place(),
+    }
+}
+
+/// A scalar operand of `dt` from its bytes.
+fn scalar_operand(dt: DType, s: &[u8; 16]) -> Operand<'static> {
+    // A scalar is a one-element view whose bytes are leaked for the test's lifetime (tiny).
+    let b: &'static [u8] = Box::leak(s[..dt.width()].to_vec().into_boxed_slice());
+    Operand::from_bytes(dt, TensorRef::new(b, &[]))
+}
+
+/// `c` with every in-place operand replaced by a view of `orig` (the oracle's conditions).
+fn cond<'a>(c: &'a CondSpec, not: bool, orig: Option<(&'a [u8], &'a [usize])>) -> Cond<'a> {
+    let op = |p: &'a POp, dt: DType| match (p, orig) {
+        (POp::Out, Some((b, s))) => Operand::from_bytes(dt, TensorRef::new(b, s)),
+        _ => operand(p, dt),
+    };
+    let c = match c {
+        CondSpec::Mask(b) => Cond::mask(TensorRef::new(&b.bytes, &b.shape)),
+        CondSpec::Cmp(o, dt, l, r) => Cond::cmp(*o, op(l, *dt), op(r, *dt)),
+        CondSpec::Test(o, dt, v) => Cond::test(*o, op(v, *dt)),
+    };
+    if not { c.not() } else { c }
+}
+
+fn choice<'a>(v: &'a ValSpec) -> Choice<'a, u8> {
+    match v {
+        ValSpec::Buf(b) => Choice::Tensor(TensorRef::new(&b.bytes, &b.shape)),
+        ValSpec::Out => Choice::Out,
+    }
+}
+
+/// The engine's result: the output bytes, or the error's text.
+fn run(eng: &Engine, c: &Case) -> Result<Vec<u8>, String> {
+    let conds: Vec<Cond<'_>> = c.conds.iter().map(|(s, n)| cond(s, *n, None)).collect();
+    let values: Vec<Choice<'_, u8>> = c.values.iter().map(choice).collect();
+    let mut out = c.init.clone();
+    eng.select_n_bytes(
+        c.dtype,
+        &conds,
+        &values,
+        choice(&c.default),
+        TensorMut::new(&mut out, &c.out_shape),
+        Broadcast::Numpy,
+    )
+    .map_err(|e| e.to_string())?;
+    Ok(out)
+}
+
+/// The oracle: each condition alone as a 0/1 mask over the output, each value alone broadcast
+/// over it (both by the interpreter's two-way select), then the first true condition per element.
+fn oracle(c: &Case) -> Result<Vec<u8>, String> {
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
+    let n: usize = c.out_shape.iter().product();
+    let w = c.dtype.width();
+    let orig = (&c.init[..], &c.out_shape[..]);
+    let one = [1u8];
+    let zeros = vec![0u8; n];
+    let mut masks = Vec::new();
+    for (s, not) in &c.conds {
+        let mut m = vec![0u8; n];
+        let cd = cond(s, *not, Some(orig));
+        interp
+            .select_bytes(
+                DType::U8,
+                cd,
+                TensorRef::scalar(&one),
+                TensorRef::new(&zeros, &c.out_shape),
+                TensorMut::new(&mut m, &c.out_shape),
+                Broadcast::Numpy,
+            )
+            .map_err(|e| e.to_string())?;
+        masks.push(m);
+    }
+    let spread = |v: &ValSpec| -> Result<Vec<u8>, String> {
+        let (b, s) = match v {
+            ValSpec::Buf(b) => (&b.bytes[..], &b.shape[..]),
+            ValSpec::Out => orig,
+        };
+        let mut o = vec![0u8; n * w];
+        let z = vec![0u8; n * w];
+        interp
+            .select_bytes(
+                c.dtype,
+                TensorRef::scalar(&one),
+                TensorRef::new(b, s),
+                TensorRef::new(&z, &c.out_shape),
+                TensorMut::new(&mut o, &c.out_shape),
+                Broadcast::Numpy,
+            )
+            .map_err(|e| e.to_string())?;
+        Ok(o)
+    };
+    let vals: Vec<Vec<u8>> = c.values.iter().map(spread).collect::<Result<_, _>>()?;
+    let mut out = spread(&c.default)?;
+    for j in 0..n {
+        if let Some(i) = masks.iter().position(|m| m[j] != 0) {
+            out[j * w..(j + 1) * w].copy_from_slice(&vals[i][j * w..(j + 1) * w]);
+        }
+    }
+    Ok(out)
+}
+
+fn check_cases(seeds: std::ops::Range<u64>, big: bool) {
+    let engines = common::all_engines(&EngineConfig::new());
+    let mut checked = 0;
+    for seed in seeds {
+        let c = gen_case(seed, big);
+        let want = oracle(&c);
+        let want = match want {
+            Ok(w) => Ok(w),
+            Err(e) => {
+                eprintln!("seed {seed}: oracle refuses: {e}");
+                Err(e)
+            }
+        };
+        let Ok(want) = want else {
+            // The oracle's two-way calls refuse it (a predicate the dtype has no test for):
+            // every engine refuses the n-way call too, and writes nothing.
+            for (name, eng) in &engines {
+                assert!(run(eng, &c).is_err(), "{name}: seed {seed} should fail");
+            }
+            continue;
+        };
+        for (name, eng) in &engines {
+            let got = run(eng, &c).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}\n{c:?}"));
+            assert!(
+                got == want,
+                "{name}: seed {seed}, dtype {}, shape {:?}, k {}",
+                c.dtype,
+                c.out_shape,
+                c.conds.len()
+            );
+        }
+        checked += 1;
+    }
+    eprintln!("{checked} cases checked on {} engines", engines.len());
+    assert!(checked > 0, "every case was refused");
+}
+
+#[test]
+fn small_calls_match_the_oracle_on_every_engine() {
+    check_cases(0..400, false);
+}
+
+#[test]
+fn calls_of_several_tiles_match_the_oracle_on_every_engine() {
+    check_cases(1000..1060, true);
+}
+
+#[test]
+fn errors_write_nothing() {
+    let eng = Engine::new();
+    let x = [1.0f32, f32::NAN, 3.0];
+    let xv = TensorRef::new(&x, &[3]);
+    let zero = [0.0f32];
+    let z = TensorRef::scalar(&zero);
+    let mut out = [7.0f32; 3];
+    let mut call = |conds: &[Cond<'_>], values: &[Choice<'_, f32>], mode: Broadcast| {
+        let r = eng.select_n(
+            conds,
+            values,
+            xv.into(),
+            TensorMut::new(&mut out, &[3]),
+            mode,
+        );
+        (r.map_err(|e| e.to_string()), out)
+    };
+    // No condition; values and conditions of different counts; a mode n-way does not take.
+    let (e, o) = call(&[], &[], Broadcast::Numpy);
+    assert!(e.unwrap_err().contains("at least one condition"));
+    assert_eq!(o, [7.0; 3]);
+    let (e, o) = call(&[Cond::isnan(xv)], &[z.into(), z.into()], Broadcast::Numpy);
+    assert!(e.unwrap_err().contains("2 values"));
+    assert_eq!(o, [7.0; 3]);
+    let (e, o) = call(&[Cond::isnan(xv)], &[z.into()], Broadcast::TwoStep);
+    assert!(e.unwrap_err().contains("numpy or none"));
+    assert_eq!(o, [7.0; 3]);
+    // A scalar under `none`.
+    let (e, o) = call(&[Cond::isnan(xv)], &[z.into()], Broadcast::Exact);
+    assert!(e.unwrap_err().contains("value 1"), "{o:?}");
+    assert_eq!(o, [7.0; 3]);
+    // The last branch's buffer is short: found before the first branch writes anything.
+    let short = [1u8, 0];
+    let (e, o) = call(
+        &[Cond::isnan(xv), TensorRef::new(&short, &[3]).into()],
+        &[z.into(), z.into()],
+        Broadcast::Numpy,
+    );
+    assert!(e.unwrap_err().contains("condition 2"));
+    assert_eq!(o, [7.0; 3]);
+    // Shapes that do not broadcast, and an output of another shape.
+    let four = [0.0f32; 4];
+    let (e, o) = call(
+        &[Cond::isnan(xv), Cond::gt(xv, 0.0f32)],
+        &[z.into(), TensorRef::new(&four, &[4]).into()],
+        Broadcast::Numpy,
+    );
+    assert!(e.unwrap_err().contains("value 2 [4]"));
+    assert_eq!(o, [7.0; 3]);
+    let rows = [0.0f32; 6];
+    let (e, o) = call(
+        &[Cond::isnan(xv)],
+        &[TensorRef::new(&rows, &[2, 3]).into()],
+        Broadcast::Numpy,
+    );
+    assert!(e.unwrap_err().contains("[2,3]"));
+    assert_eq!(o, [7.0; 3]);
+    // A comparison of two dtypes.
+    let ints = [1i32, 2, 3];
+    let (e, o) = call(
+        &[
+            Cond::isnan(xv),
+            Cond::lt(TensorRef::new(&ints, &[3]), 2.0f32),
+        ],
+        &[z.into(), z.into()],
+        Broadcast::Numpy,
+    );
+    assert!(e.unwrap_err().contains("condition 2"));
+    assert_eq!(o, [7.0; 3]);
+}
+
+#[test]
+fn nan_to_num_in_place_and_exact_mode() {
+    // numpy.nan_to_num(x, copy=False) on f64: conditions and the default read x itself.
+    let x = vec![
+        1.0f64,
+        f64::NAN,
+        f64::INFINITY,
+        -0.0,
+        f64::NEG_INFINITY,
+        -2.5,
+    ];
+    let n = x.len();
+    let s = [0.0f64, f64::MAX, f64::MIN];
+    for eng in common::all_engines(&EngineConfig::new()) {
+        let mut y = x.clone();
+        eng.1
+            .select_n(
+                &[
+                    Cond::isnan(Operand::in_place()),
+                    Cond::eq(Operand::in_place(), f64::INFINITY),
+                    Cond::eq(Operand::in_place(), f64::NEG_INFINITY),
+                ],
+                &[
+                    TensorRef::scalar(&s[0..1]).into(),
+                    TensorRef::scalar(&s[1..2]).into(),
+                    TensorRef::scalar(&s[2..3]).into(),
+                ],
+                Choice::Out,
+                TensorMut::new(&mut y, &[n]),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+        let bits: Vec<u64> = y.iter().map(|v| v.to_bits()).collect();
+        let want: Vec<u64> = [1.0, 0.0, f64::MAX, -0.0, f64::MIN, -2.5]
+            .iter()
+            .map(|v: &f64| v.to_bits())
+            .collect();
+        assert_eq!(bits, want, "{}", eng.0);
+    }
+    // `none`: every shape equal.
+    let m = [0u8, 3, 0, 0, 1, 0];
+    let eng = Engine::new();
+    let mut y = [0.0f64; 6];
+    let xv = TensorRef::new(&x, &[6]);
+    eng.select_n(
+        &[TensorRef::new(&m, &[6]).into()],
+        &[xv.into()],
+        TensorRef::new(&s[..], &[3]).into(),
+        TensorMut::new(&mut y, &[6]),
+        Broadcast::Exact,
+    )
+    .unwrap_err();
+    let d = [9.0f64; 6];
+    eng.select_n(
+        &[TensorRef::new(&m, &[6]).into()],
+        &[xv.into()],
+        TensorRef::new(&d, &[6]).into(),
+        TensorMut::new(&mut y, &[6]),
+        Broadcast::Exact,
+    )
+    .unwrap();
+    assert_eq!(y[1].to_bits(), f64::NAN.to_bits());
+    assert_eq!(y[4], f64::NEG_INFINITY);
+    assert_eq!([y[0], y[2], y[3], y[5]], [9.0; 4]);
+}
