@@ -715,9 +715,12 @@ impl Engine {
             Src::Scalar { dtype, bytes } => Some((*dtype, (bytes.as_ptr(), false))),
             Src::InPlace | Src::Placeholder { .. } => None,
         };
+        // The in-place side is the output itself: `n` contiguous elements, read where they are
+        // written (an element-wise kernel reads each before it writes it).
+        let out_ptr = out.as_ptr();
         let value = |o: &Operand<'_>| match o {
             Operand::Buf(b, d) => place(b, width, d.shape, d.strides, d.offset),
-            Operand::Out => None,
+            Operand::Out => Some((out_ptr, true)),
         };
         let (lhs, rhs) = match &cond.repr {
             Repr::Cmp(_, l, r) => {

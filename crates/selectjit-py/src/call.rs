@@ -75,7 +75,7 @@ fn dispatches(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// The library's dtype for moving elements of `itemsize` bytes (kernels depend on the width
 /// only).
-fn width_dtype(itemsize: usize) -> Option<DType> {
+pub(crate) fn width_dtype(itemsize: usize) -> Option<DType> {
     Some(match itemsize {
         1 => DType::U8,
         2 => DType::U16,
@@ -152,9 +152,9 @@ fn check_out<'py>(
 
 /// An operand ready for the library: its array (kept alive), the view and the absolute byte
 /// range of its buffer.
-struct Operand<'py> {
-    arr: Bound<'py, PyUntypedArray>,
-    view: ElemView,
+pub(crate) struct Operand<'py> {
+    pub(crate) arr: Bound<'py, PyUntypedArray>,
+    pub(crate) view: ElemView,
     /// `[start, end)` of the buffer, absolute addresses (empty for a view of nothing).
     range: (usize, usize),
 }
@@ -162,7 +162,7 @@ struct Operand<'py> {
 impl<'py> Operand<'py> {
     /// The operand over `arr` with elements of `itemsize` bytes, copying `arr` first when its
     /// strides cannot be expressed in elements.
-    fn new(arr: Bound<'py, PyUntypedArray>, itemsize: usize) -> PyResult<Self> {
+    pub(crate) fn new(arr: Bound<'py, PyUntypedArray>, itemsize: usize) -> PyResult<Self> {
         if np::info(&arr).flags & NPY_ARRAY_C_CONTIGUOUS != 0
             && let Some(view) = layout::contiguous_view(arr.shape(), itemsize)
         {
@@ -181,7 +181,7 @@ impl<'py> Operand<'py> {
         }
     }
 
-    fn with_view(arr: Bound<'py, PyUntypedArray>, view: ElemView) -> Self {
+    pub(crate) fn with_view(arr: Bound<'py, PyUntypedArray>, view: ElemView) -> Self {
         let base = np::info(&arr).data as usize;
         let start = base.wrapping_add_signed(view.start);
         Operand {
@@ -200,7 +200,7 @@ impl<'py> Operand<'py> {
     /// # Safety
     /// No `&mut` slice over any byte of the range may exist while the returned slice is alive
     /// (the caller keeps the output's range apart from every input's, see `run`).
-    unsafe fn bytes(&self) -> &[u8] {
+    pub(crate) unsafe fn bytes(&self) -> &[u8] {
         if self.view.len == 0 {
             return &[];
         }
@@ -219,7 +219,7 @@ impl<'py> Operand<'py> {
     /// # Safety
     /// No other slice over any byte of the range may exist while the returned one is alive.
     #[allow(clippy::mut_from_ref)]
-    unsafe fn bytes_mut(&self) -> &mut [u8] {
+    pub(crate) unsafe fn bytes_mut(&self) -> &mut [u8] {
         if self.view.len == 0 {
             return &mut [];
         }
@@ -230,14 +230,14 @@ impl<'py> Operand<'py> {
         }
     }
 
-    fn overlaps(&self, other: &Operand<'_>) -> bool {
+    pub(crate) fn overlaps(&self, other: &Operand<'_>) -> bool {
         self.view.len != 0 && other.view.len != 0 && layout::overlaps(self.range, other.range)
     }
 
     /// Same memory, same layout: an exact in-place operand of `out` (every element at the
     /// address of `out`'s element of the same index), however either view was made (a
     /// C-contiguous array's view has no strides, see [`layout::contiguous_view`]).
-    fn same_as(&self, out: &Operand<'_>) -> bool {
+    pub(crate) fn same_as(&self, out: &Operand<'_>) -> bool {
         self.range == out.range
             && self.arr.shape() == out.arr.shape()
             && layout::same_elements(self.arr.shape(), &self.view, &out.view)
@@ -337,13 +337,13 @@ impl<'py> Input<'py> {
 
 /// A fused predicate as a call takes it: its operation, operands (exact ndarrays) and the
 /// dtype they compare in, and the shape of its result (the operands' broadcast).
-struct PredIn<'py> {
-    op: pred::Op,
-    negate: bool,
-    lhs: Bound<'py, PyUntypedArray>,
-    rhs: Option<Bound<'py, PyUntypedArray>>,
-    dt: Bound<'py, PyArrayDescr>,
-    lib: DType,
+pub(crate) struct PredIn<'py> {
+    pub(crate) op: pred::Op,
+    pub(crate) negate: bool,
+    pub(crate) lhs: Bound<'py, PyUntypedArray>,
+    pub(crate) rhs: Option<Bound<'py, PyUntypedArray>>,
+    pub(crate) dt: Bound<'py, PyArrayDescr>,
+    pub(crate) lib: DType,
     shape: layout::Dims<usize>,
 }
 
@@ -402,7 +402,7 @@ impl<'py> PredIn<'py> {
 }
 
 /// The condition of a call: a mask (any array), or a fused predicate.
-enum CondIn<'py> {
+pub(crate) enum CondIn<'py> {
     Mask(Bound<'py, PyUntypedArray>),
     Pred(PredIn<'py>),
 }
@@ -442,7 +442,9 @@ impl<'py> CondIn<'py> {
 
 /// The condition argument as an array or a fused predicate: a predicate that is not fused is
 /// evaluated by numpy (its `__array__`).
-fn cond_input<'py>(cond: &Bound<'py, PyAny>) -> PyResult<(CondIn<'py>, Bound<'py, PyAny>)> {
+pub(crate) fn cond_input<'py>(
+    cond: &Bound<'py, PyAny>,
+) -> PyResult<(CondIn<'py>, Bound<'py, PyAny>)> {
     if let Ok(p) = cond.cast::<PyPred>() {
         if let Some(p) = PredIn::new(cond.py(), p.get())? {
             return Ok((CondIn::Pred(p), cond.clone()));
@@ -862,7 +864,7 @@ impl<'py> Value<'py> {
 
 /// Runs `call` (a library call over `n` output elements) without the GIL from
 /// [`DETACH_MIN_ELEMENTS`] elements, a panic in it made an internal error.
-fn guarded<T: Send>(
+pub(crate) fn guarded<T: Send>(
     py: Python<'_>,
     n: usize,
     call: impl FnOnce() -> selectjit::Result<T> + Send,

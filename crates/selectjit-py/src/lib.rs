@@ -23,6 +23,7 @@ mod fastcall;
 mod layout;
 mod memhandler;
 mod np;
+mod nway;
 mod pred;
 mod promote;
 mod scalars;
@@ -56,7 +57,7 @@ fn output_pool_from_env() -> PyResult<bool> {
 }
 
 /// The numpy memory handler of the process-wide engine's output pool.
-fn process_handler(py: Python<'_>) -> PyResult<&'static Handler> {
+pub(crate) fn process_handler(py: Python<'_>) -> PyResult<&'static Handler> {
     static H: pyo3::sync::PyOnceLock<Handler> = pyo3::sync::PyOnceLock::new();
     H.get_or_try_init(py, || Handler::new(py, process_engine()?))
 }
@@ -64,7 +65,7 @@ fn process_handler(py: Python<'_>) -> PyResult<&'static Handler> {
 /// The process-wide engine of `selectjit.where`: the library's defaults with the settings of
 /// the environment (`SELECTJIT_*`), built on first use. A malformed setting, or a tier this
 /// host cannot run, is an error of every call that uses it.
-fn process_engine() -> PyResult<&'static Engine> {
+pub(crate) fn process_engine() -> PyResult<&'static Engine> {
     static E: std::sync::OnceLock<Result<Engine, selectjit::Error>> = std::sync::OnceLock::new();
     E.get_or_init(|| EngineConfig::from_env().and_then(Engine::with_config))
         .as_ref()
@@ -433,6 +434,7 @@ fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_function(wrap_pyfunction!(default_engine, m)?)?;
     m.add_function(wrap_pyfunction!(set_output_pool, m)?)?;
+    m.add_function(wrap_pyfunction!(nway::select_n, m)?)?;
     m.add_class::<PyEngine>()?;
     fastcall::replace_method(
         &m.py().get_type::<PyEngine>(),

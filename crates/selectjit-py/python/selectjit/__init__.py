@@ -2,7 +2,9 @@
 
 `where`, `Engine`, `default_engine` and `set_output_pool` (outputs from a pool of freed outputs,
 on by default) come from the compiled extension `selectjit._selectjit`;
-`selectjit.dask.where` is the same operation over dask arrays (dask is imported only when that
+`select` and `nan_to_num` are numpy.select and numpy.nan_to_num in one pass (an n-way select:
+the first true condition wins); `selectjit.dask.where`, `select` and `nan_to_num` are the same
+operations over dask arrays (dask is imported only when that
 submodule is used). The lazy predicates (`greater`, `less`, ..., `isnan`, ..., `logical_not`,
 named as numpy's ufuncs) are conditions `where` computes inside its kernel:
 `selectjit.where(selectjit.greater(x, 0), x, 0)` is ReLU in one pass. The exceptions selectjit
@@ -36,6 +38,7 @@ from ._predicates import (
     logical_not,
     not_equal,
 )
+from ._select import nan_to_num, select
 from ._selectjit import Engine, __version__, default_engine, set_output_pool, where
 
 # The functions are the package's: `selectjit.where.__module__ == "selectjit"`, as when the
@@ -44,12 +47,16 @@ from ._selectjit import Engine, __version__, default_engine, set_output_pool, wh
 where.__module__ = "selectjit"
 default_engine.__module__ = "selectjit"
 set_output_pool.__module__ = "selectjit"
+select.__module__ = "selectjit"
+nan_to_num.__module__ = "selectjit"
 
 __all__ = [
     "Engine",
     "default_engine",
     "set_output_pool",
     "where",
+    "select",
+    "nan_to_num",
     "Predicate",
     "greater",
     "greater_equal",

@@ -115,3 +115,12 @@ def default_engine() -> Engine:
 def set_output_pool(on: bool) -> bool:
     """Whether outputs come from the engines' pools of freed outputs (process-wide; default
     on). Returns the previous setting."""
+
+def _select_n(
+    conds: list[Any],
+    values: list[np.ndarray],
+    default: np.ndarray,
+    dtype: np.dtype[Any],
+    shape: list[int],
+    out: np.ndarray | None = None,
+) -> np.ndarray | None: ...
