@@ -565,4 +565,27 @@ int selectjit_prepared_run_cond(const struct SelectjitPrepared *p,
 // `p` is NULL or from `selectjit_prepare` or `selectjit_prepare_cond`, not freed before.
 void selectjit_prepared_free(struct SelectjitPrepared *p);
 
+// `out = conds[0] ? values[0] : conds[1] ? values[1] : ... : default`, the first true
+// condition winning (numpy.select, SQL `CASE WHEN`): `n` conditions and `n` values (arrays of
+// `n` pointers), `n >= 1`. Each condition is a mask or a predicate as for
+// `selectjit_select_cond`; every condition operand, value and the default broadcast together
+// under `mode` (`SELECTJIT_MODE_NUMPY`, or `SELECTJIT_MODE_NONE` when all shapes are equal)
+// into the output's shape. A value, the default or a predicate operand may be exactly the
+// output (the same descriptor fields; a predicate operand then of the select's dtype): it is
+// read as it holds on entry. Any other overlap with the output is `SELECTJIT_ERR_OVERLAP`.
+// On error nothing is written.
+//
+// # Safety
+// `conds` and `values` are NULL or point at `n` pointers each, every one NULL or pointing at a
+// valid `SelectjitCond` / `SelectjitTensor` whose pointers honour their lengths; `default_`
+// and `out` as for `selectjit_select`.
+int selectjit_select_n(const struct SelectjitEngine *engine,
+                       int dtype,
+                       int mode,
+                       size_t n,
+                       const struct SelectjitCond *const *conds,
+                       const struct SelectjitTensor *const *values,
+                       const struct SelectjitTensor *default_,
+                       const struct SelectjitTensorMut *out);
+
 #endif  /* SELECTJIT_H */

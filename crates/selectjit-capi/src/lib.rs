@@ -53,10 +53,14 @@ mod select;
 // `SelectjitPrepared` (prepared calls).
 mod prepared;
 
+// The n-way select.
+mod nway;
+
 pub use crate::aot::*;
 pub use crate::cond::*;
 pub use crate::engine::*;
 pub use crate::error::*;
+pub use crate::nway::*;
 pub use crate::prepared::*;
 pub use crate::select::*;
 pub use crate::struct_size::*;

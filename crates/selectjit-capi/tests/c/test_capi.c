@@ -2,6 +2,7 @@
  * statistics, options (an older header's struct too), predicates (prepared ones too), and the
  * error paths (each leaving the output untouched). Counts its checks; exits 1 on any failure. */
 #define _POSIX_C_SOURCE 200112L /* setenv */
+#include <float.h>
 #include <math.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -1038,6 +1039,75 @@ static void prepared_predicate_errors(void) {
     selectjit_engine_free(e);
 }
 
+/* The n-way select: numpy.nan_to_num on f32 (three predicates, scalar values, x the default),
+   into a new buffer and in place (conditions and default the output), and its errors. */
+static void nway(int backend) {
+    SelectjitEngine *e = engine(backend, 0, 0);
+    enum { N = 1000 };
+    float x[N], out[N], want[N], big = FLT_MAX, small = -FLT_MAX, zero = 0.0f, pinf = INFINITY, ninf = -INFINITY;
+    for (int i = 0; i < N; i++) {
+        x[i] = i % 7 == 0 ? NAN : i % 11 == 0 ? INFINITY : i % 13 == 0 ? -INFINITY : (float)i - 500.0f;
+        want[i] = isnan(x[i]) ? 0.0f : x[i] == INFINITY ? FLT_MAX : x[i] == -INFINITY ? -FLT_MAX : x[i];
+        out[i] = 123.0f;
+    }
+    size_t sn[1] = {N};
+    SelectjitTensor xt = tensor(x, sizeof x, sn, 1, NULL), none = tensor(NULL, 0, NULL, 0, NULL);
+    SelectjitTensor zt = tensor(&zero, 4, NULL, 0, NULL), bt = tensor(&big, 4, NULL, 0, NULL),
+                    st = tensor(&small, 4, NULL, 0, NULL), pt = tensor(&pinf, 4, NULL, 0, NULL),
+                    nt = tensor(&ninf, 4, NULL, 0, NULL);
+    SelectjitCond c[3] = {
+        cond_of(SELECTJIT_COND_ISNAN, 0, SELECTJIT_DTYPE_F32, xt, none),
+        cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_EQ, SELECTJIT_DTYPE_F32, xt, pt),
+        cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_EQ, SELECTJIT_DTYPE_F32, xt, nt),
+    };
+    const SelectjitCond *cs[3] = {&c[0], &c[1], &c[2]};
+    const SelectjitTensor *vs[3] = {&zt, &bt, &st};
+    SelectjitTensorMut ot = out_tensor(out, sizeof out, sn, 1, NULL);
+    int s = selectjit_select_n(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, 3, cs, vs, &xt, &ot);
+    CHECK(s == SELECTJIT_OK, "nway (backend %d) -> %s", backend, selectjit_status_name(s));
+    CHECK(memcmp(out, want, sizeof want) == 0, "nway values (backend %d)", backend);
+    /* In place: x = nan_to_num(x), the predicates and the default reading x as it was. */
+    float y[N];
+    memcpy(y, x, sizeof y);
+    SelectjitTensor yt = tensor(y, sizeof y, sn, 1, NULL);
+    SelectjitTensorMut yo = out_tensor(y, sizeof y, sn, 1, NULL);
+    SelectjitCond d[3] = {
+        cond_of(SELECTJIT_COND_ISNAN, 0, SELECTJIT_DTYPE_F32, yt, none),
+        cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_EQ, SELECTJIT_DTYPE_F32, yt, pt),
+        cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_EQ, SELECTJIT_DTYPE_F32, yt, nt),
+    };
+    const SelectjitCond *ds[3] = {&d[0], &d[1], &d[2]};
+    s = selectjit_select_n(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, 3, ds, vs, &yt, &yo);
+    CHECK(s == SELECTJIT_OK, "nway in place (backend %d) -> %s", backend, selectjit_status_name(s));
+    CHECK(memcmp(y, want, sizeof want) == 0, "nway in place values (backend %d)", backend);
+    /* Errors write nothing: no condition; a NULL condition; an output overlapping a value
+       without being it; a short last condition's buffer. */
+    for (int i = 0; i < N; i++) out[i] = 123.0f;
+    CHECK(selectjit_select_n(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, 0, cs, vs, &xt, &ot) == SELECTJIT_ERR_INVALID,
+          "nway n = 0");
+    const SelectjitCond *nulls[3] = {&c[0], NULL, &c[2]};
+    CHECK(selectjit_select_n(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, 3, nulls, vs, &xt, &ot) == SELECTJIT_ERR_NULL_POINTER,
+          "nway NULL condition");
+    float other[N];
+    memcpy(other, x, sizeof other);
+    SelectjitTensor part_v = tensor(other, sizeof other, sn, 1, NULL);
+    float shifted[N + 1];
+    SelectjitTensorMut so = out_tensor(shifted + 1, sizeof x, sn, 1, NULL);
+    SelectjitTensor sv = tensor(shifted, sizeof x, sn, 1, NULL);
+    const SelectjitTensor *ov[3] = {&zt, &sv, &st};
+    CHECK(selectjit_select_n(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, 3, cs, ov, &xt, &so) == SELECTJIT_ERR_OVERLAP,
+          "nway overlap");
+    uint8_t m2[2] = {1, 0};
+    SelectjitCond bad = cond_of(SELECTJIT_COND_MASK, 0, 0, tensor(m2, 2, sn, 1, NULL), none);
+    const SelectjitCond *bs[3] = {&c[0], &c[1], &bad};
+    s = selectjit_select_n(e, SELECTJIT_DTYPE_F32, SELECTJIT_MODE_NUMPY, 3, bs, vs, &part_v, &ot);
+    CHECK(s != SELECTJIT_OK, "nway short mask");
+    for (int i = 0; i < N; i++) CHECK(out[i] == 123.0f, "nway error wrote element %d", i);
+    CHECK(strstr(selectjit_last_error(), "condition 3") != NULL, "nway error names the condition: %s",
+          selectjit_last_error());
+    selectjit_engine_free(e);
+}
+
 int main(void) {
     onnx_example(SELECTJIT_BACKEND_JIT);
     onnx_example(SELECTJIT_BACKEND_STATIC);
@@ -1062,6 +1132,9 @@ int main(void) {
     prepared_predicates(SELECTJIT_BACKEND_STATIC);
     prepared_predicates(SELECTJIT_BACKEND_INTERP);
     prepared_predicate_errors();
+    nway(SELECTJIT_BACKEND_JIT);
+    nway(SELECTJIT_BACKEND_STATIC);
+    nway(SELECTJIT_BACKEND_INTERP);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
