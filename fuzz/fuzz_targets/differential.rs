@@ -3,7 +3,8 @@
 //! JIT engine with one; build.rs links the table in) and the interpreter must agree byte for
 //! byte, and on whether a call is an error, for arbitrary widths, modes, shapes, strides and
 //! data, with a mask or a predicate (a comparison or a test of operands of any dtype, negated or
-//! not) as the condition. Some inputs instead corrupt a copy of the table, which the checked constructor must
+//! not) as the condition, and for n-way selects (up to 8 such conditions, values and the
+//! default read from the output in place). Some inputs instead corrupt a copy of the table, which the checked constructor must
 //! reject (or, when the edits touch nothing the table's meaning depends on, accept unchanged).
 #![no_main]
 
@@ -14,8 +15,8 @@ use libfuzzer_sys::fuzz_target;
 use selectjit::aot::{AotTable, SelectjitAotEntry, SelectjitAotTable};
 use selectjit::Tier;
 use selectjit::{
-    Backend, Broadcast, CmpOp, Cond, DType, Engine, EngineConfig, InPlace, Operand, TensorMut,
-    TensorRef, TestOp,
+    Backend, Broadcast, Choice, CmpOp, Cond, DType, Engine, EngineConfig, InPlace, Operand,
+    TensorMut, TensorRef, TestOp,
 };
 
 unsafe extern "C" {
@@ -256,10 +257,87 @@ impl Pred {
     }
 }
 
+/// An n-way select (`Engine::select_n_bytes`, k = 1..=8 conditions, each a mask or a
+/// predicate; values and the default of any layout, or the output itself): every engine agrees
+/// with the interpreter byte for byte, and on whether the call is an error (then nothing is
+/// written).
+fn nway(u: &mut Unstructured) -> Result<()> {
+    let dt = *u.choose(&[DType::U8, DType::I16, DType::F32, DType::F64, DType::Complex128])?;
+    let w = dt.width();
+    let mode = if u.ratio(1, 8)? { Broadcast::Exact } else { Broadcast::Numpy };
+    let k = u.int_in_range(1..=8)?;
+    let mut preds: Vec<Option<Pred>> = Vec::with_capacity(k);
+    let mut masks = Vec::with_capacity(k);
+    let mut values = Vec::with_capacity(k);
+    let mut out_value = Vec::with_capacity(k);
+    for _ in 0..k {
+        preds.push(if u.ratio(1, 2)? { Some(Pred::arbitrary(u)?) } else { None });
+        masks.push(input(u, 1)?);
+        values.push(input(u, w)?);
+        out_value.push(u.ratio(1, 8)?);
+    }
+    let default = input(u, w)?;
+    let default_out = u.ratio(1, 4)?;
+    // The output's shape: every operand's shape broadcast (numpy), when they broadcast.
+    let mut shapes: Vec<Vec<usize>> = Vec::new();
+    for i in 0..k {
+        match &preds[i] {
+            Some(p) => shapes.push(p.shape().unwrap_or_else(|| vec![2, 3, 5, 7])),
+            None => shapes.push(masks[i].shape.clone()),
+        }
+        if !out_value[i] {
+            shapes.push(values[i].shape.clone());
+        }
+    }
+    if !default_out {
+        shapes.push(default.shape.clone());
+    }
+    let out_shape = shapes.iter().try_fold(Vec::new(), |acc, s| {
+        selectjit::output_shape(Broadcast::Numpy, &acc, s, &[]).ok().map(|o| o.to_vec())
+    });
+    let out_shape = out_shape.unwrap_or_default();
+    let n: usize = out_shape.iter().product();
+    if n > 1 << 14 {
+        return Ok(());
+    }
+    let mut init = vec![0u8; n * w];
+    u.fill_buffer(&mut init)?;
+    let conds: Vec<Cond<'_>> = (0..k)
+        .map(|i| match &preds[i] {
+            Some(p) => p.cond(),
+            None => Cond::mask(masks[i].view()),
+        })
+        .collect();
+    let choices: Vec<Choice<'_, u8>> = (0..k)
+        .map(|i| if out_value[i] { Choice::Out } else { Choice::Tensor(values[i].view()) })
+        .collect();
+    let d = if default_out { Choice::Out } else { Choice::Tensor(default.view()) };
+    let mut results = Vec::new();
+    for eng in engines() {
+        let mut out = init.clone();
+        let r = eng.select_n_bytes(dt, &conds, &choices, d, TensorMut::new(&mut out, &out_shape), mode);
+        if r.is_err() {
+            assert!(out == init, "n-way: written on error");
+        }
+        results.push(r.map(|_| out));
+    }
+    for (i, r) in results.iter().enumerate().skip(1) {
+        match (&results[0], r) {
+            (Ok(a), Ok(b)) => assert!(a == b, "n-way: engine {i} differs from the interpreter"),
+            (Err(_), Err(_)) => {}
+            (a, b) => panic!("n-way: engine {i} disagrees on error-ness: {:?} vs {:?}", a.is_ok(), b.is_ok()),
+        }
+    }
+    Ok(())
+}
+
 fn run(data: &[u8]) -> Result<()> {
     let mut u = Unstructured::new(data);
     if u.ratio(1, 16)? {
         return corrupt_table(&mut u);
+    }
+    if u.ratio(1, 4)? {
+        return nway(&mut u);
     }
     let dt = *u.choose(&[DType::U8, DType::F16, DType::F32, DType::F64, DType::Complex128])?;
     let w = dt.width();

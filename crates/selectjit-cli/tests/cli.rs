@@ -1197,3 +1197,84 @@ fn explain_shows_a_predicate_and_how_it_runs() {
         );
     }
 }
+
+/// `run --when C --value V ... --else D`: numpy.nan_to_num as an n-way select (predicates over
+/// an --input, a mask file as the third condition, values from files and inputs), compared
+/// bytewise with the result computed here; mismatched counts and a non-bool mask are errors
+/// that write no output.
+#[test]
+fn run_n_way_select() {
+    let d = Dir::new();
+    let nan = f32::from_bits(0x7fc0_1234);
+    let xv = [1.5f32, nan, f32::INFINITY, -0.0, f32::NEG_INFINITY, 7.0];
+    let x = d.write("x.npy", DType::F32, &[6], &f32s(&xv));
+    let zero = d.write("zero.npy", DType::F32, &[], &f32s(&[0.0]));
+    let big = d.write("big.npy", DType::F32, &[], &f32s(&[f32::MAX]));
+    let m = d.write("m.npy", DType::Bool, &[6], &[0, 0, 0, 0, 1, 1]);
+    let out = d.path("out.npy");
+    let os = |s: &str| std::ffi::OsString::from(s);
+    let mut input = os("x=");
+    input.push(&x);
+    let args = [
+        os("run"),
+        os("--input"),
+        input.clone(),
+        os("--when"),
+        os("isnan(x)"),
+        os("--value"),
+        zero.clone().into_os_string(),
+        os("--when"),
+        os("x == inf"),
+        os("--value"),
+        big.clone().into_os_string(),
+        os("--when"),
+        m.clone().into_os_string(),
+        os("--value"),
+        zero.clone().into_os_string(),
+        os("--else"),
+        os("x"),
+        os("-o"),
+        out.clone().into_os_string(),
+    ];
+    let refs: Vec<&std::ffi::OsStr> = args.iter().map(|a| a.as_os_str()).collect();
+    let (code, _, err) = cmd(&refs);
+    assert_eq!(code, 0, "{err}");
+    let got = read_npy(&out).unwrap();
+    let want: Vec<f32> = xv
+        .iter()
+        .enumerate()
+        .map(|(i, &v)| {
+            if v.is_nan() {
+                0.0
+            } else if v == f32::INFINITY {
+                f32::MAX
+            } else if i >= 4 {
+                0.0
+            } else {
+                v
+            }
+        })
+        .collect();
+    assert_eq!(
+        (got.dtype, got.shape.as_slice()),
+        (DType::F32, &[6usize][..])
+    );
+    assert_eq!(got.data, f32s(&want));
+    // Errors: one --value short; a mask that is not bool. No output is written.
+    std::fs::remove_file(&out).unwrap();
+    let (code, _, err) = cmd(&refs[..refs.len() - 6]
+        .iter()
+        .chain(&refs[refs.len() - 4..])
+        .copied()
+        .collect::<Vec<_>>());
+    assert_ne!(code, 0);
+    assert!(err.contains("3 --when but 2 --value"), "{err}");
+    let bad = d.write("bad.npy", DType::U8, &[6], &[0; 6]);
+    let mut a2: Vec<std::ffi::OsString> = args.to_vec();
+    a2[12] = bad.into_os_string();
+    let r2: Vec<&std::ffi::OsStr> = a2.iter().map(|a| a.as_os_str()).collect();
+    let (code, _, err) = cmd(&r2);
+    assert_ne!(code, 0);
+    assert!(err.contains("must be a bool array"), "{err}");
+    assert!(!out.exists());
+}
