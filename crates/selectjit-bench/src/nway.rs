@@ -202,6 +202,13 @@ impl NwayInputs {
     pub fn new(case: &NwayCase) -> Result<NwayInputs> {
         let out_shape = case.out_shape()?;
         let k = case.branches();
+        if k == 0 || case.expr.values.len() != k {
+            return Err(Error::Invalid(format!(
+                "n-way case {}: {k} conditions and {} values (at least one condition, one value each)",
+                case.name,
+                case.expr.values.len()
+            )));
+        }
         let mut last = vec![(String::from("the last condition"), case.cond_shape(k - 1)?)];
         for t in [&case.expr.values[k - 1], &case.expr.default] {
             last.push((t.to_string(), case.term(t)?.shape.clone()));
@@ -637,8 +644,8 @@ pub fn nway_header() -> String {
         "branches",
         "nway",
         "chained",
-        "copy",
-        "nway/copy",
+        "roofline",
+        "nway/roof",
         "chn/nway",
         "(tier)"
     )
@@ -665,7 +672,7 @@ pub fn nway_row(m: &NwayMeasurement) -> String {
 pub const NWAY_NOTES: &str = "n-way cases: times in us per call (median of interleaved rounds), single-threaded; \
 nway = one select_n call on the auto engine (cache-sized tiles of two-way passes); chained = the same result from \
 full-size two-way calls in place (the last branch over the default, then each earlier branch over the output), on an \
-auto engine of their own; copy = the copy roofline of the traffic (variables + output): the fastest copy of half of it \
+auto engine of their own; roofline = the copy roofline of the traffic (variables + output): the fastest copy of half of it \
 from the case's variables into its output, ordinary copies timed in the same rounds, non-temporal ones in rounds of their \
 own right after; chn/nway above 1: the n-way call is faster; tier = the variants auto chose for the n-way call's tile \
 passes (blocked: a predicate no tier fuses, run by the static kernels)";
@@ -804,6 +811,18 @@ mod tests {
         assert!(!inp.spans);
         assert_eq!(inp.out_shape, [3, 5]);
         agree(&inp);
+    }
+
+    #[test]
+    fn a_case_without_branches_is_an_error() {
+        let cases = parse_nway_cases(BUILTIN_NWAY_CASES).unwrap();
+        let mut c = cases[0].clone();
+        c.expr.values.pop();
+        let e = NwayInputs::new(&c).err().unwrap().to_string();
+        assert!(e.contains("3 conditions and 2 values"), "{e}");
+        c.expr.conds.clear();
+        c.expr.values.clear();
+        assert!(NwayInputs::new(&c).is_err());
     }
 
     #[test]
