@@ -126,7 +126,8 @@ fn every_backend_and_tier_on_every_case() {
     assert!(checked >= 100);
 }
 
-/// The crate's copy equals the shared file whenever the shared file is beside the crate.
+/// The crate's copies equal the shared files whenever the shared files are beside the crate:
+/// the conformance file and the benchmark case lists.
 #[test]
 fn copy_is_in_sync_with_the_shared_file() {
     let shared = concat!(
@@ -144,13 +145,17 @@ fn copy_is_in_sync_with_the_shared_file() {
             "tests/data/shapes.json differs from the shared copy"
         );
     }
-    let bench = concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/bench/cases.json");
-    if std::path::Path::new(bench).exists() {
-        let ours = load(concat!(env!("CARGO_MANIFEST_DIR"), "/benches/cases.json"));
-        assert_eq!(
-            ours,
-            load(bench),
-            "benches/cases.json differs from the shared copy"
-        );
+    // The benchmark case lists `selectjit bench` compiles in.
+    for name in ["cases.json", "fused_cases.json", "nway_cases.json"] {
+        let root = env!("CARGO_MANIFEST_DIR");
+        let bench = format!("{root}/../shared/bench/{name}");
+        if std::path::Path::new(&bench).exists() {
+            let ours = load(&format!("{root}/benches/{name}"));
+            assert_eq!(
+                ours,
+                load(&bench),
+                "benches/{name} differs from the shared copy"
+            );
+        }
     }
 }

@@ -1,7 +1,9 @@
 //! The expression language of the fused cases (`benches/fused_cases.json`) and of
 //! `selectjit run --cond-expr`: a condition is a comparison `L OP R` (`OP` one of `>` `>=` `<`
 //! `<=` `==` `!=`), a test `isnan(V)` / `isinf(V)` / `isfinite(V)`, or a negation
-//! `logical_not(C)` / `!C`, with parentheses; a case's expression is `where(COND, A, B)`.
+//! `logical_not(C)` / `!C`, with parentheses; a case's expression is `where(COND, A, B)`, or,
+//! for the n-way cases (`benches/nway_cases.json`), `select([C1, C2, ...], [V1, V2, ...], D)`
+//! where each condition may also be a bare variable (a bool mask).
 //! Operands are variable names (letters, digits, `_`, not starting with a digit) or, where the
 //! caller allows them, numeric literals (`0`, `-1.5`, `1e-3`, `inf`, `-inf`, `nan`, `true`,
 //! `false`), which take the dtype of the other side of their comparison.
@@ -50,6 +52,69 @@ pub struct WhereExpr {
     pub then: Term,
     /// Taken elsewhere.
     pub else_: Term,
+}
+
+/// One condition of an n-way select: a condition of the fused grammar, or a bool variable
+/// read as a mask.
+#[derive(Debug, Clone, PartialEq)]
+pub enum BranchCond {
+    /// A comparison or a test (possibly negated).
+    Pred(CondExpr),
+    /// A bool variable, read as a mask (nonzero bytes are true).
+    Mask(String),
+}
+
+impl BranchCond {
+    /// The variables the condition reads, in order of first appearance.
+    pub fn vars(&self) -> Vec<&str> {
+        match self {
+            BranchCond::Pred(c) => c.vars(),
+            BranchCond::Mask(n) => vec![n.as_str()],
+        }
+    }
+}
+
+impl std::fmt::Display for BranchCond {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            BranchCond::Pred(c) => c.fmt(f),
+            BranchCond::Mask(n) => f.write_str(n),
+        }
+    }
+}
+
+/// `select([C1, C2, ...], [V1, V2, ...], D)`: the first true condition's value, else `D`
+/// (numpy.select).
+#[derive(Debug, Clone, PartialEq)]
+pub struct SelectExpr {
+    /// The conditions, in order (the first true one wins).
+    pub conds: Vec<BranchCond>,
+    /// One value per condition.
+    pub values: Vec<Term>,
+    /// Taken where no condition holds.
+    pub default: Term,
+}
+
+impl SelectExpr {
+    /// The variables the expression reads, in order of first appearance.
+    pub fn vars(&self) -> Vec<&str> {
+        let terms = self.values.iter().chain([&self.default]);
+        let names = self
+            .conds
+            .iter()
+            .flat_map(BranchCond::vars)
+            .chain(terms.filter_map(|t| match t {
+                Term::Var(n) => Some(n.as_str()),
+                Term::Lit(_) => None,
+            }));
+        let mut v: Vec<&str> = Vec::new();
+        for n in names {
+            if !v.contains(&n) {
+                v.push(n);
+            }
+        }
+        v
+    }
 }
 
 /// numpy's name of a comparison's ufunc, and its operator.
@@ -139,6 +204,8 @@ enum Tok {
     Bang,
     LParen,
     RParen,
+    LBracket,
+    RBracket,
     Comma,
 }
 
@@ -151,6 +218,8 @@ fn describe(t: Option<&(usize, Tok)>) -> String {
         Some((_, Tok::Bang)) => "'!'".into(),
         Some((_, Tok::LParen)) => "'('".into(),
         Some((_, Tok::RParen)) => "')'".into(),
+        Some((_, Tok::LBracket)) => "'['".into(),
+        Some((_, Tok::RBracket)) => "']'".into(),
         Some((_, Tok::Comma)) => "','".into(),
     }
 }
@@ -180,6 +249,14 @@ fn lex(src: &str) -> Result<Vec<(usize, Tok)>> {
             }
             b',' => {
                 out.push((i, Tok::Comma));
+                i += 1
+            }
+            b'[' => {
+                out.push((i, Tok::LBracket));
+                i += 1
+            }
+            b']' => {
+                out.push((i, Tok::RBracket));
                 i += 1
             }
             b'<' | b'>' | b'=' | b'!' => {
@@ -359,6 +436,50 @@ impl Parser<'_> {
         }
     }
 
+    /// A condition of an n-way select's list: a bare variable followed by `,` or `]` is a
+    /// mask, anything else a condition.
+    fn branch_cond(&mut self) -> Result<BranchCond> {
+        if let Some(Tok::Name(n)) = self.peek()
+            && !is_literal_name(n)
+            && matches!(
+                self.toks.get(self.pos + 1).map(|t| &t.1),
+                Some(Tok::Comma | Tok::RBracket)
+            )
+        {
+            let n = n.clone();
+            self.pos += 1;
+            return Ok(BranchCond::Mask(n));
+        }
+        self.cond().map(BranchCond::Pred)
+    }
+
+    /// `[ITEM, ITEM, ...]` (at least one item), `what` naming the list in messages.
+    fn list<T>(&mut self, what: &str, item: fn(&mut Self) -> Result<T>) -> Result<Vec<T>> {
+        self.expect(Tok::LBracket, &format!("'[' opening the list of {what}"))?;
+        if self.peek() == Some(&Tok::RBracket) {
+            return Err(self.err(format!("the list of {what} is empty")));
+        }
+        let mut v = vec![item(self)?];
+        loop {
+            match self.peek() {
+                Some(Tok::Comma) => {
+                    self.pos += 1;
+                    v.push(item(self)?);
+                }
+                Some(Tok::RBracket) => {
+                    self.pos += 1;
+                    return Ok(v);
+                }
+                _ => {
+                    return Err(self.err(format!(
+                        "expected ',' or ']' in the list of {what}, found {}",
+                        describe(self.toks.get(self.pos))
+                    )));
+                }
+            }
+        }
+    }
+
     fn end(&self) -> Result<()> {
         if self.pos < self.toks.len() {
             return Err(self.err(format!(
@@ -408,6 +529,37 @@ pub fn parse_where(src: &str) -> Result<WhereExpr> {
     p.expect(Tok::RParen, "')' closing where(")?;
     p.end()?;
     Ok(WhereExpr { cond, then, else_ })
+}
+
+/// Parses `select([C1, C2, ...], [V1, V2, ...], D)`, every operand a variable (the n-way
+/// cases' form): each condition a condition of [`parse_where`]'s grammar or a bare bool
+/// variable (a mask), one value per condition, at least one condition.
+pub fn parse_select(src: &str) -> Result<SelectExpr> {
+    let mut p = parser(src, false)?;
+    match p.peek() {
+        Some(Tok::Name(n)) if n == "select" => p.pos += 1,
+        _ => return Err(p.err("expected 'select([C1, ...], [V1, ...], D)'".into())),
+    }
+    p.expect(Tok::LParen, "'(' after 'select'")?;
+    let conds = p.list("conditions", Parser::branch_cond)?;
+    p.expect(Tok::Comma, "',' after the list of conditions")?;
+    let values = p.list("values", Parser::term)?;
+    p.expect(Tok::Comma, "',' after the list of values")?;
+    let default = p.term()?;
+    p.expect(Tok::RParen, "')' closing select(")?;
+    p.end()?;
+    if conds.len() != values.len() {
+        return Err(Error::Invalid(format!(
+            "expression '{src}': {} conditions but {} values (one value per condition)",
+            conds.len(),
+            values.len()
+        )));
+    }
+    Ok(SelectExpr {
+        conds,
+        values,
+        default,
+    })
 }
 
 /// One element of `dtype` with the value `text` (a literal, or a case's scalar `value`), as
@@ -565,6 +717,88 @@ mod tests {
             ("where(x > y x, y)", "expected ',' after the condition"),
         ] {
             let e = parse_where(src).unwrap_err().to_string();
+            assert!(e.contains(want), "{src}: {e}");
+        }
+    }
+
+    #[test]
+    fn parses_select() {
+        let s = parse_select("select([isnan(x), x == pinf, mask], [zero, big, small], x)").unwrap();
+        assert_eq!(
+            s.conds,
+            [
+                BranchCond::Pred(CondExpr::Test(TestOp::IsNan, var("x"))),
+                BranchCond::Pred(CondExpr::Cmp(CmpOp::Eq, var("x"), var("pinf"))),
+                BranchCond::Mask("mask".into()),
+            ]
+        );
+        assert_eq!(s.values, [var("zero"), var("big"), var("small")]);
+        assert_eq!(s.default, var("x"));
+        assert_eq!(s.vars(), ["x", "pinf", "mask", "zero", "big", "small"]);
+        assert_eq!(s.conds[2].to_string(), "mask");
+        // One branch, a negated condition, a mask last, no spaces.
+        let s = parse_select("select([!(a<b)],[a],b)").unwrap();
+        assert_eq!(
+            s.conds,
+            [BranchCond::Pred(CondExpr::Not(Box::new(CondExpr::Cmp(
+                CmpOp::Lt,
+                var("a"),
+                var("b")
+            ))))]
+        );
+        let s = parse_select("select([ pad , logical_not(causal == one) ], [v, v], d)").unwrap();
+        assert_eq!(s.conds[0], BranchCond::Mask("pad".into()));
+        assert!(matches!(&s.conds[1], BranchCond::Pred(CondExpr::Not(_))));
+        assert_eq!(s.vars(), ["pad", "causal", "one", "v", "d"]);
+    }
+
+    #[test]
+    fn bad_selects_are_clear_errors() {
+        for (src, want) in [
+            ("", "empty"),
+            (
+                "where(x > y, x, y)",
+                "expected 'select([C1, ...], [V1, ...], D)'",
+            ),
+            ("select[x], [y], z)", "expected '(' after 'select'"),
+            (
+                "select(x, [y], z)",
+                "expected '[' opening the list of conditions",
+            ),
+            ("select([], [], z)", "the list of conditions is empty"),
+            ("select([a], [], z)", "the list of values is empty"),
+            (
+                "select([a b], [y], z)",
+                "expected a comparison (> >= < <= == !=) after 'a'",
+            ),
+            ("select([a > b; c], [y], z)", "unexpected character ';'"),
+            (
+                "select([a > b) c], [y], z)",
+                "expected ',' or ']' in the list of conditions, found ')'",
+            ),
+            ("select([a, b], [y], z)", "2 conditions but 1 values"),
+            ("select([a], [y, w], z)", "1 conditions but 2 values"),
+            (
+                "select([a], y, z)",
+                "expected '[' opening the list of values",
+            ),
+            (
+                "select([a] [y], z)",
+                "expected ',' after the list of conditions",
+            ),
+            (
+                "select([a], [y] z)",
+                "expected ',' after the list of values",
+            ),
+            ("select([a], [y], z", "expected ')' closing select("),
+            ("select([a], [y], z) w", "unexpected 'w' after the end"),
+            ("select([a], [0], z)", "'0' is a literal"),
+            ("select([a > 0], [y], z)", "'0' is a literal"),
+            ("select([a], [y], [z])", "expected a variable, found '['"),
+            ("select([a], [y,], z)", "expected a variable, found ']'"),
+            ("select([inf], [y], z)", "'inf' is a literal"),
+        ] {
+            let e = parse_select(src).unwrap_err().to_string();
             assert!(e.contains(want), "{src}: {e}");
         }
     }

@@ -50,6 +50,64 @@ pub enum Fill {
     Iota,
     /// Seeded uniform bit patterns.
     Bytes,
+    /// Normal, then per element 2% NaN, 1% +inf, 1% -inf, 1% -0.0 (`nan_inf`).
+    NanInf,
+    /// Seeded uniform integers in [lo, hi) (`int_range:LO:HI`).
+    IntRange(i64, i64),
+    /// Seeded bools, true (1) with probability p (`bool:P`).
+    Bool(f64),
+}
+
+/// The largest magnitude of an `int_range` bound: its integers are exact as `f64`.
+const INT_RANGE_MAX: i64 = 1 << 53;
+
+/// The fill named `f` for a variable of `dtype`, or why not.
+fn parse_fill(f: &str, dtype: DType) -> std::result::Result<Fill, String> {
+    let float_only = |fill: Fill| {
+        if is_float(dtype) {
+            Ok(fill)
+        } else {
+            Err(format!("fill '{f}' needs a float dtype, not {dtype}"))
+        }
+    };
+    if let Some(range) = f.strip_prefix("int_range:") {
+        let usage = || format!("fill '{f}': expected int_range:LO:HI, integers LO < HI");
+        let (lo, hi) = range.split_once(':').ok_or_else(usage)?;
+        let (lo, hi): (i64, i64) = (
+            lo.trim().parse().map_err(|_| usage())?,
+            hi.trim().parse().map_err(|_| usage())?,
+        );
+        if lo >= hi {
+            return Err(usage());
+        }
+        if lo < -INT_RANGE_MAX || hi > INT_RANGE_MAX {
+            return Err(format!(
+                "fill '{f}': bounds beyond +-2^53 are not supported"
+            ));
+        }
+        for v in [lo, hi - 1] {
+            scalar_bytes(dtype, &v.to_string()).map_err(|e| format!("fill '{f}': {e}"))?;
+        }
+        return Ok(Fill::IntRange(lo, hi));
+    }
+    if let Some(p) = f.strip_prefix("bool:") {
+        return match p.trim().parse::<f64>() {
+            Ok(p) if (0.0..=1.0).contains(&p) => Ok(Fill::Bool(p)),
+            _ => Err(format!(
+                "fill '{f}': expected bool:P, a probability P in [0, 1]"
+            )),
+        };
+    }
+    Ok(match f {
+        "normal" => Fill::Normal,
+        "uniform" => Fill::Uniform,
+        "nan10" => float_only(Fill::Nan10)?,
+        "nan_inf" => float_only(Fill::NanInf)?,
+        "mask01" => Fill::Mask01,
+        "iota" => Fill::Iota,
+        "bytes" => Fill::Bytes,
+        other => return Err(format!("unknown fill '{other}'")),
+    })
 }
 
 /// One variable of a fused case.
@@ -78,9 +136,10 @@ pub struct FusedCase {
     pub vars: Vec<Var>,
 }
 
+/// A variable as the case file writes it.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct RawVar {
+pub(crate) struct RawVar {
     dtype: String,
     shape: Vec<usize>,
     #[serde(default)]
@@ -90,7 +149,7 @@ struct RawVar {
 }
 
 /// A JSON object's entries in file order.
-struct Ordered(Vec<(String, RawVar)>);
+pub(crate) struct Ordered(Vec<(String, RawVar)>);
 
 impl<'de> Deserialize<'de> for Ordered {
     fn deserialize<D: Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
@@ -115,16 +174,18 @@ impl<'de> Deserialize<'de> for Ordered {
     }
 }
 
+/// A case as the case file writes it (other fields, such as `about`, are ignored).
 #[derive(Deserialize)]
-struct RawCase {
-    name: String,
-    expr: String,
-    vars: Ordered,
+pub(crate) struct RawCase {
+    pub(crate) name: String,
+    pub(crate) expr: String,
+    pub(crate) vars: Ordered,
 }
 
+/// A case file.
 #[derive(Deserialize)]
-struct RawFile {
-    cases: Vec<RawCase>,
+pub(crate) struct RawFile {
+    pub(crate) cases: Vec<RawCase>,
 }
 
 /// A scalar's value from the case file: a number, or `"inf"`, `"-inf"`, `"nan"`.
@@ -159,47 +220,7 @@ pub fn parse_fused_cases(json: &str) -> Result<Vec<FusedCase>> {
             return Err(err("a second case of this name".into()));
         }
         let expr = parse_where(&c.expr).map_err(|e| context(e, &name))?;
-        let mut vars = Vec::new();
-        for (name, v) in c.vars.0 {
-            let vname = format!("fused case {}: variable {name}", c.name);
-            let verr = |m: String| Error::Invalid(format!("{vname}: {m}"));
-            let dtype: DType = v.dtype.parse().map_err(|e| context(e, &vname))?;
-            let fill = match (&v.fill, &v.value) {
-                (Some(_), Some(_)) => return Err(verr("has both a fill and a value".into())),
-                (None, None) => return Err(verr("needs a fill or a value".into())),
-                (None, Some(val)) => {
-                    if !v.shape.is_empty() {
-                        return Err(verr(format!("a value needs shape [], not {:?}", v.shape)));
-                    }
-                    let t = value_text(val)
-                        .ok_or_else(|| verr(format!("value {val} is not a number")))?;
-                    Fill::Value(scalar_bytes(dtype, &t).map_err(|e| context(e, &vname))?)
-                }
-                (Some(f), None) => match f.as_str() {
-                    "normal" => Fill::Normal,
-                    "uniform" => Fill::Uniform,
-                    "nan10" if is_float(dtype) => Fill::Nan10,
-                    "nan10" => {
-                        return Err(verr(format!(
-                            "fill 'nan10' needs a float dtype, not {dtype}"
-                        )));
-                    }
-                    "mask01" => Fill::Mask01,
-                    "iota" => Fill::Iota,
-                    "bytes" => Fill::Bytes,
-                    other => return Err(verr(format!("unknown fill '{other}'"))),
-                },
-            };
-            if vars.iter().any(|x: &Var| x.name == name) {
-                return Err(verr("defined twice".into()));
-            }
-            vars.push(Var {
-                name,
-                dtype,
-                shape: v.shape,
-                fill,
-            });
-        }
+        let vars = parse_vars(&name, c.vars)?;
         let case = FusedCase {
             name: c.name.clone(),
             expr_text: c.expr.clone(),
@@ -210,6 +231,108 @@ pub fn parse_fused_cases(json: &str) -> Result<Vec<FusedCase>> {
         out.push(case);
     }
     Ok(out)
+}
+
+/// A case's variables in file order, each checked (dtype, one fill or one value, a value's
+/// shape `[]`, a name defined once); `case` (`fused case NAME`) begins the messages.
+pub(crate) fn parse_vars(case: &str, raw: Ordered) -> Result<Vec<Var>> {
+    let mut vars: Vec<Var> = Vec::new();
+    for (name, v) in raw.0 {
+        let vname = format!("{case}: variable {name}");
+        let verr = |m: String| Error::Invalid(format!("{vname}: {m}"));
+        let dtype: DType = v.dtype.parse().map_err(|e| context(e, &vname))?;
+        let fill = match (&v.fill, &v.value) {
+            (Some(_), Some(_)) => return Err(verr("has both a fill and a value".into())),
+            (None, None) => return Err(verr("needs a fill or a value".into())),
+            (None, Some(val)) => {
+                if !v.shape.is_empty() {
+                    return Err(verr(format!("a value needs shape [], not {:?}", v.shape)));
+                }
+                let t =
+                    value_text(val).ok_or_else(|| verr(format!("value {val} is not a number")))?;
+                Fill::Value(scalar_bytes(dtype, &t).map_err(|e| context(e, &vname))?)
+            }
+            (Some(f), None) => parse_fill(f, dtype).map_err(verr)?,
+        };
+        if vars.iter().any(|x| x.name == name) {
+            return Err(verr("defined twice".into()));
+        }
+        if fill == Fill::Mask01 && v.shape.is_empty() {
+            return Err(verr("fill 'mask01' needs at least one dimension".into()));
+        }
+        vars.push(Var {
+            name,
+            dtype,
+            shape: v.shape,
+            fill,
+        });
+    }
+    Ok(vars)
+}
+
+/// Fills `vars` from one generator seeded by the CRC-32 of the case's name `case`, drawn by
+/// the variables in order: the same bytes on every run and every host.
+pub(crate) fn generate(case: &str, vars: &[Var]) -> Vec<PageBuf> {
+    let seed = u64::from(crc32fast::hash(case.as_bytes()));
+    let mut rng = Rng((seed << 32 | seed) ^ 0x9e37_79b9_7f4a_7c15);
+    vars.iter().map(|v| generate_var(&mut rng, v)).collect()
+}
+
+/// One variable's bytes, drawn from `rng`.
+fn generate_var(rng: &mut Rng, v: &Var) -> PageBuf {
+    let n = numel(&v.shape);
+    let w = v.dtype.width();
+    let mut b = Vec::with_capacity(n * w);
+    // Normal, then per element NaN, +inf, -inf and -0.0 below the cumulative thresholds `t`.
+    let specials = |rng: &mut Rng, b: &mut Vec<u8>, t: [f64; 4]| {
+        for _ in 0..n {
+            let x = rng.normal();
+            let u = rng.uniform();
+            let x = match u {
+                u if u < t[0] => f64::NAN,
+                u if u < t[1] => f64::INFINITY,
+                u if u < t[2] => f64::NEG_INFINITY,
+                u if u < t[3] => -0.0,
+                _ => x,
+            };
+            f64_bytes(v.dtype, x, b);
+        }
+    };
+    match &v.fill {
+        Fill::Value(x) => b.extend_from_slice(x),
+        Fill::Normal => (0..n).for_each(|_| f64_bytes(v.dtype, rng.normal(), &mut b)),
+        Fill::Uniform => (0..n).for_each(|_| f64_bytes(v.dtype, rng.uniform(), &mut b)),
+        Fill::Iota => (0..n).for_each(|i| f64_bytes(v.dtype, i as f64, &mut b)),
+        Fill::Nan10 => specials(rng, &mut b, [0.10, 0.11, 0.12, 0.13]),
+        Fill::NanInf => specials(rng, &mut b, [0.02, 0.03, 0.04, 0.05]),
+        Fill::Mask01 => {
+            let cols = v.shape.last().copied().unwrap_or(1).max(1);
+            for _ in 0..n / cols {
+                let zeros = (rng.uniform() * 0.3 * cols as f64) as usize;
+                for j in 0..cols {
+                    f64_bytes(v.dtype, f64::from(u8::from(j < cols - zeros)), &mut b);
+                }
+            }
+        }
+        Fill::Bytes => {
+            for _ in 0..n * w {
+                let x = (rng.next() >> 24) as u8;
+                b.push(if v.dtype == DType::Bool { x & 1 } else { x });
+            }
+        }
+        Fill::IntRange(lo, hi) => {
+            // Within +-2^53 (checked when parsed): exact in f64, the draw below `hi`.
+            let span = (hi - lo) as f64;
+            for _ in 0..n {
+                let x = (*lo as f64 + (rng.uniform() * span).floor()).min((hi - 1) as f64);
+                f64_bytes(v.dtype, x, &mut b);
+            }
+        }
+        Fill::Bool(p) => {
+            (0..n).for_each(|_| f64_bytes(v.dtype, f64::from(u8::from(rng.uniform() < *p)), &mut b))
+        }
+    }
+    PageBuf::from_slice(&b)
 }
 
 impl FusedCase {
@@ -259,14 +382,6 @@ impl FusedCase {
             )));
         }
         cond_dtypes(&self.expr.cond, &|n| self.var(n).map(|v| v.dtype))?;
-        for v in &self.vars {
-            if v.fill == Fill::Mask01 && v.shape.is_empty() {
-                return Err(Error::Invalid(format!(
-                    "variable '{}': fill 'mask01' needs at least one dimension",
-                    v.name
-                )));
-            }
-        }
         self.shapes().map(|_| ())
     }
 
@@ -490,50 +605,7 @@ impl FusedInputs {
     /// name, drawn by the variables in file order).
     pub fn new(case: &FusedCase) -> Result<FusedInputs> {
         let (pred_shape, out_shape) = case.shapes()?;
-        let seed = u64::from(crc32fast::hash(case.name.as_bytes()));
-        let mut rng = Rng((seed << 32 | seed) ^ 0x9e37_79b9_7f4a_7c15);
-        let mut bufs = Vec::new();
-        for v in &case.vars {
-            let n = numel(&v.shape);
-            let w = v.dtype.width();
-            let mut b = Vec::with_capacity(n * w);
-            match &v.fill {
-                Fill::Value(x) => b.extend_from_slice(x),
-                Fill::Normal => (0..n).for_each(|_| f64_bytes(v.dtype, rng.normal(), &mut b)),
-                Fill::Uniform => (0..n).for_each(|_| f64_bytes(v.dtype, rng.uniform(), &mut b)),
-                Fill::Iota => (0..n).for_each(|i| f64_bytes(v.dtype, i as f64, &mut b)),
-                Fill::Nan10 => {
-                    for _ in 0..n {
-                        let x = rng.normal();
-                        let u = rng.uniform();
-                        let x = match u {
-                            u if u < 0.10 => f64::NAN,
-                            u if u < 0.11 => f64::INFINITY,
-                            u if u < 0.12 => f64::NEG_INFINITY,
-                            u if u < 0.13 => -0.0,
-                            _ => x,
-                        };
-                        f64_bytes(v.dtype, x, &mut b);
-                    }
-                }
-                Fill::Mask01 => {
-                    let cols = v.shape.last().copied().unwrap_or(1).max(1);
-                    for _ in 0..n / cols {
-                        let zeros = (rng.uniform() * 0.3 * cols as f64) as usize;
-                        for j in 0..cols {
-                            f64_bytes(v.dtype, f64::from(u8::from(j < cols - zeros)), &mut b);
-                        }
-                    }
-                }
-                Fill::Bytes => {
-                    for _ in 0..n * w {
-                        let x = (rng.next() >> 24) as u8;
-                        b.push(if v.dtype == DType::Bool { x & 1 } else { x });
-                    }
-                }
-            }
-            bufs.push(PageBuf::from_slice(&b));
-        }
+        let bufs = generate(&case.name, &case.vars);
         let dtype_of = |n: &str| case.var(n).map(|v| v.dtype);
         let literals = literal_bytes(&case.expr.cond, &dtype_of)?;
         Ok(FusedInputs {
@@ -1229,7 +1301,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
 /// The copy of a fused case's roofline on the call's own memory: `n` bytes read from its
 /// variables in order (from the first again, should they hold fewer), written to its output
 /// and, past the output's end, to `spill`. The bytes a fused kernel moves, on the same pages.
-fn own_copy(
+pub(crate) fn own_copy(
     kind: CopyKind,
     vars: &[PageBuf],
     out: &mut [u8],
@@ -1563,6 +1635,125 @@ mod tests {
             i.traffic_bytes(),
             512 * 4 * 2 + 2 + 2 * 12 * 512 * 512 * 2 * 2
         );
+    }
+
+    fn var(name: &str, dtype: DType, n: usize, fill: Fill) -> Var {
+        Var {
+            name: name.into(),
+            dtype,
+            shape: vec![n],
+            fill,
+        }
+    }
+
+    #[test]
+    fn the_nway_fills_parse_and_refuse_bad_forms() {
+        assert_eq!(parse_fill("nan_inf", DType::F32), Ok(Fill::NanInf));
+        assert_eq!(parse_fill("nan_inf", DType::BF16), Ok(Fill::NanInf));
+        assert_eq!(
+            parse_fill("int_range:0:2000", DType::I32),
+            Ok(Fill::IntRange(0, 2000))
+        );
+        assert_eq!(
+            parse_fill("int_range:-5:3", DType::F64),
+            Ok(Fill::IntRange(-5, 3))
+        );
+        // HI is excluded: 256 is not a u8, but the largest draw is 255.
+        assert_eq!(
+            parse_fill("int_range:0:256", DType::U8),
+            Ok(Fill::IntRange(0, 256))
+        );
+        assert_eq!(parse_fill("bool:0.15", DType::Bool), Ok(Fill::Bool(0.15)));
+        assert_eq!(parse_fill("bool:1", DType::Bool), Ok(Fill::Bool(1.0)));
+        for (f, d, want) in [
+            (
+                "nan_inf",
+                DType::I32,
+                "fill 'nan_inf' needs a float dtype, not i32",
+            ),
+            (
+                "int_range:5:5",
+                DType::I32,
+                "expected int_range:LO:HI, integers LO < HI",
+            ),
+            ("int_range:9:2", DType::I32, "expected int_range:LO:HI"),
+            ("int_range:0", DType::I32, "expected int_range:LO:HI"),
+            ("int_range:a:b", DType::I32, "expected int_range:LO:HI"),
+            ("int_range:0:1.5", DType::I32, "expected int_range:LO:HI"),
+            ("int_range:0:257", DType::U8, "'256' is not a u8 value"),
+            ("int_range:-1:3", DType::U16, "'-1' is not a u16 value"),
+            ("int_range:0:9007199254740993", DType::I64, "beyond +-2^53"),
+            ("bool:1.5", DType::Bool, "a probability P in [0, 1]"),
+            ("bool:-0.1", DType::Bool, "a probability P in [0, 1]"),
+            ("bool:x", DType::Bool, "a probability P in [0, 1]"),
+            ("bool", DType::Bool, "unknown fill 'bool'"),
+        ] {
+            let e = parse_fill(f, d).unwrap_err();
+            assert!(e.contains(want), "{f} ({d}): {e}");
+        }
+        // In a case file, the message names the case and the variable.
+        let e = parse_fused_cases(&one(
+            r#""x":{"dtype":"i32","shape":[4],"fill":"int_range:3:1"}"#,
+            "where(x > x, x, x)",
+        ))
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("fused case c: variable x: fill 'int_range:3:1'"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn the_nway_fills_are_deterministic_and_as_described() {
+        let n = 200_000;
+        let vars = [
+            var("x", DType::F32, n, Fill::NanInf),
+            var("d", DType::I32, n, Fill::IntRange(-3, 5)),
+            var("m", DType::Bool, n, Fill::Bool(0.15)),
+            var("f", DType::F64, 8, Fill::NanInf),
+        ];
+        let a = generate("case_a", &vars);
+        let b = generate("case_a", &vars);
+        for (x, y) in a.iter().zip(&b) {
+            assert_eq!(x[..], y[..]);
+        }
+        // Another name, another seed; the variables draw in order, so a variable in front
+        // changes those after it.
+        let c = generate("case_b", &vars);
+        assert_ne!(a[0][..], c[0][..]);
+        let d = generate("case_a", &vars[1..]);
+        assert_ne!(a[1][..], d[0][..]);
+
+        let x: &[f32] = bytemuck::cast_slice(&a[0]);
+        let share = |f: &dyn Fn(f32) -> bool| x.iter().filter(|v| f(**v)).count() as f64 / n as f64;
+        let nan = share(&|v| v.is_nan());
+        let pinf = share(&|v| v == f32::INFINITY);
+        let ninf = share(&|v| v == f32::NEG_INFINITY);
+        let nzero = share(&|v| v.to_bits() == (-0.0f32).to_bits());
+        assert!((0.017..0.023).contains(&nan), "NaN {nan}");
+        for (what, p) in [("+inf", pinf), ("-inf", ninf), ("-0.0", nzero)] {
+            assert!((0.008..0.012).contains(&p), "{what} {p}");
+        }
+        // The rest normal: about 68% within one standard deviation.
+        let within = share(&|v| v.abs() < 1.0);
+        assert!((0.62..0.67).contains(&within), "{within}");
+
+        let ints: &[i32] = bytemuck::cast_slice(&a[1]);
+        assert!(ints.iter().all(|v| (-3..5).contains(v)));
+        for want in -3..5 {
+            let p = ints.iter().filter(|v| **v == want).count() as f64 / n as f64;
+            assert!((0.115..0.135).contains(&p), "{want}: {p}");
+        }
+
+        let m = &a[2][..];
+        assert!(m.iter().all(|v| *v <= 1));
+        let t = m.iter().filter(|v| **v == 1).count() as f64 / n as f64;
+        assert!((0.14..0.16).contains(&t), "{t}");
+        for (p, want) in [(0.0, 0u8), (1.0, 1)] {
+            let b = generate("c", &[var("m", DType::Bool, 1000, Fill::Bool(p))]);
+            assert!(b[0].iter().all(|v| *v == want), "bool:{p}");
+        }
     }
 
     /// Every built-in case's Rust mask loop agrees with the engine's comparison and the

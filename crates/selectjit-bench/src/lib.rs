@@ -14,6 +14,7 @@ use serde::{Deserialize, Serialize};
 pub mod expr;
 pub mod fused;
 mod ndarray_peer;
+pub mod nway;
 pub mod roofline;
 
 pub use fused::{
@@ -21,6 +22,10 @@ pub use fused::{
     measure_fused, parse_fused_cases, run_fused_suite,
 };
 pub use ndarray_peer::{ZipLoop, ndarray_zip};
+pub use nway::{
+    BUILTIN_NWAY_CASES, NWAY_NOTES, NwayCase, NwayMeasurement, measure_nway, nway_header, nway_row,
+    parse_nway_cases, run_nway_suite,
+};
 
 use selectjit::codegen::CodeGen;
 use selectjit::codegen::CodeGenOptions;

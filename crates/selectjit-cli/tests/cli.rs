@@ -498,6 +498,57 @@ fn bench_runs_a_fused_case_and_writes_json() {
     );
 }
 
+/// The n-way cases run beside the others: a filter matching only an n-way case runs it alone,
+/// with its table and JSON (n-way, chained and roofline times, branches, what ran it); a bad
+/// n-way case file is one `error:` line.
+#[test]
+fn bench_runs_an_nway_case_and_writes_json() {
+    let d = Dir::new();
+    let json = d.path("n.json");
+    let o = bin()
+        .args(["bench", "--quick", "--filter", "tiny_nan_to_num", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        stdout.contains("n-way case") && stdout.contains("tiny_nan_to_num_f32_16"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("of chained/nway time"), "{stdout}");
+    let v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&json).unwrap()).unwrap();
+    assert_eq!(v["cases"].as_array().unwrap().len(), 0);
+    assert_eq!(v["fused_cases"].as_array().unwrap().len(), 0);
+    let c = &v["nway_cases"][0];
+    assert_eq!(c["case"], "tiny_nan_to_num_f32_16");
+    assert_eq!(
+        (c["elements"].as_u64(), c["branches"].as_u64()),
+        (Some(16), Some(3))
+    );
+    for k in ["nway_ns", "chained_ns", "roofline_ns"] {
+        assert!(c[k].as_f64().unwrap() > 0.0, "{k}");
+    }
+    assert!(!c["nway_tier"].as_str().unwrap().is_empty());
+    let bad = d.raw(
+        "bad.json",
+        br#"{"cases":[{"name":"b","expr":"select([x > x], [x, x], x)","vars":{"x":{"dtype":"f32","shape":[2],"fill":"normal"}}}]}"#,
+    );
+    let o = bin()
+        .args(["bench", "--quick", "--nway-cases"])
+        .arg(&bad)
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(
+        err.starts_with("error: invalid argument: n-way case b: expression 'select([x > x], [x, x], x)': 1 conditions but 2 values")
+            && err.trim_end().lines().count() == 1,
+        "{err}"
+    );
+}
+
 /// A tier the host cannot run, or an unknown one, is one `error:` line and exit 2 (and no
 /// output); `--emulate` runs an x86 tier the host lacks in the emulator instead.
 #[test]

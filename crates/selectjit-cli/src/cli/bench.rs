@@ -4,9 +4,10 @@ use std::path::PathBuf;
 
 use selectjit::{Error, Result};
 use selectjit_bench::{
-    BUILTIN_CASES, BUILTIN_FUSED_CASES, FUSED_NOTES, Measurement, Options, TABLE_NOTES,
-    fused_header, fused_row, geomean, host_tiers, measure_dynamic, measure_overheads, parse_cases,
-    parse_fused_cases, run_fused_suite, run_suite, table_header, table_row,
+    BUILTIN_CASES, BUILTIN_FUSED_CASES, BUILTIN_NWAY_CASES, FUSED_NOTES, Measurement, NWAY_NOTES,
+    Options, TABLE_NOTES, fused_header, fused_row, geomean, host_tiers, measure_dynamic,
+    measure_overheads, nway_header, nway_row, parse_cases, parse_fused_cases, parse_nway_cases,
+    run_fused_suite, run_nway_suite, run_suite, table_header, table_row,
 };
 
 #[derive(clap::Args)]
@@ -17,7 +18,10 @@ pub struct Args {
     /// Fused case list in the fused_cases.json format (default: the built-in copy).
     #[arg(long)]
     fused_cases: Option<PathBuf>,
-    /// Only cases (select and fused) whose name contains this.
+    /// N-way case list in the nway_cases.json format (default: the built-in copy).
+    #[arg(long)]
+    nway_cases: Option<PathBuf>,
+    /// Only cases (select, fused and n-way) whose name contains this.
     #[arg(long, default_value = "")]
     filter: String,
     /// Fewer rounds and shorter batches.
@@ -42,8 +46,16 @@ pub fn run(a: Args) -> Result<()> {
         None => BUILTIN_FUSED_CASES.to_string(),
     };
     let fused_cases = parse_fused_cases(&fused_text)?;
+    let nway_text = match &a.nway_cases {
+        Some(p) => std::fs::read_to_string(p).map_err(|e| Error::io(p.display().to_string(), e))?,
+        None => BUILTIN_NWAY_CASES.to_string(),
+    };
+    let nway_cases = parse_nway_cases(&nway_text)?;
     let any = |name: &str| name.contains(a.filter.as_str());
-    if !cases.iter().any(|c| any(&c.name)) && !fused_cases.iter().any(|c| any(&c.name)) {
+    if !cases.iter().any(|c| any(&c.name))
+        && !fused_cases.iter().any(|c| any(&c.name))
+        && !nway_cases.iter().any(|c| any(&c.name))
+    {
         return Err(Error::Invalid(format!("no case matches '{}'", a.filter)));
     }
     let opts = if a.quick {
@@ -75,6 +87,23 @@ pub fn run(a: Args) -> Result<()> {
             geomean_of(&f, |m| m.fused_over_roofline)
         );
         f
+    } else {
+        Vec::new()
+    };
+    let nway = if nway_cases.iter().any(|c| any(&c.name)) {
+        println!("{}", nway_header());
+        let n = run_nway_suite(&nway_cases, &a.filter, opts, |m| {
+            println!("{}", nway_row(m))
+        })?;
+        println!("{NWAY_NOTES}");
+        println!(
+            "geometric mean of nway/copy roofline time: {:.3}; of chained/nway time: {:.3} ({} of {} cases n-way faster)",
+            geomean_of(&n, |m| m.nway_over_roofline),
+            geomean_of(&n, |m| m.chained_over_nway),
+            n.iter().filter(|m| m.nway_ns < m.chained_ns).count(),
+            n.len()
+        );
+        n
     } else {
         Vec::new()
     };
@@ -111,6 +140,7 @@ pub fn run(a: Args) -> Result<()> {
         let v = serde_json::json!({
             "cases": ms,
             "fused_cases": fused,
+            "nway_cases": nway,
             "overheads": o,
             "dynamic": dynamic
         });
