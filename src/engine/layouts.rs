@@ -1,6 +1,7 @@
-//! The plan of this thread's last planned call, so that a runtime calling the same strided,
-//! broadcast or reversed layout again, or the same predicate on the same shapes, skips
-//! validation, broadcast inference and planning.
+//! The plans of this thread's last [`KEEP`] planned calls, so that a runtime calling the same
+//! strided, broadcast or reversed layouts again (a model's few select nodes taking turns, the
+//! branches of an n-way select), or the same predicates on the same shapes, skips validation,
+//! broadcast inference and planning.
 //!
 //! [`check`](super::validate::check) and [`plan_layout`](crate::plan::plan_layout) (for a
 //! predicate [`check_pred`](super::validate::check_pred) and
@@ -62,8 +63,11 @@ struct Last {
     planned: Planned,
 }
 
+/// Plans remembered per thread, most recent first.
+const KEEP: usize = 4;
+
 thread_local! {
-    static LAST: RefCell<Option<Last>> = const { RefCell::new(None) };
+    static LAST: RefCell<Vec<Last>> = const { RefCell::new(Vec::new()) };
 }
 
 /// One operand's first words of a [`Key`]; its shape and strides (as `usize`) follow.
@@ -105,7 +109,7 @@ fn describes(key: &[usize], ops: &[Desc<'_>]) -> bool {
 }
 
 /// Runs `f` on the remembered outcome of a call described by `width`, `mode`, `form` and `ops`
-/// if it was this thread's last planned call, and says whether it did.
+/// if it is one of this thread's last planned calls, and says whether it did.
 pub(super) fn with_last(
     width: usize,
     mode: Broadcast,
@@ -119,17 +123,18 @@ pub(super) fn with_last(
         let Ok(l) = l.try_borrow() else {
             return false;
         };
-        match l.as_ref() {
-            Some(last)
-                if last.width == width
-                    && last.mode == mode
-                    && last.form == form
-                    && describes(&last.key, ops) =>
-            {
+        let hit = l.iter().find(|last| {
+            last.width == width
+                && last.mode == mode
+                && last.form == form
+                && describes(&last.key, ops)
+        });
+        match hit {
+            Some(last) => {
                 f(&last.planned);
                 true
             }
-            _ => false,
+            None => false,
         }
     })
 }
@@ -144,13 +149,17 @@ pub(super) fn remember(
 ) {
     LAST.with(|l| {
         if let Ok(mut l) = l.try_borrow_mut() {
-            *l = Some(Last {
-                width,
-                mode,
-                form,
-                key: key(ops),
-                planned,
-            });
+            l.truncate(KEEP - 1);
+            l.insert(
+                0,
+                Last {
+                    width,
+                    mode,
+                    form,
+                    key: key(ops),
+                    planned,
+                },
+            );
         }
     });
 }

@@ -1,6 +1,7 @@
-//! The per-thread memo: the last exact kernel a thread got from an engine, so that repeated
-//! calls of one signature skip the shared cache (no lock, no hashing, no reference counting),
-//! and repeated contiguous calls skip planning too. Its hits are counted on the thread and
+//! The per-thread memo: the last [`KEEP`] exact kernels a thread got from an engine, so that
+//! repeated calls of a few signatures (one call in a loop, a model's select nodes taking turns,
+//! the branches of an n-way select) skip the shared cache (no lock, no hashing, no reference
+//! counting), and repeated contiguous calls skip planning too. Its hits are counted on the thread and
 //! added to the engine's count 64 at a time (an atomic add on every call would cost more than
 //! the rest of a cache hit), when the memo is replaced, and when the thread asks for stats.
 //!
@@ -73,7 +74,10 @@ impl FlatKey {
     }
 }
 
-/// The last exact kernel a thread got from an engine.
+/// Kernels remembered per thread (of one engine), most recent first.
+const KEEP: usize = 4;
+
+/// An exact kernel a thread got from an engine.
 struct Memo {
     engine: u64,
     sig: Signature,
@@ -118,8 +122,9 @@ struct Fast {
 }
 
 thread_local! {
-    /// The last exact kernel this thread got from an engine.
-    static MEMO: std::cell::RefCell<Option<Memo>> = const { std::cell::RefCell::new(None) };
+    /// The last exact kernels this thread got from an engine, most recent first (all of one
+    /// engine: the thread's pending hit count is that engine's).
+    static MEMO: std::cell::RefCell<Vec<Memo>> = const { std::cell::RefCell::new(Vec::new()) };
     /// The memo's cache-hit data and its pending hits.
     static FAST: Fast = const {
         Fast {
@@ -162,19 +167,33 @@ impl Drop for Memo {
 }
 
 impl Engine {
-    /// Remembers `k`, the exact kernel of `sig`, as this thread's last kernel of this engine.
+    /// Remembers `k`, the exact kernel of `sig`, as this thread's most recent kernel of this
+    /// engine (forgetting another engine's, and the oldest beyond [`KEEP`]).
     pub(super) fn memoise(&self, sig: &Signature, k: &Arc<Kernel>) {
         let flat = FlatKey::of(sig);
-        MEMO.with(|m| {
-            *m.borrow_mut() = Some(Memo {
-                engine: self.id,
-                sig: sig.clone(),
-                kernel: k.clone(),
-                flat,
-                counter: self.memo_hits.clone(),
-            })
+        let memo = Memo {
+            engine: self.id,
+            sig: sig.clone(),
+            kernel: k.clone(),
+            flat,
+            counter: self.memo_hits.clone(),
+        };
+        // The dropped entries (another engine's, or the oldest) are dropped after the borrow
+        // ends; their drop clears `FAST`.
+        let dropped: Vec<Memo> = MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            let mut out = Vec::new();
+            if m.first().is_some_and(|x| x.engine != self.id) {
+                out.extend(m.drain(..));
+            }
+            if m.len() >= KEEP {
+                out.extend(m.drain(KEEP - 1..));
+            }
+            m.insert(0, memo);
+            out
         });
-        // After the old memo's drop cleared it.
+        drop(dropped);
+        // After the dropped entries cleared it.
         if let Some(key) = flat {
             let hit = Hit {
                 engine: self.id,
@@ -188,7 +207,7 @@ impl Engine {
     /// Adds this thread's pending memo hits of this engine to its count.
     pub(super) fn flush_memo_hits(&self) {
         MEMO.with(|m| {
-            if let Some(memo) = m.borrow().as_ref()
+            if let Some(memo) = m.borrow().first()
                 && memo.engine == self.id
             {
                 memo.flush();
@@ -198,21 +217,24 @@ impl Engine {
 
     /// Forgets this thread's memo of this engine.
     pub(super) fn forget_memo(&self) {
-        MEMO.with(|m| {
+        let dropped: Vec<Memo> = MEMO.with(|m| {
             let mut m = m.borrow_mut();
-            if m.as_ref().is_some_and(|memo| memo.engine == self.id) {
-                *m = None;
+            if m.first().is_some_and(|memo| memo.engine == self.id) {
+                m.drain(..).collect()
+            } else {
+                Vec::new()
             }
         });
+        drop(dropped);
     }
 
-    /// Runs `sig` with this thread's last exact kernel of this engine, if it is `sig`'s.
-    /// Returns false when there is no such kernel.
+    /// Runs `sig` with this thread's remembered exact kernel of `sig` of this engine, if there
+    /// is one. Returns false when there is no such kernel.
     pub(super) fn run_memo(&self, sig: &Signature, p: Ptrs, outer: usize) -> bool {
         MEMO.with(|m| {
             let m = m.borrow();
-            match &*m {
-                Some(memo) if memo.engine == self.id && memo.sig == *sig => {
+            match m.iter().find(|x| x.engine == self.id && x.sig == *sig) {
+                Some(memo) => {
                     memo.hit();
                     // SAFETY: as in `run_planned`, whose contract the caller upholds: the
                     // kernel is the exact kernel of `sig` and the range is the whole outer
@@ -268,16 +290,27 @@ impl Engine {
         }
         MEMO.with(|m| {
             let m = m.borrow();
-            match &*m {
-                Some(memo) if memo.engine == self.id && memo.flat == Some(key) => {
+            match m
+                .iter()
+                .find(|x| x.engine == self.id && x.flat == Some(key))
+            {
+                Some(memo) => {
                     memo.hit();
                     // SAFETY: the caller validated each buffer for its part of `key`, which is
                     // exactly the layout `memo.sig` was planned from (one dim of `n`); the range
                     // is that whole dimension.
                     unsafe { memo.kernel.run(&memo.sig, p, 0, n) };
+                    // The next call of this key takes the fast path: the entry's `Arc` keeps
+                    // the code alive, and dropping any entry clears `FAST` first.
+                    let hit = Hit {
+                        engine: self.id,
+                        key,
+                        entry: memo.kernel.exact_entry(),
+                    };
+                    FAST.with(|f| f.hit.set(hit));
                     true
                 }
-                _ => false,
+                None => false,
             }
         })
     }

@@ -309,7 +309,75 @@ impl Engine {
         mode: Broadcast,
     ) -> Result<()> {
         let tile = (TILE_BYTES / dtype.width()).max(1);
+        if mode == Broadcast::Numpy {
+            let (shape, strides, offset) = (out.shape(), out.strides(), out.offset());
+            let len = out.data().len() / dtype.width();
+            match flat_call(
+                dtype,
+                conds,
+                values,
+                default,
+                (len, shape, strides, offset),
+                tile,
+            ) {
+                Some(Ok(())) => return self.run_flat(dtype, conds, values, default, out),
+                Some(Err(e)) => return Err(e),
+                None => {}
+            }
+        }
         self.select_n_tiled(dtype, conds, values, default, out, mode, tile)
+    }
+
+    /// A call [`flat_call`] accepted: the last branch over the default, then each earlier
+    /// branch in place, on the operands as given (every two-way call of one flat shape: the
+    /// thread's memo runs it without planning).
+    fn run_flat(
+        &self,
+        dtype: DType,
+        conds: &[Cond<'_>],
+        values: &[Choice<'_, u8>],
+        default: Choice<'_, u8>,
+        out: TensorMut<'_, u8>,
+    ) -> Result<()> {
+        let mode = Broadcast::Numpy;
+        fn value<'v>(v: &Choice<'v, u8>) -> Result<TensorRef<'v, u8>> {
+            match v {
+                Choice::Tensor(t) => Ok(*t),
+                // `flat_call` refused it.
+                Choice::Out => Err(Error::Invalid("n-way select: a value read in place".into())),
+            }
+        }
+        let k = conds.len();
+        let (ob, shape, _, _) = out.into_parts();
+        match default {
+            Choice::Out => self.select_in_place_bytes(
+                dtype,
+                conds[k - 1],
+                TensorMut::new(&mut *ob, shape),
+                InPlace::Else,
+                value(&values[k - 1])?,
+                mode,
+            )?,
+            Choice::Tensor(d) => self.select_bytes(
+                dtype,
+                conds[k - 1],
+                value(&values[k - 1])?,
+                d,
+                TensorMut::new(&mut *ob, shape),
+                mode,
+            )?,
+        }
+        for i in (0..k - 1).rev() {
+            self.select_in_place_bytes(
+                dtype,
+                conds[i],
+                TensorMut::new(&mut *ob, shape),
+                InPlace::Else,
+                value(&values[i])?,
+                mode,
+            )?;
+        }
+        Ok(())
     }
 
     /// [`Engine::select_n_bytes`] in tiles of at most `tile` output elements (at least one
@@ -480,6 +548,94 @@ impl Engine {
         };
         run.tiles(ob, oshape, tile)
     }
+}
+
+/// Whether an n-way call is flat, so that its branches run on the operands as given, without
+/// tiles: the output row-major and contiguous (offset 0) with at most `tile` elements; every
+/// operand either the output's shape, contiguous, or one element (all dimensions 1); nothing but
+/// the default read in place; the last branch's condition, its value or the default of the
+/// output's shape (then the two-way calls' outputs are the broadcast of their operands). Each
+/// buffer holds its elements and each condition resolves for `dtype` (else `Some(Err)`, before
+/// anything is written). `None`: the general path runs the call (and makes its errors).
+fn flat_call(
+    dtype: DType,
+    conds: &[Cond<'_>],
+    values: &[Choice<'_, u8>],
+    default: Choice<'_, u8>,
+    (len, shape, strides, offset): (usize, &[usize], Option<&[isize]>, usize),
+    tile: usize,
+) -> Option<Result<()>> {
+    let k = conds.len();
+    if k == 0 || values.len() != k || strides.is_some() || offset != 0 {
+        return None;
+    }
+    let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d))?;
+    if n == 0 || n > tile || len < n {
+        return None;
+    }
+    // `Some(true)`: the output's shape; `Some(false)`: one element.
+    let flat = |elems: usize, s: &[usize], st: Option<&[isize]>, off: usize| -> Option<bool> {
+        if st.is_some() || off != 0 {
+            None
+        } else if s == shape {
+            (elems >= n).then_some(true)
+        } else if s.len() <= shape.len() && s.iter().all(|&d| d == 1) {
+            (elems >= 1).then_some(false)
+        } else {
+            None
+        }
+    };
+    let operand = |o: &Operand<'_>| -> Option<bool> {
+        match o.src {
+            Src::View {
+                dtype,
+                bytes,
+                shape,
+                strides,
+                offset,
+            } => flat(bytes.len() / dtype.width(), shape, strides, offset),
+            Src::Scalar { .. } => Some(false),
+            Src::InPlace | Src::Placeholder { .. } => None,
+        }
+    };
+    let mut last_full = false;
+    for (i, c) in conds.iter().enumerate() {
+        let full = match &c.repr {
+            Repr::Mask(m) => flat(m.data().len(), m.shape(), m.strides(), m.offset())?,
+            Repr::Cmp(_, l, r) => operand(l)? | operand(r)?,
+            Repr::Test(_, v) => operand(v)?,
+        };
+        if i == k - 1 {
+            last_full = full;
+        }
+    }
+    let value = |v: &Choice<'_, u8>| match v {
+        Choice::Tensor(t) => flat(
+            t.data().len() / dtype.width(),
+            t.shape(),
+            t.strides(),
+            t.offset(),
+        ),
+        Choice::Out => None,
+    };
+    for v in values {
+        value(v)?;
+    }
+    let spans = last_full
+        || value(&values[k - 1])?
+        || match default {
+            Choice::Out => true,
+            d => value(&d)?,
+        };
+    if !spans {
+        return None;
+    }
+    for (i, c) in conds.iter().enumerate() {
+        if let Err(e) = resolve(c, dtype) {
+            return Some(Err(relabel(e, &format!("condition {}", i + 1))));
+        }
+    }
+    Some(Ok(()))
 }
 
 /// `e` with `what` in front of its message (a condition's dtype error names its branch).
