@@ -125,7 +125,7 @@ impl fmt::Display for Report {
         writeln!(f, "{}", self.summary())?;
         for r in &self.replaced {
             write!(f, "  replaced {} ({})", r.node, r.dtype)?;
-            if r.fused() {
+            if !r.folded_not.is_empty() {
                 write!(
                     f,
                     "; fused: Not {} (then/else swapped)",
