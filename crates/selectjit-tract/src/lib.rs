@@ -38,6 +38,10 @@
 //!    ([`selectjit::Engine::select_n_bytes`]), its conditions masks or fused predicates, so
 //!    the intermediate tensors are never built. The report counts the chains
 //!    (`chained: K (N nodes)`) and says why a select feeding another one was not merged.
+//!    Before it, a *forward* chain — `r1 = Where(p1(x), k1, x)`, `r2 = Where(p2(r1), k2, r1)`,
+//!    ..., each value a constant, each condition computed from the previous result, as
+//!    `torch.onnx.export` writes `torch.nan_to_num` — is merged with its conditions computed
+//!    from `x` and each value its constant as the outer nodes map it.
 //!
 //! Apply it after tract's declutter (so that tract's rewrites of `Iff` — constant-condition
 //! folding, uniform masks, scaled-masked-softmax detection — still see `Iff`) and before
@@ -46,6 +50,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+mod forward;
 mod op;
 mod report;
 
@@ -136,8 +141,9 @@ impl SelectjitTransform {
             });
         }
         model.compact()?;
+        report.chained = forward::merge_forward_chains(model)?;
         let (chained, not_chained) = merge_chains(model)?;
-        report.chained = chained;
+        report.chained.extend(chained);
         report.not_chained = not_chained;
         Ok(report)
     }
@@ -493,6 +499,7 @@ fn merge_chains(model: &mut TypedModel) -> TractResult<(Vec<Chained>, Vec<LeftAl
         chained.push(Chained {
             nodes: names,
             dtype: dt,
+            from_input: false,
         });
     }
 }

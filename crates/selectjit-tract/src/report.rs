@@ -101,6 +101,10 @@ pub struct Chained {
     pub nodes: Vec<String>,
     /// The elements' datum type, as tract names it.
     pub dtype: String,
+    /// A forward chain (`Where(p(r), k, r)` over the previous result `r`, as `torch.onnx.export`
+    /// writes nan_to_num): the conditions are computed from the innermost input instead, and
+    /// each value is its constant as the outer `Where` nodes map it.
+    pub from_input: bool,
 }
 
 /// The outcome of [`crate::accelerate`].
@@ -175,10 +179,15 @@ impl fmt::Display for Report {
         for c in &self.chained {
             writeln!(
                 f,
-                "  chained {} ({}): one n-way select of {} branches",
+                "  chained {} ({}): one n-way select of {} branches{}",
                 c.nodes.join(" > "),
                 c.dtype,
-                c.nodes.len()
+                c.nodes.len(),
+                if c.from_input {
+                    ", conditions computed from the innermost input"
+                } else {
+                    ""
+                }
             )?;
         }
         for l in &self.left_alone {
