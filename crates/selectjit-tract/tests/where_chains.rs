@@ -1,8 +1,8 @@
 //! Chains of ONNX `Where` nodes (built in Rust) merged into one n-way select: nan_to_num,
-//! bucketing, clamps, chains nested on the `then` side, broadcast operands; and the chains that
-//! must stay apart (an inner `Where` with another consumer, strings, torch's own export of
-//! nan_to_num). Outputs are bitwise those of tract alone, on random inputs with NaNs, both
-//! infinities and both zeros.
+//! bucketing, clamps, chains nested on the `then` side, broadcast operands, nan_to_num as torch
+//! exports it (a forward chain, each condition reading the previous result); and the chains that
+//! must stay apart (an inner `Where` with another consumer, strings). Outputs are bitwise those
+//! of tract alone, on random inputs with NaNs, both infinities and both zeros.
 
 mod common;
 
@@ -565,16 +565,12 @@ fn string_chains_stay_apart() {
     );
 }
 
-/// nan_to_num as torch's exporter writes it (`torch.onnx.export`, opset 11 and later): the
-/// `Where` for NaN is the innermost, and each outer condition reads the previous `Where`'s output
-/// (`IsInf(r) And r > 0`, then `IsInf(r) And r < 0`), so every inner `Where` has other
-/// consumers: no chain, each select runs on its own, tract's bytes.
-#[test]
-fn torch_exported_nan_to_num_stays_per_node() {
-    let engine = engine();
-    let dt = DatumType::F32;
+/// nan_to_num as torch's exporter writes it (`torch.onnx.export`, opset 11 and later, with
+/// these replacement values): the `Where` for NaN is the innermost, and each outer condition
+/// reads the previous `Where`'s output (`IsInf(r) And r > 0`, then `IsInf(r) And r < 0`).
+fn torch_nan_to_num(nan: f32, posinf: f32, neginf: f32, shape: &[usize]) -> pb::ModelProto {
     let c = |v: f32| tensor1(&[v]);
-    let proto = model(
+    model(
         vec![
             node("IsNaN", "isnan", &["x"], &["c_nan"]),
             node("Where", "w_nan", &["c_nan", "k_nan", "x"], &["r1"]),
@@ -588,31 +584,157 @@ fn torch_exported_nan_to_num_stays_per_node() {
             node("Where", "w_ninf", &["c_ninf", "k_ninf", "r2"], &["out"]),
         ],
         vec![
-            init("k_nan", &c(0.0)),
-            init("k_pinf", &c(f32::MAX)),
-            init("k_ninf", &c(f32::MIN)),
+            init("k_nan", &c(nan)),
+            init("k_pinf", &c(posinf)),
+            init("k_ninf", &c(neginf)),
             init("zero", &c(0.0)),
         ],
-        vec![input("x", dt, &[4, 33])],
+        vec![input("x", DatumType::F32, shape)],
         vec![output("out")],
-    );
-    let x = floats(dt, &[4, 33], &mut Rng(39));
-    let (report, out) = run_chains("torch nan_to_num", &proto, &[x], &engine, &[]);
-    assert_eq!(report.chains_summary(), "chained: 0 (0 nodes)");
-    let why: Vec<&str> = report
-        .not_chained
-        .iter()
-        .map(|l| l.reason.as_str())
-        .collect();
+    )
+}
+
+/// The inner `Where` nodes of torch's nan_to_num have other consumers (the outer conditions),
+/// but every value is a constant: the chain is merged with its conditions computed from `x`,
+/// each value the constant as the outer `Where` nodes map it (NaN replaced by +inf becomes the
+/// +inf replacement, as tract computes it).
+#[test]
+fn torch_exported_nan_to_num_is_one_n_way_select() {
+    let engine = engine();
+    let max = f32::MAX;
+    let cases = [
+        (0.0, max, f32::MIN),
+        (f32::INFINITY, max, f32::MIN),
+        (f32::NEG_INFINITY, f32::INFINITY, -1.0),
+        (f32::NAN, 7.0, f32::NEG_INFINITY),
+    ];
+    for (nan, posinf, neginf) in cases {
+        for keep in [false, true] {
+            let what = format!("torch nan_to_num({nan}, {posinf}, {neginf}) keep={keep}");
+            let mut proto = torch_nan_to_num(nan, posinf, neginf, &[4, 33]);
+            if keep {
+                let g = proto.graph.as_mut().unwrap();
+                g.node.push(node("Identity", "keep_x", &["x"], &["x_out"]));
+                g.output.push(output("x_out"));
+            }
+            let x = floats(DatumType::F32, &[4, 33], &mut Rng(39));
+            let (report, out) = run_chains(&what, &proto, std::slice::from_ref(&x), &engine, &[3]);
+            assert_eq!(report.chained[0].nodes, ["w_ninf", "w_pinf", "w_nan"]);
+            assert!(report.chained[0].from_input, "{what}");
+            assert!(report.not_chained.is_empty(), "{what}: {report}");
+            assert!(
+                format!("{report}").contains(
+                    "  chained w_ninf > w_pinf > w_nan (F32): one n-way select of 3 branches, \
+                     conditions computed from the innermost input"
+                ),
+                "{report}"
+            );
+            if keep {
+                assert!(same_bits(&out[1], &x), "{what}: x was modified");
+            }
+            if nan == 0.0 {
+                assert!(slice::<f32>(&out[0]).iter().all(|v| v.is_finite()));
+            }
+        }
+    }
+    // Over an f32 scalar (the constants are of shape [1]): tract computes the first condition
+    // before the unit axis it adds (an axis op, not elementwise), so the first Where stays apart
+    // and the two outer ones merge over its result. With the nodes of one condition shared with
+    // the graph's outputs: not merged (the condition feeds something else).
+    let proto = torch_nan_to_num(0.0, max, f32::MIN, &[]);
+    for v in [f32::NEG_INFINITY, f32::INFINITY, f32::NAN, -0.0] {
+        let (report, _) = run_chains(
+            "torch nan_to_num scalar",
+            &proto,
+            &[tensor0(v)],
+            &engine,
+            &[2],
+        );
+        assert_eq!(report.chained[0].nodes, ["w_ninf", "w_pinf"]);
+    }
+    let mut proto = torch_nan_to_num(0.0, max, f32::MIN, &[4, 33]);
+    proto.graph.as_mut().unwrap().output.push(output("i1"));
+    let x = floats(DatumType::F32, &[4, 33], &mut Rng(41));
+    let (report, _) = run_chains("torch nan_to_num, i1 exported", &proto, &[x], &engine, &[]);
     assert_eq!(
-        why,
-        [
-            "not chained into w_pinf: w_nan has other consumers",
-            "not chained into w_ninf: w_pinf has other consumers"
-        ],
+        report.not_chained[0].reason, "not chained into w_pinf: w_nan has other consumers",
         "{report}"
     );
-    assert!(slice::<f32>(&out[0]).iter().all(|v| v.is_finite()));
+}
+
+/// Forward chains of other shapes: the value on the `else` side, a fused predicate reading the
+/// previous result, a condition reading a graph input besides it (not merged), a value that is
+/// not a constant (not merged).
+#[test]
+fn other_forward_chains() {
+    let engine = engine();
+    let dt = DatumType::F32;
+    let mut rng = Rng(42);
+    let x = floats(dt, &[3, 7], &mut rng);
+    let y = floats(dt, &[3, 7], &mut rng);
+    let consts = vec![
+        init("k1", &tensor0(5.0f32)),
+        init("k2", &tensor0(-3.0f32)),
+        init("one", &tensor0(1.0f32)),
+    ];
+    // r1 = Where(x > 1, x, k1) (value on the else side); out = Where(r1 < 1, k2, r1) (fused).
+    let proto = model(
+        vec![
+            node("Greater", "gt", &["x", "one"], &["c1"]),
+            node("Where", "w1", &["c1", "x", "k1"], &["r1"]),
+            node("Less", "lt", &["r1", "one"], &["c2"]),
+            node("Where", "w2", &["c2", "k2", "r1"], &["out"]),
+        ],
+        consts.clone(),
+        vec![input("x", dt, &[3, 7])],
+        vec![output("out")],
+    );
+    let (report, _) = run_chains(
+        "else side, fused",
+        &proto,
+        std::slice::from_ref(&x),
+        &engine,
+        &[2],
+    );
+    assert!(report.chained[0].from_input, "{report}");
+    // The outer condition also reads y: not merged (the constant k1 cannot be passed through
+    // a condition that reads y; the nested-chain step sees r1 feed both the predicate and the
+    // else side).
+    let proto = model(
+        vec![
+            node("IsNaN", "isnan", &["x"], &["c1"]),
+            node("Where", "w1", &["c1", "k1", "x"], &["r1"]),
+            node("Less", "lt", &["r1", "y"], &["c2"]),
+            node("Where", "w2", &["c2", "k2", "r1"], &["out"]),
+        ],
+        consts.clone(),
+        vec![input("x", dt, &[3, 7]), input("y", dt, &[3, 7])],
+        vec![output("out")],
+    );
+    let (report, _) = run_chains(
+        "condition reads y",
+        &proto,
+        &[x.clone(), y.clone()],
+        &engine,
+        &[],
+    );
+    assert_eq!(
+        report.not_chained[0].reason, "not chained into w2: w1 feeds several inputs of w2",
+        "{report}"
+    );
+    // The outer value is not a constant.
+    let proto = model(
+        vec![
+            node("IsNaN", "isnan", &["x"], &["c1"]),
+            node("Where", "w1", &["c1", "k1", "x"], &["r1"]),
+            node("Less", "lt", &["r1", "one"], &["c2"]),
+            node("Where", "w2", &["c2", "y", "r1"], &["out"]),
+        ],
+        consts,
+        vec![input("x", dt, &[3, 7]), input("y", dt, &[3, 7])],
+        vec![output("out")],
+    );
+    run_chains("value not constant", &proto, &[x, y], &engine, &[]);
 }
 
 /// What `selectjit-onnx` prints for the nan_to_num chain.

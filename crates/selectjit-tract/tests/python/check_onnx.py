@@ -381,27 +381,33 @@ def suite_chains(ck, rng):
         err = "analysing" if dt == np.float64 else None
         ck.check(f"nan_to_num chain {np.dtype(dt)}", m, {"x": x}, expected=[np.nan_to_num(x)],
                  fused=3, chained=(1, 3), tract_error=err)
-    # nan_to_num as torch.onnx.export writes it: each outer condition reads the inner result
-    # (IsInf(r) And r > 0), so the inner Where nodes have other consumers: no chain.
+    # nan_to_num as torch.onnx.export writes it: the NaN Where innermost, each outer condition
+    # reading the inner result (IsInf(r) And r > 0): merged with its conditions computed from x,
+    # each value its constant as the outer Where nodes map it (NaN -> +inf -> the +inf value).
     f32 = np.float32
-    consts = {"k_nan": np.array([0], f32), "k_pinf": np.array([np.finfo(f32).max], f32),
-              "k_ninf": np.array([np.finfo(f32).min], f32), "zero": np.array([0], f32)}
-    m = graph_model([
-        helper.make_node("IsNaN", ["x"], ["c_nan"], name="isnan"),
-        helper.make_node("Where", ["c_nan", "k_nan", "x"], ["r1"], name="w_nan"),
-        helper.make_node("IsInf", ["r1"], ["i1"], name="isinf1"),
-        helper.make_node("Greater", ["r1", "zero"], ["g1"], name="gt"),
-        helper.make_node("And", ["i1", "g1"], ["c_pinf"], name="and1"),
-        helper.make_node("Where", ["c_pinf", "k_pinf", "r1"], ["r2"], name="w_pinf"),
-        helper.make_node("IsInf", ["r2"], ["i2"], name="isinf2"),
-        helper.make_node("Less", ["r2", "zero"], ["l2"], name="lt"),
-        helper.make_node("And", ["i2", "l2"], ["c_ninf"], name="and2"),
-        helper.make_node("Where", ["c_ninf", "k_ninf", "r2"], ["out"], name="w_ninf"),
-    ], [vi("x", f32, (6, 9))], [vi("out", f32, None)],
-        [numpy_helper.from_array(v, n) for n, v in consts.items()])
-    x = random(f32, (6, 9), rng)
-    ck.check("nan_to_num as torch exports it", m, {"x": x}, expected=[np.nan_to_num(x)],
-             fused=None, chained=(0, 0))
+    big, small = np.finfo(f32).max, np.finfo(f32).min
+    for nan, posinf, neginf in [(0, big, small), (np.inf, big, small), (-np.inf, np.inf, -1)]:
+        consts = {"k_nan": np.array([nan], f32), "k_pinf": np.array([posinf], f32),
+                  "k_ninf": np.array([neginf], f32), "zero": np.array([0], f32)}
+        m = graph_model([
+            helper.make_node("IsNaN", ["x"], ["c_nan"], name="isnan"),
+            helper.make_node("Where", ["c_nan", "k_nan", "x"], ["r1"], name="w_nan"),
+            helper.make_node("IsInf", ["r1"], ["i1"], name="isinf1"),
+            helper.make_node("Greater", ["r1", "zero"], ["g1"], name="gt"),
+            helper.make_node("And", ["i1", "g1"], ["c_pinf"], name="and1"),
+            helper.make_node("Where", ["c_pinf", "k_pinf", "r1"], ["r2"], name="w_pinf"),
+            helper.make_node("IsInf", ["r2"], ["i2"], name="isinf2"),
+            helper.make_node("Less", ["r2", "zero"], ["l2"], name="lt"),
+            helper.make_node("And", ["i2", "l2"], ["c_ninf"], name="and2"),
+            helper.make_node("Where", ["c_ninf", "k_ninf", "r2"], ["out"], name="w_ninf"),
+        ], [vi("x", f32, (6, 9))], [vi("out", f32, None)],
+            [numpy_helper.from_array(v, n) for n, v in consts.items()])
+        x = random(f32, (6, 9), rng)
+        r1 = np.where(np.isnan(x), consts["k_nan"], x)
+        r2 = np.where(np.isinf(r1) & (r1 > 0), consts["k_pinf"], r1)
+        exp = np.where(np.isinf(r2) & (r2 < 0), consts["k_ninf"], r2)
+        ck.check(f"nan_to_num({nan}, {posinf}, {neginf}) as torch exports it", m, {"x": x},
+                 expected=[exp], fused=1, chained=(1, 3))
     # Bucketing: i32 d into i64 buckets.
     d = random(np.int32, (5, 7), rng)
     d.ravel()[:6] = [-1000001, -1000000, -1, 0, 999999, 1000000]
