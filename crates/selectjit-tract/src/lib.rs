@@ -251,10 +251,19 @@ pub fn fuse_conditions(
             return Ok((folded, condition));
         }
     };
-    let (predicate, cond) = match predicate(model, p)? {
-        Ok(Some(found)) => found,
-        Ok(None) => return Ok((folded, Condition::Tensor { why: None })),
-        Err(why) => return Ok((folded, Condition::Tensor { why: Some(why) })),
+    // `IsInf(v) And v > c` is `v == +inf`: the operands are `v` and a new constant.
+    let signed = signed_inf(model, p)?;
+    let (predicate, cond) = match (&signed, predicate(model, p)?) {
+        (Some(s), _) => (
+            Predicate::InfOfSign {
+                positive: s.positive,
+                dtype: format!("{:?}", s.dt),
+            },
+            FusedCond::Compare(CmpOp::Eq, s.dtype),
+        ),
+        (None, Ok(Some(found))) => found,
+        (None, Ok(None)) => return Ok((folded, Condition::Tensor { why: None })),
+        (None, Err(why)) => return Ok((folded, Condition::Tensor { why: Some(why) })),
     };
     let iff = node
         .op_as::<SelectjitIff>()
@@ -273,9 +282,36 @@ pub fn fuse_conditions(
         dtype,
         cond,
     };
-    let inputs: TVec<OutletId> = p.inputs.iter().chain(&node.inputs[1..3]).copied().collect();
     let name = p.name.clone();
-    let patch = TypedModelPatch::replace_single_op(model, node, &inputs, op)?;
+    let patch = match signed {
+        None => {
+            let inputs: TVec<OutletId> =
+                p.inputs.iter().chain(&node.inputs[1..3]).copied().collect();
+            TypedModelPatch::replace_single_op(model, node, &inputs, op)?
+        }
+        Some(s) => {
+            let mut patch = TypedModelPatch::default();
+            let rank = model.outlet_fact(s.v)?.rank();
+            let inf = if s.positive {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            };
+            let inf = tensor0(inf)
+                .cast_to_dt(s.dt)?
+                .into_owned()
+                .broadcast_into_rank(rank)?;
+            let mut inputs = tvec![patch.tap_model(model, s.v)?];
+            inputs.push(patch.add_const(format!("{name}.inf"), inf)?);
+            for &o in &node.inputs[1..3] {
+                inputs.push(patch.tap_model(model, o)?);
+            }
+            let out = patch.wire_node(&node.name, op, &inputs)?[0];
+            patch.shunt_outside(model, node.id.into(), out)?;
+            patch.obliterate(node.id)?;
+            patch
+        }
+    };
     patch.apply(model)?;
     model.compact()?;
     Ok((
@@ -502,6 +538,90 @@ fn merge_chains(model: &mut TypedModel) -> TractResult<(Vec<Chained>, Vec<LeftAl
             from_input: false,
         });
     }
+}
+
+/// `IsInf(v) And v > c` (or `>=`; `<`, `<=` for the negative sign), as `torch.onnx.export`
+/// writes `torch.isposinf` / `isneginf` in nan_to_num: `v == +inf` (`-inf`) when `c` is a finite
+/// constant of one element, the `IsInf` detects that sign, and both feed only the `And`.
+struct SignedInf {
+    /// The tested tensor.
+    v: OutletId,
+    positive: bool,
+    /// Its datum type and the selectjit dtype it is compared as.
+    dt: DatumType,
+    dtype: DType,
+}
+
+/// `p` as a [`SignedInf`], if it is one.
+fn signed_inf(model: &TypedModel, p: &TypedNode) -> TractResult<Option<SignedInf>> {
+    let is_and = p
+        .op_as::<TypedBinOp>()
+        .is_some_and(|b| b.0.is::<tract_onnx::tract_core::ops::logic::And>());
+    if !is_and || p.inputs.len() != 2 {
+        return Ok(None);
+    }
+    for (a, b) in [(p.inputs[0], p.inputs[1]), (p.inputs[1], p.inputs[0])] {
+        let (Ok(inf), Ok(cmp)) = (
+            sole_producer(model, a, p.id)?,
+            sole_producer(model, b, p.id)?,
+        ) else {
+            continue;
+        };
+        let Some(test) = inf
+            .op_as::<ElementWiseOp>()
+            .and_then(|e| e.0.downcast_ref::<IsInf>())
+        else {
+            continue;
+        };
+        let Some(bin) = cmp.op_as::<TypedBinOp>() else {
+            continue;
+        };
+        let v = inf.inputs[0];
+        // `v OP c`, or `c OP v` read the other way round.
+        let (greater, c) = if cmp.inputs[0] == v {
+            (bin.0.is::<CompGT>() || bin.0.is::<CompGTE>(), cmp.inputs[1])
+        } else if cmp.inputs[1] == v {
+            (bin.0.is::<CompLT>() || bin.0.is::<CompLTE>(), cmp.inputs[0])
+        } else {
+            continue;
+        };
+        let ordered = [
+            bin.0.is::<CompGT>(),
+            bin.0.is::<CompGTE>(),
+            bin.0.is::<CompLT>(),
+            bin.0.is::<CompLTE>(),
+        ];
+        if !ordered.contains(&true) {
+            continue;
+        }
+        let positive = greater;
+        if !(if positive {
+            test.detect_positive
+        } else {
+            test.detect_negative
+        }) {
+            continue;
+        }
+        let dt = model.outlet_fact(v)?.datum_type;
+        let Some(dtype) = compared_dtype(dt).filter(|_| dt.is_float()) else {
+            continue;
+        };
+        let Some(k) = &model.outlet_fact(c)?.konst else {
+            continue;
+        };
+        let finite = k.len() == 1
+            && k.datum_type() == dt
+            && k.cast_to_scalar::<f64>().is_ok_and(|c| c.is_finite());
+        if finite {
+            return Ok(Some(SignedInf {
+                v,
+                positive,
+                dt,
+                dtype,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// The selectjit dtype a fused comparison or test reads `dt` as, if it has one.

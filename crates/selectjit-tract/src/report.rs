@@ -25,6 +25,15 @@ pub enum Predicate {
         /// The operand's datum type.
         dtype: String,
     },
+    /// `IsInf(x) And x > c` (`c` a finite constant; `<` for the negative sign), computed as
+    /// `x == +inf` (`-inf`): the `IsInf` and comparison nodes feeding only the `And` are gone
+    /// too.
+    InfOfSign {
+        /// `+inf` rather than `-inf`.
+        positive: bool,
+        /// The operand's datum type.
+        dtype: String,
+    },
 }
 
 impl fmt::Display for Predicate {
@@ -33,6 +42,10 @@ impl fmt::Display for Predicate {
             Predicate::Compare { op, dtype } => write!(f, "a {op} b ({dtype})"),
             Predicate::IsNan { dtype } => write!(f, "isnan ({dtype})"),
             Predicate::IsInf { dtype } => write!(f, "isinf ({dtype})"),
+            Predicate::InfOfSign { positive, dtype } => {
+                let sign = if *positive { '+' } else { '-' };
+                write!(f, "isinf and a comparison: a == {sign}inf ({dtype})")
+            }
         }
     }
 }
