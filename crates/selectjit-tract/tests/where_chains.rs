@@ -11,7 +11,7 @@ use std::sync::Arc;
 use common::*;
 use prost::Message;
 use selectjit::Engine;
-use selectjit_tract::{Report, SelectjitChain};
+use selectjit_tract::{Condition, Predicate, Report, SelectjitChain};
 use tract_onnx::pb;
 use tract_onnx::prelude::*;
 
@@ -621,6 +621,19 @@ fn torch_exported_nan_to_num_is_one_n_way_select() {
             let (report, out) = run_chains(&what, &proto, std::slice::from_ref(&x), &engine, &[3]);
             assert_eq!(report.chained[0].nodes, ["w_ninf", "w_pinf", "w_nan"]);
             assert!(report.chained[0].from_input, "{what}");
+            // `IsInf(r) And r > 0` is fused as `r == +inf`: every condition in the kernel.
+            assert_eq!(report.summary(), "replaced: 3 (3 fused)", "{what}");
+            assert_eq!(
+                report.replaced[1].condition,
+                Condition::Fused {
+                    node: "and1".into(),
+                    predicate: Predicate::InfOfSign {
+                        positive: true,
+                        dtype: "F32".into()
+                    }
+                },
+                "{report}"
+            );
             assert!(report.not_chained.is_empty(), "{what}: {report}");
             assert!(
                 format!("{report}").contains(
@@ -660,6 +673,70 @@ fn torch_exported_nan_to_num_is_one_n_way_select() {
         report.not_chained[0].reason, "not chained into w_pinf: w_nan has other consumers",
         "{report}"
     );
+}
+
+/// A comparison, its inputs, the `IsInf`'s `detect_positive` and `detect_negative`, the constant
+/// `c`, and the expected fusion (as `+inf`, as `-inf`, or none).
+type SignCase = (
+    &'static str,
+    [&'static str; 2],
+    (i64, i64),
+    f64,
+    Option<bool>,
+);
+
+/// `IsInf(v) And v > c` feeding one `Where` is fused as `v == +inf` when `c` is a finite constant
+/// and the `IsInf` detects that sign (either operand order, `>=` / `<=`, the negative sign);
+/// otherwise the bool tensor is read. Tract's bytes either way.
+#[test]
+fn isinf_and_a_sign_test_is_fused_as_an_equality() {
+    let engine = engine();
+    let mut rng = Rng(43);
+    for dt in [DatumType::F16, DatumType::F32] {
+        let cases: [SignCase; 9] = [
+            ("Greater", ["x", "c"], (1, 1), 0.0, Some(true)),
+            ("Less", ["c", "x"], (1, 1), 2.5, Some(true)),
+            ("GreaterOrEqual", ["x", "c"], (1, 0), -1.0, Some(true)),
+            ("Less", ["x", "c"], (1, 1), 0.0, Some(false)),
+            ("LessOrEqual", ["x", "c"], (0, 1), 7.0, Some(false)),
+            ("Greater", ["c", "x"], (1, 1), 0.0, Some(false)),
+            ("Greater", ["x", "c"], (0, 1), 0.0, None),
+            ("Greater", ["x", "c"], (1, 1), f64::INFINITY, None),
+            ("Less", ["x", "c"], (1, 1), f64::NAN, None),
+        ];
+        for (op, ins, (pos, neg), c, fused) in cases {
+            let what = format!("{dt:?} IsInf({pos}, {neg}) And {op}({ins:?}) c={c}");
+            let mut isinf = node("IsInf", "isinf", &["x"], &["i"]);
+            isinf.attribute = vec![
+                int_attr("detect_positive", pos),
+                int_attr("detect_negative", neg),
+            ];
+            let proto = model(
+                vec![
+                    isinf,
+                    node(op, "cmp", &ins, &["s"]),
+                    node("And", "and", &["i", "s"], &["cond"]),
+                    node("Where", "where", &["cond", "k", "x"], &["out"]),
+                ],
+                vec![scalar("c", dt, c), scalar("k", dt, 42.0)],
+                vec![input("x", dt, &[5, 9])],
+                vec![output("out")],
+            );
+            let x = floats(dt, &[5, 9], &mut rng);
+            let (report, _) = run_chains(&what, &proto, &[x], &engine, &[]);
+            let expected = match fused {
+                Some(positive) => Condition::Fused {
+                    node: "and".into(),
+                    predicate: Predicate::InfOfSign {
+                        positive,
+                        dtype: format!("{dt:?}"),
+                    },
+                },
+                None => Condition::Tensor { why: None },
+            };
+            assert_eq!(report.replaced[0].condition, expected, "{what}: {report}");
+        }
+    }
 }
 
 /// Forward chains of other shapes: the value on the `else` side, a fused predicate reading the
