@@ -28,9 +28,9 @@
 //!    the [`Report`] says which nodes were replaced and why others were left alone.
 //! 2. **Fuse** ([`fuse_conditions`]): a `Not` feeding only a replaced select is folded into it
 //!    (its input becomes the condition, `then` and `else` swap), and the predicate computing
-//!    the condition — a comparison, `IsNan`, `IsInf` — is folded too when it feeds only the
-//!    select: the select becomes a [`SelectjitPredIff`] that computes it inside selectjit's
-//!    kernel, so the bool tensor is never built.
+//!    the condition — a comparison, `IsNan`, `IsInf`, `IsInf(x) And x > 0` (as `x == +inf`) —
+//!    is folded too when it feeds only the select: the select becomes a [`SelectjitPredIff`]
+//!    that computes it inside selectjit's kernel, so the bool tensor is never built.
 //! 3. **Chain** (the n-way step): a chain of replaced selects, each but the last feeding only
 //!    the `then` or `else` of the one before — `Where(c1, a, Where(c2, b, c))`, or nested on
 //!    the `then` side, `Where(c1, Where(c2, b, c), a)` = `Where(!c1, a, Where(c2, b, c))` —
@@ -208,7 +208,8 @@ fn sole_producer(
 /// its condition (their input becomes the condition, `then` and `else` swap; returns their
 /// names), then folds the predicate computing the condition, if it feeds only the select: a
 /// comparison (`==`, `!=`, `<`, `<=`, `>`, `>=` over one integer or float datum type), an
-/// `IsNan`, or an `IsInf` detecting both signs. The select becomes a [`SelectjitPredIff`] over the
+/// `IsNan`, an `IsInf` detecting both signs, or `IsInf(x) And x > c` for a finite constant `c`
+/// (computed as `x == +inf`; `<` for `-inf`). The select becomes a [`SelectjitPredIff`] over the
 /// predicate's operands, computing it inside its kernel ([`Condition::Fused`]); otherwise the
 /// select reads the bool tensor ([`Condition::Tensor`], with the reason when a predicate could
 /// not be folded).
