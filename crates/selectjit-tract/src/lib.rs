@@ -15,7 +15,7 @@
 //!     .into_typed()?
 //!     .into_decluttered()?; // tract's own rewrites of Iff first
 //! let report = selectjit_tract::accelerate(&mut model)?;
-//! println!("{report}"); // replaced: N (F fused), then one line per node
+//! println!("{report}"); // replaced: N (F fused), chained: K (N nodes), one line per node
 //! let plan = model.into_optimized()?.into_runnable()?;
 //! # Ok(())
 //! # }
@@ -28,9 +28,20 @@
 //!    the [`Report`] says which nodes were replaced and why others were left alone.
 //! 2. **Fuse** ([`fuse_conditions`]): a `Not` feeding only a replaced select is folded into it
 //!    (its input becomes the condition, `then` and `else` swap), and the predicate computing
-//!    the condition — a comparison, `IsNan`, `IsInf` — is folded too when it feeds only the
-//!    select: the select becomes a [`SelectjitPredIff`] that computes it inside selectjit's
-//!    kernel, so the bool tensor is never built.
+//!    the condition — a comparison, `IsNan`, `IsInf`, `IsInf(x) And x > 0` (as `x == +inf`) —
+//!    is folded too when it feeds only the select: the select becomes a [`SelectjitPredIff`]
+//!    that computes it inside selectjit's kernel, so the bool tensor is never built.
+//! 3. **Chain** (the n-way step): a chain of replaced selects, each but the last feeding only
+//!    the `then` or `else` of the one before — `Where(c1, a, Where(c2, b, c))`, or nested on
+//!    the `then` side, `Where(c1, Where(c2, b, c), a)` = `Where(!c1, a, Where(c2, b, c))` —
+//!    becomes one [`SelectjitChain`]: `out = c1 ? a : c2 ? b : c` in one n-way call
+//!    ([`selectjit::Engine::select_n_bytes`]), its conditions masks or fused predicates, so
+//!    the intermediate tensors are never built. The report counts the chains
+//!    (`chained: K (N nodes)`) and says why a select feeding another one was not merged.
+//!    Before it, a *forward* chain — `r1 = Where(p1(x), k1, x)`, `r2 = Where(p2(r1), k2, r1)`,
+//!    ..., each value a constant, each condition computed from the previous result, as
+//!    `torch.onnx.export` writes `torch.nan_to_num` — is merged with its conditions computed
+//!    from `x` and each value its constant as the outer nodes map it.
 //!
 //! Apply it after tract's declutter (so that tract's rewrites of `Iff` — constant-condition
 //! folding, uniform masks, scaled-masked-softmax detection — still see `Iff`) and before
@@ -39,6 +50,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 #![warn(missing_docs)]
 
+mod forward;
 mod op;
 mod report;
 
@@ -56,8 +68,11 @@ use tract_onnx::tract_core::ops::logic::{
 use tract_onnx::tract_core::ops::math::{IsInf, IsNan};
 use tract_onnx::tract_core::transform::ModelTransform;
 
-pub use op::{Elements, EngineRef, FusedCond, SelectjitIff, SelectjitPredIff, elements_of};
-pub use report::{Condition, LeftAlone, Predicate, Replaced, Report};
+pub use op::{
+    Branch, BranchCond, Elements, EngineRef, FusedCond, SelectjitChain, SelectjitIff,
+    SelectjitPredIff, elements_of,
+};
+pub use report::{Chained, Condition, LeftAlone, Predicate, Replaced, Report};
 
 /// Replaces the `Iff` nodes of a decluttered model by selectjit ops on the process-wide
 /// default engine (`selectjit::default_engine()`), then folds or examines their conditions.
@@ -72,7 +87,8 @@ pub fn accelerate_with(model: &mut TypedModel, engine: Arc<Engine>) -> TractResu
 }
 
 /// The model transform: `Iff` → [`SelectjitIff`], then [`fuse_conditions`] (→
-/// [`SelectjitPredIff`] where the predicate folds in).
+/// [`SelectjitPredIff`] where the predicate folds in), then chains of selects → one
+/// [`SelectjitChain`] each.
 #[derive(Debug, Clone, Default)]
 pub struct SelectjitTransform {
     engine: EngineRef,
@@ -125,6 +141,10 @@ impl SelectjitTransform {
             });
         }
         model.compact()?;
+        report.chained = forward::merge_forward_chains(model)?;
+        let (chained, not_chained) = merge_chains(model)?;
+        report.chained.extend(chained);
+        report.not_chained = not_chained;
         Ok(report)
     }
 
@@ -188,7 +208,8 @@ fn sole_producer(
 /// its condition (their input becomes the condition, `then` and `else` swap; returns their
 /// names), then folds the predicate computing the condition, if it feeds only the select: a
 /// comparison (`==`, `!=`, `<`, `<=`, `>`, `>=` over one integer or float datum type), an
-/// `IsNan`, or an `IsInf` detecting both signs. The select becomes a [`SelectjitPredIff`] over the
+/// `IsNan`, an `IsInf` detecting both signs, or `IsInf(x) And x > c` for a finite constant `c`
+/// (computed as `x == +inf`; `<` for `-inf`). The select becomes a [`SelectjitPredIff`] over the
 /// predicate's operands, computing it inside its kernel ([`Condition::Fused`]); otherwise the
 /// select reads the bool tensor ([`Condition::Tensor`], with the reason when a predicate could
 /// not be folded).
@@ -231,10 +252,19 @@ pub fn fuse_conditions(
             return Ok((folded, condition));
         }
     };
-    let (predicate, cond) = match predicate(model, p)? {
-        Ok(Some(found)) => found,
-        Ok(None) => return Ok((folded, Condition::Tensor { why: None })),
-        Err(why) => return Ok((folded, Condition::Tensor { why: Some(why) })),
+    // `IsInf(v) And v > c` is `v == +inf`: the operands are `v` and a new constant.
+    let signed = signed_inf(model, p)?;
+    let (predicate, cond) = match (&signed, predicate(model, p)?) {
+        (Some(s), _) => (
+            Predicate::InfOfSign {
+                positive: s.positive,
+                dtype: format!("{:?}", s.dt),
+            },
+            FusedCond::Compare(CmpOp::Eq, s.dtype),
+        ),
+        (None, Ok(Some(found))) => found,
+        (None, Ok(None)) => return Ok((folded, Condition::Tensor { why: None })),
+        (None, Err(why)) => return Ok((folded, Condition::Tensor { why: Some(why) })),
     };
     let iff = node
         .op_as::<SelectjitIff>()
@@ -253,9 +283,36 @@ pub fn fuse_conditions(
         dtype,
         cond,
     };
-    let inputs: TVec<OutletId> = p.inputs.iter().chain(&node.inputs[1..3]).copied().collect();
     let name = p.name.clone();
-    let patch = TypedModelPatch::replace_single_op(model, node, &inputs, op)?;
+    let patch = match signed {
+        None => {
+            let inputs: TVec<OutletId> =
+                p.inputs.iter().chain(&node.inputs[1..3]).copied().collect();
+            TypedModelPatch::replace_single_op(model, node, &inputs, op)?
+        }
+        Some(s) => {
+            let mut patch = TypedModelPatch::default();
+            let rank = model.outlet_fact(s.v)?.rank();
+            let inf = if s.positive {
+                f64::INFINITY
+            } else {
+                f64::NEG_INFINITY
+            };
+            let inf = tensor0(inf)
+                .cast_to_dt(s.dt)?
+                .into_owned()
+                .broadcast_into_rank(rank)?;
+            let mut inputs = tvec![patch.tap_model(model, s.v)?];
+            inputs.push(patch.add_const(format!("{name}.inf"), inf)?);
+            for &o in &node.inputs[1..3] {
+                inputs.push(patch.tap_model(model, o)?);
+            }
+            let out = patch.wire_node(&node.name, op, &inputs)?[0];
+            patch.shunt_outside(model, node.id.into(), out)?;
+            patch.obliterate(node.id)?;
+            patch
+        }
+    };
     patch.apply(model)?;
     model.compact()?;
     Ok((
@@ -265,6 +322,307 @@ pub fn fuse_conditions(
             predicate,
         },
     ))
+}
+
+/// A replaced select as a link of a chain: its condition and its inputs.
+struct Link {
+    /// The condition's inputs.
+    cond_inputs: TVec<OutletId>,
+    cond: BranchCond,
+    then: OutletId,
+    else_: OutletId,
+    dtype: DType,
+}
+
+/// `node` as a link of a chain: `Ok(None)` when it is no replaced select, `Err(why)` when it is
+/// one that cannot be chained.
+fn link(model: &TypedModel, node: &TypedNode) -> TractResult<Result<Option<Link>, String>> {
+    let (cond, dtype, n) = if let Some(iff) = node.op_as::<SelectjitIff>() {
+        let Elements::Fixed(dtype) = iff.elements else {
+            return Ok(Err(format!(
+                "{} selects strings: n-way selects move fixed-width elements",
+                node.name
+            )));
+        };
+        let fact = model.outlet_fact(node.inputs[0])?;
+        if fact.uniform.is_some() || fact.uniform_tdim.is_some() {
+            return Ok(Err(format!(
+                "the condition of {} is uniform: tract's own rules fold it",
+                node.name
+            )));
+        }
+        (BranchCond::Mask, dtype, 1)
+    } else if let Some(p) = node.op_as::<SelectjitPredIff>() {
+        (BranchCond::Fused(p.cond), p.dtype, p.cond.arity())
+    } else {
+        return Ok(Ok(None));
+    };
+    Ok(Ok(Some(Link {
+        cond_inputs: node.inputs[..n].iter().copied().collect(),
+        cond,
+        then: node.inputs[n],
+        else_: node.inputs[n + 1],
+        dtype,
+    })))
+}
+
+/// Which side of a select the next link of its chain feeds.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Side {
+    Then,
+    Else,
+}
+
+/// The select feeding node `id`'s `then` or `else` that continues its chain (the else side
+/// first), if any: `Ok((producer, side))`. Each select met that cannot continue it comes with
+/// the reason, in `why` (`(its name, the reason)`).
+fn next_link(
+    model: &TypedModel,
+    id: usize,
+    l: &Link,
+    why: &mut Vec<LeftAlone>,
+) -> TractResult<Option<(usize, Side)>> {
+    let name = &model.node(id).name;
+    let mut found = None;
+    for (side, o) in [(Side::Else, l.else_), (Side::Then, l.then)] {
+        let p = model.node(o.node);
+        let inner = match link(model, p)? {
+            Ok(None) => continue,
+            Ok(Some(inner)) => inner,
+            Err(reason) => {
+                why.push(LeftAlone {
+                    node: p.name.clone(),
+                    reason: format!("not chained into {name}: {reason}"),
+                });
+                continue;
+            }
+        };
+        let reason = if let Err(reason) = sole_producer(model, o, id)? {
+            Some(reason)
+        } else if model.outlet_successors(o).len() != 1 {
+            Some(format!("{} feeds several inputs of {name}", p.name))
+        } else if inner.dtype != l.dtype
+            || model.outlet_fact(o)?.datum_type != model.outlet_fact(id.into())?.datum_type
+        {
+            Some(format!("{} selects another datum type", p.name))
+        } else if found.is_some() {
+            Some(format!(
+                "both branches of {name} are selects: its else side is chained"
+            ))
+        } else {
+            None
+        };
+        match reason {
+            Some(reason) => why.push(LeftAlone {
+                node: p.name.clone(),
+                reason: format!("not chained into {name}: {reason}"),
+            }),
+            None => found = Some((o.node, side)),
+        }
+    }
+    Ok(found)
+}
+
+/// The chain step: each chain of two or more replaced selects, each but the last feeding only
+/// the `then` or `else` of the one before, becomes one [`SelectjitChain`] (a select nested on
+/// the `then` side negates the outer condition: `Where(c, Where(..), a)` is
+/// `Where(!c, a, Where(..))`). Returns the chains merged and the selects that feed another one
+/// but could not be merged with it, with the reason.
+fn merge_chains(model: &mut TypedModel) -> TractResult<(Vec<Chained>, Vec<LeftAlone>)> {
+    let mut chained = vec![];
+    let mut not_chained: Vec<LeftAlone> = vec![];
+    loop {
+        // Each select's next link, in evaluation order; a head is one that is no one's next.
+        let mut why = vec![];
+        let mut next: Vec<(usize, Option<(usize, Side)>)> = vec![];
+        for id in model.eval_order()? {
+            let node = model.node(id);
+            match link(model, node)? {
+                Ok(Some(l)) => next.push((id, next_link(model, id, &l, &mut why)?)),
+                Ok(None) => {}
+                // A select that cannot be chained: the selects feeding only it say why.
+                Err(reason) => {
+                    for &o in &node.inputs[1..3] {
+                        let p = model.node(o.node);
+                        let select = p.op_is::<SelectjitIff>() || p.op_is::<SelectjitPredIff>();
+                        if select && sole_producer(model, o, id)?.is_ok() {
+                            why.push(LeftAlone {
+                                node: p.name.clone(),
+                                reason: format!("not chained into {}: {reason}", node.name),
+                            });
+                        }
+                    }
+                }
+            }
+        }
+        let inner: Vec<usize> = next.iter().filter_map(|(_, n)| n.map(|n| n.0)).collect();
+        let head = next
+            .iter()
+            .rev()
+            .find(|(id, n)| n.is_some() && !inner.contains(id))
+            .map(|(id, _)| *id);
+        // A merge leaves the other pairs as they were: each reason is met again.
+        for w in why {
+            if !not_chained.contains(&w) {
+                not_chained.push(w);
+            }
+        }
+        let Some(head) = head else {
+            return Ok((chained, not_chained));
+        };
+        let mut branches = vec![];
+        let mut inputs: TVec<OutletId> = tvec![];
+        let mut names = vec![];
+        let mut id = head;
+        let default = loop {
+            let node = model.node(id);
+            let l = link(model, node)?
+                .ok()
+                .flatten()
+                .context("a chain link is a replaced select")?;
+            names.push(node.name.clone());
+            let n = next.iter().find(|(i, _)| *i == id).and_then(|(_, n)| *n);
+            inputs.extend(l.cond_inputs.iter().copied());
+            match n {
+                Some((p, Side::Else)) => {
+                    branches.push(Branch {
+                        cond: l.cond,
+                        negated: false,
+                    });
+                    inputs.push(l.then);
+                    id = p;
+                }
+                Some((p, Side::Then)) => {
+                    branches.push(Branch {
+                        cond: l.cond,
+                        negated: true,
+                    });
+                    inputs.push(l.else_);
+                    id = p;
+                }
+                None => {
+                    branches.push(Branch {
+                        cond: l.cond,
+                        negated: false,
+                    });
+                    inputs.push(l.then);
+                    break l.else_;
+                }
+            }
+        };
+        inputs.push(default);
+        let node = model.node(head);
+        let dtype = link(model, node)?
+            .ok()
+            .flatten()
+            .context("a chain link is a replaced select")?
+            .dtype;
+        let engine = if let Some(iff) = node.op_as::<SelectjitIff>() {
+            iff.engine.clone()
+        } else if let Some(p) = node.op_as::<SelectjitPredIff>() {
+            p.engine.clone()
+        } else {
+            bail!("{} is not a replaced select", node.name)
+        };
+        let op = SelectjitChain {
+            engine,
+            dtype,
+            branches,
+        };
+        let dt = format!("{:?}", model.outlet_fact(head.into())?.datum_type);
+        let patch = TypedModelPatch::replace_single_op(model, node, &inputs, op)?;
+        patch.apply(model)?;
+        model.compact()?;
+        chained.push(Chained {
+            nodes: names,
+            dtype: dt,
+            from_input: false,
+        });
+    }
+}
+
+/// `IsInf(v) And v > c` (or `>=`; `<`, `<=` for the negative sign), as `torch.onnx.export`
+/// writes `torch.isposinf` / `isneginf` in nan_to_num: `v == +inf` (`-inf`) when `c` is a finite
+/// constant of one element, the `IsInf` detects that sign, and both feed only the `And`.
+struct SignedInf {
+    /// The tested tensor.
+    v: OutletId,
+    positive: bool,
+    /// Its datum type and the selectjit dtype it is compared as.
+    dt: DatumType,
+    dtype: DType,
+}
+
+/// `p` as a [`SignedInf`], if it is one.
+fn signed_inf(model: &TypedModel, p: &TypedNode) -> TractResult<Option<SignedInf>> {
+    let is_and = p
+        .op_as::<TypedBinOp>()
+        .is_some_and(|b| b.0.is::<tract_onnx::tract_core::ops::logic::And>());
+    if !is_and || p.inputs.len() != 2 {
+        return Ok(None);
+    }
+    for (a, b) in [(p.inputs[0], p.inputs[1]), (p.inputs[1], p.inputs[0])] {
+        let (Ok(inf), Ok(cmp)) = (
+            sole_producer(model, a, p.id)?,
+            sole_producer(model, b, p.id)?,
+        ) else {
+            continue;
+        };
+        let Some(test) = inf
+            .op_as::<ElementWiseOp>()
+            .and_then(|e| e.0.downcast_ref::<IsInf>())
+        else {
+            continue;
+        };
+        let Some(bin) = cmp.op_as::<TypedBinOp>() else {
+            continue;
+        };
+        let v = inf.inputs[0];
+        // `v OP c`, or `c OP v` read the other way round.
+        let (greater, c) = if cmp.inputs[0] == v {
+            (bin.0.is::<CompGT>() || bin.0.is::<CompGTE>(), cmp.inputs[1])
+        } else if cmp.inputs[1] == v {
+            (bin.0.is::<CompLT>() || bin.0.is::<CompLTE>(), cmp.inputs[0])
+        } else {
+            continue;
+        };
+        let ordered = [
+            bin.0.is::<CompGT>(),
+            bin.0.is::<CompGTE>(),
+            bin.0.is::<CompLT>(),
+            bin.0.is::<CompLTE>(),
+        ];
+        if !ordered.contains(&true) {
+            continue;
+        }
+        let positive = greater;
+        if !(if positive {
+            test.detect_positive
+        } else {
+            test.detect_negative
+        }) {
+            continue;
+        }
+        let dt = model.outlet_fact(v)?.datum_type;
+        let Some(dtype) = compared_dtype(dt).filter(|_| dt.is_float()) else {
+            continue;
+        };
+        let Some(k) = &model.outlet_fact(c)?.konst else {
+            continue;
+        };
+        let finite = k.len() == 1
+            && k.datum_type() == dt
+            && k.cast_to_scalar::<f64>().is_ok_and(|c| c.is_finite());
+        if finite {
+            return Ok(Some(SignedInf {
+                v,
+                positive,
+                dt,
+                dtype,
+            }));
+        }
+    }
+    Ok(None)
 }
 
 /// The selectjit dtype a fused comparison or test reads `dt` as, if it has one.

@@ -16,8 +16,9 @@ use tract_onnx::tract_hir::infer::Factoid;
 /// Runs an ONNX model with tract, its `Where` nodes (tract's `Iff`) replaced by selectjit
 /// kernels, and writes every output as DIR/NAME.npy (NAME: the output's name).
 ///
-/// Prints `replaced: N (F fused)` on a line of its own, then one line per `Where` node (replaced,
-/// or left to tract and why). With `--bench N`, also `median_us: T`, the median time of N runs of
+/// Prints `replaced: N (F fused)` on a line of its own, then `chained: K (N nodes)` (K chains of
+/// `Where` nodes merged into one n-way select each, N nodes in them), then one line per `Where`
+/// node (replaced, or left to tract and why) and per chain. With `--bench N`, also `median_us: T`, the median time of N runs of
 /// the whole model, and `node_median_us: T NAME OP` for each node of the plan (N more runs,
 /// each node timed on its own).
 #[derive(Parser, Debug)]
@@ -268,6 +269,7 @@ fn run(args: &Args) -> TractResult<()> {
 
     if args.no_selectjit {
         println!("replaced: 0 (0 fused)");
+        println!("chained: 0 (0 nodes)");
         println!("  (--no-selectjit: tract alone)");
     } else {
         let config = EngineConfig::from_env()?.threads(args.threads as usize);

@@ -5,7 +5,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use selectjit::{
-    Broadcast, CmpOp, Cond, DType, Engine, InPlace, Operand, TensorMut, TensorRef, TestOp,
+    Broadcast, Choice, CmpOp, Cond, DType, Engine, InPlace, Operand, TensorMut, TensorRef, TestOp,
 };
 use tract_onnx::tract_core::broadcast::multi_broadcast;
 use tract_onnx::tract_core::internal::*;
@@ -605,4 +605,328 @@ fn elementwise_change_axes(
         AxisOp::Reshape(..) => return Ok(None),
     }
     Ok(Some(AxisChangeConsequence::new(model, node, None, change)))
+}
+
+/// The condition of one branch of a [`SelectjitChain`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum BranchCond {
+    /// A bool tensor: one input.
+    Mask,
+    /// A predicate computed in the kernel: [`FusedCond::arity`] inputs.
+    Fused(FusedCond),
+}
+
+impl BranchCond {
+    /// How many of the op's inputs the condition reads.
+    pub fn arity(&self) -> usize {
+        match self {
+            BranchCond::Mask => 1,
+            BranchCond::Fused(f) => f.arity(),
+        }
+    }
+}
+
+/// One branch of a [`SelectjitChain`]: its condition (negated or not), then its value.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Branch {
+    /// The condition.
+    pub cond: BranchCond,
+    /// Whether the branch is taken where the condition is false (a `Where` nested on its
+    /// `then` side: `Where(c, Where(..), a)` takes `a` where `c` is false).
+    pub negated: bool,
+}
+
+/// A chain of `Where` nodes in one selectjit call ([`Engine::select_n_bytes`]):
+/// `out = c1 ? v1 : c2 ? v2 : ... : default`, the first true condition wins. Its inputs are, for
+/// each branch in order, the condition's inputs (a bool tensor, or a fused predicate's
+/// operands) then the branch's value; the default comes last. Every input broadcasts with
+/// numpy's rule (all of one rank, as `Iff`'s); the output's facts are those of the nested `Iff`
+/// nodes it replaces: the datum type of the values, the broadcast shape of every input.
+///
+/// When the default has the output's shape and the op holds the only reference to it, the
+/// select writes into it in place (the predicates reading it see it as it was).
+#[derive(Clone, PartialEq, Eq)]
+pub struct SelectjitChain {
+    /// The engine the op runs on.
+    pub engine: EngineRef,
+    /// The selected elements' dtype (fixed width).
+    pub dtype: DType,
+    /// The branches, outermost `Where` first.
+    pub branches: Vec<Branch>,
+}
+
+impl fmt::Debug for SelectjitChain {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "SelectjitChain({:?} selecting {}, {:?})",
+            self.branches, self.dtype, self.engine
+        )
+    }
+}
+
+/// Where an input of a [`SelectjitChain`] sits in its call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    /// A bool mask.
+    Mask,
+    /// An operand of a fused predicate comparing this dtype.
+    Operand(DType),
+    /// A branch's value or the default.
+    Value,
+}
+
+impl SelectjitChain {
+    /// How many inputs the op takes.
+    pub fn input_count(&self) -> usize {
+        self.branches
+            .iter()
+            .map(|b| b.cond.arity() + 1)
+            .sum::<usize>()
+            + 1
+    }
+
+    /// The role of each input, in order.
+    fn roles(&self) -> Vec<Role> {
+        let mut roles = Vec::with_capacity(self.input_count());
+        for b in &self.branches {
+            match b.cond {
+                BranchCond::Mask => roles.push(Role::Mask),
+                BranchCond::Fused(f) => {
+                    roles.extend(std::iter::repeat_n(Role::Operand(f.dtype()), f.arity()))
+                }
+            }
+            roles.push(Role::Value);
+        }
+        roles.push(Role::Value);
+        roles
+    }
+
+    /// The conditions and values of the call over `views` (one per input, `None`: the output
+    /// itself, read as it was on entry); the default is the last view.
+    fn call<'a>(
+        &self,
+        views: &[Option<TensorRef<'a, u8>>],
+    ) -> (Vec<Cond<'a>>, Vec<Choice<'a, u8>>) {
+        let mut conds = Vec::with_capacity(self.branches.len());
+        let mut values = Vec::with_capacity(self.branches.len());
+        let mut k = 0;
+        for b in &self.branches {
+            let cond = match b.cond {
+                BranchCond::Mask => Cond::mask(views[k].expect("a mask never reads the output")),
+                BranchCond::Fused(f) => {
+                    let cd = f.dtype();
+                    f.over(|j| match views[k + j] {
+                        Some(t) => Operand::from_bytes(cd, t),
+                        None => Operand::in_place(),
+                    })
+                }
+            };
+            conds.push(if b.negated { cond.not() } else { cond });
+            k += b.cond.arity();
+            values.push(match views[k] {
+                Some(t) => Choice::Tensor(t),
+                None => Choice::Out,
+            });
+            k += 1;
+        }
+        (conds, values)
+    }
+}
+
+impl Op for SelectjitChain {
+    fn name(&self) -> StaticName {
+        "SelectjitChain".into()
+    }
+
+    fn info(&self) -> TractResult<Vec<String>> {
+        Ok(vec![format!(
+            "selectjit: n-way select of {} branches ({:?}), selecting {}, {:?}",
+            self.branches.len(),
+            self.branches,
+            self.dtype,
+            self.engine
+        )])
+    }
+
+    op_as_typed_op!();
+}
+
+impl EvalOp for SelectjitChain {
+    op_out_of_plan!();
+
+    fn eval(&self, _ctx: &EvalContext, inputs: TVec<TValue>) -> TractResult<TVec<TValue>> {
+        let roles = self.roles();
+        ensure!(
+            inputs.len() == roles.len(),
+            "SelectjitChain expects {} inputs, got {}",
+            roles.len(),
+            inputs.len()
+        );
+        let default_dt = inputs[inputs.len() - 1].datum_type();
+        let rank = inputs[0].rank();
+        for (t, role) in inputs.iter().zip(&roles) {
+            let ok = match role {
+                Role::Mask => t.datum_type() == bool::datum_type(),
+                Role::Operand(cd) => t.datum_type().size_of() == cd.width(),
+                Role::Value => {
+                    t.datum_type() == default_dt && t.datum_type().size_of() == self.dtype.width()
+                }
+            };
+            ensure!(
+                ok && t.is_plain_ram(),
+                "SelectjitChain selecting {} got {:?} as {role:?}",
+                self.dtype,
+                t.datum_type()
+            );
+            ensure!(
+                t.rank() == rank,
+                "SelectjitChain: inputs of ranks {rank} and {}",
+                t.rank()
+            );
+        }
+        let shapes: Vec<&[usize]> = inputs.iter().map(|t| t.shape()).collect();
+        let shape: TVec<usize> = multi_broadcast(&shapes)?;
+        let mut inputs: Vec<Option<TValue>> = inputs.into_iter().map(Some).collect();
+        let last = inputs.len() - 1;
+
+        // In place into the default when it has the output's shape and nobody else holds it:
+        // the inputs that are the same tensor read the output as it was on entry (a mask
+        // cannot, nor an operand compared as another dtype).
+        let (aliased, fits) = {
+            let d = inputs[last].as_ref().expect("every input is there");
+            let aliased: Vec<usize> = (0..=last)
+                .filter(|&i| {
+                    let t = inputs[i].as_ref().expect("every input is there");
+                    std::ptr::eq::<Tensor>(&**t, &**d)
+                })
+                .collect();
+            let readable = aliased.iter().all(|&i| match roles[i] {
+                Role::Mask => false,
+                Role::Operand(cd) => cd == self.dtype,
+                Role::Value => true,
+            });
+            let fits = readable && d.shape() == &*shape;
+            (aliased, fits)
+        };
+        let in_place = if fits {
+            let mut taken: Vec<TValue> = aliased
+                .iter()
+                .map(|&i| inputs[i].take().expect("every input is there"))
+                .collect();
+            let buf = taken.pop().expect("the default is aliased with itself");
+            drop(taken);
+            if buf.is_exclusive() {
+                Some(buf.into_tensor())
+            } else {
+                for &i in &aliased {
+                    inputs[i] = Some(buf.clone());
+                }
+                None
+            }
+        } else {
+            None
+        };
+        let plain = inputs
+            .iter()
+            .map(|t| t.as_ref().map(|t| t.try_as_plain_ram()).transpose())
+            .collect::<TractResult<Vec<_>>>()?;
+        let views: Vec<Option<TensorRef<'_, u8>>> = plain
+            .iter()
+            .zip(&inputs)
+            .map(|(v, t)| match (v, t) {
+                (Some(v), Some(t)) => Some(TensorRef::new(v.as_bytes(), t.shape())),
+                _ => None,
+            })
+            .collect();
+        let (conds, values) = self.call(&views[..last]);
+        let engine = self.engine.get();
+        let out = match in_place {
+            Some(mut t) => {
+                let mut view = t.try_as_plain_ram_mut()?;
+                engine.select_n_bytes(
+                    self.dtype,
+                    &conds,
+                    &values,
+                    Choice::Out,
+                    TensorMut::new(view.as_bytes_mut(), &shape),
+                    Broadcast::Numpy,
+                )?;
+                t
+            }
+            None => {
+                let default = views[last].expect("not moved out");
+                // SAFETY: the dtype is fixed-width (`elements_of`), so the datum type is plain
+                // data (`is_copy`: no drop glue, any byte pattern of it is dropped safely). The
+                // select writes every element of `out` (one contiguous view of exactly the
+                // broadcast shape) before anything reads it; if it fails, `out` is dropped
+                // unread.
+                let mut out = unsafe { Tensor::uninitialized_dt(default_dt, &shape)? };
+                let mut out_view = out.try_as_plain_ram_mut()?;
+                selectjit::OutputPool::advise_huge_pages(out_view.as_bytes_mut());
+                engine.select_n_bytes(
+                    self.dtype,
+                    &conds,
+                    &values,
+                    Choice::Tensor(default),
+                    TensorMut::new(out_view.as_bytes_mut(), &shape),
+                    Broadcast::Numpy,
+                )?;
+                out
+            }
+        };
+        Ok(tvec!(out.into_tvalue()))
+    }
+}
+
+impl TypedOp for SelectjitChain {
+    as_op!();
+
+    /// The nested `Iff` nodes' facts: the values' datum type, the broadcast shape of every
+    /// input (inputs of one rank).
+    fn output_facts(&self, inputs: &[&TypedFact]) -> TractResult<TVec<TypedFact>> {
+        let roles = self.roles();
+        ensure!(
+            inputs.len() == roles.len(),
+            "SelectjitChain expects {} inputs, got {}",
+            roles.len(),
+            inputs.len()
+        );
+        let default = inputs[inputs.len() - 1];
+        for (f, role) in inputs.iter().zip(&roles) {
+            ensure!(
+                f.rank() == default.rank(),
+                "SelectjitChain: inputs of ranks {} and {}",
+                f.rank(),
+                default.rank()
+            );
+            match role {
+                Role::Mask => ensure!(f.datum_type.is::<bool>()),
+                Role::Value => ensure!(f.datum_type == default.datum_type),
+                Role::Operand(_) => {}
+            }
+        }
+        let shapes: Vec<TVec<TDim>> = inputs.iter().map(|f| f.shape.to_tvec()).collect();
+        Ok(tvec!(default.datum_type.fact(multi_broadcast(&shapes)?)))
+    }
+
+    /// Elementwise with broadcasting over inputs of one rank.
+    fn axes_mapping(
+        &self,
+        inputs: &[&TypedFact],
+        outputs: &[&TypedFact],
+    ) -> TractResult<AxesMapping> {
+        AxesMapping::natural(inputs, outputs)
+    }
+
+    /// As [`SelectjitIff`]'s.
+    fn change_axes(
+        &self,
+        model: &TypedModel,
+        node: &TypedNode,
+        io: InOut,
+        change: &AxisOp,
+    ) -> TractResult<Option<AxisChangeConsequence>> {
+        elementwise_change_axes(model, node, io, change)
+    }
 }

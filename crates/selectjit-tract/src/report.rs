@@ -1,5 +1,5 @@
-//! What the transform did: the selects it replaced, the predicates it folded,
-//! and the `Iff` nodes it left to tract, with the reason.
+//! What the transform did: the selects it replaced, the predicates it folded, the chains of
+//! selects it merged, and the `Iff` nodes it left to tract, with the reason.
 
 use std::fmt;
 
@@ -25,6 +25,15 @@ pub enum Predicate {
         /// The operand's datum type.
         dtype: String,
     },
+    /// `IsInf(x) And x > c` (`c` a finite constant; `<` for the negative sign), computed as
+    /// `x == +inf` (`-inf`): the `IsInf` and comparison nodes feeding only the `And` are gone
+    /// too.
+    InfOfSign {
+        /// `+inf` rather than `-inf`.
+        positive: bool,
+        /// The operand's datum type.
+        dtype: String,
+    },
 }
 
 impl fmt::Display for Predicate {
@@ -33,6 +42,10 @@ impl fmt::Display for Predicate {
             Predicate::Compare { op, dtype } => write!(f, "a {op} b ({dtype})"),
             Predicate::IsNan { dtype } => write!(f, "isnan ({dtype})"),
             Predicate::IsInf { dtype } => write!(f, "isinf ({dtype})"),
+            Predicate::InfOfSign { positive, dtype } => {
+                let sign = if *positive { '+' } else { '-' };
+                write!(f, "isinf and a comparison: a == {sign}inf ({dtype})")
+            }
         }
     }
 }
@@ -93,6 +106,20 @@ pub struct LeftAlone {
     pub reason: String,
 }
 
+/// A chain of replaced selects merged into one n-way select ([`crate::SelectjitChain`]): each
+/// `Where` but the innermost fed only the next one's `then` or `else`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Chained {
+    /// The `Where` nodes, outermost first; the merged node keeps the first one's name.
+    pub nodes: Vec<String>,
+    /// The elements' datum type, as tract names it.
+    pub dtype: String,
+    /// A forward chain (`Where(p(r), k, r)` over the previous result `r`, as `torch.onnx.export`
+    /// writes nan_to_num): the conditions are computed from the innermost input instead, and
+    /// each value is its constant as the outer `Where` nodes map it.
+    pub from_input: bool,
+}
+
 /// The outcome of [`crate::accelerate`].
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Report {
@@ -100,6 +127,11 @@ pub struct Report {
     pub replaced: Vec<Replaced>,
     /// The `Iff` nodes left alone.
     pub left_alone: Vec<LeftAlone>,
+    /// The chains merged into one n-way select each (their nodes are also in `replaced`).
+    pub chained: Vec<Chained>,
+    /// Replaced selects feeding another one's `then` or `else` that were not merged into its
+    /// chain, and why (they run as selects of their own).
+    pub not_chained: Vec<LeftAlone>,
 }
 
 impl Report {
@@ -117,15 +149,30 @@ impl Report {
     pub fn summary(&self) -> String {
         format!("replaced: {} ({} fused)", self.replaced.len(), self.fused())
     }
+
+    /// How many `Where` nodes the merged chains hold.
+    pub fn chained_nodes(&self) -> usize {
+        self.chained.iter().map(|c| c.nodes.len()).sum()
+    }
+
+    /// The chains line: `chained: K (N nodes)`, K chains holding N `Where` nodes.
+    pub fn chains_summary(&self) -> String {
+        format!(
+            "chained: {} ({} nodes)",
+            self.chained.len(),
+            self.chained_nodes()
+        )
+    }
 }
 
-/// The summary line, then one line per node.
+/// The summary line, the chains line, then one line per node and per chain.
 impl fmt::Display for Report {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         writeln!(f, "{}", self.summary())?;
+        writeln!(f, "{}", self.chains_summary())?;
         for r in &self.replaced {
             write!(f, "  replaced {} ({})", r.node, r.dtype)?;
-            if r.fused() {
+            if !r.folded_not.is_empty() {
                 write!(
                     f,
                     "; fused: Not {} (then/else swapped)",
@@ -142,8 +189,25 @@ impl fmt::Display for Report {
                 }
             }
         }
+        for c in &self.chained {
+            writeln!(
+                f,
+                "  chained {} ({}): one n-way select of {} branches{}",
+                c.nodes.join(" > "),
+                c.dtype,
+                c.nodes.len(),
+                if c.from_input {
+                    ", conditions computed from the innermost input"
+                } else {
+                    ""
+                }
+            )?;
+        }
         for l in &self.left_alone {
             writeln!(f, "  left alone {}: {}", l.node, l.reason)?;
+        }
+        for l in &self.not_chained {
+            writeln!(f, "  left alone (not chained) {}: {}", l.node, l.reason)?;
         }
         Ok(())
     }

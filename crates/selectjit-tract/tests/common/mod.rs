@@ -189,6 +189,7 @@ pub fn count_selectjit(model: &TypedModel) -> usize {
         .filter(|n| {
             n.op_is::<selectjit_tract::SelectjitIff>()
                 || n.op_is::<selectjit_tract::SelectjitPredIff>()
+                || n.op_is::<selectjit_tract::SelectjitChain>()
         })
         .count()
 }

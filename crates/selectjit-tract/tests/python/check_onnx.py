@@ -6,9 +6,11 @@ it (onnx.backend.test.case.node.collect_testcases) against their expected output
 
 Suites: every element type of Where that the command reads, the broadcast patterns of
 benches/cases.json (at small sizes), Greater / Less / Equal / GreaterOrEqual / LessOrEqual /
-IsNaN / IsInf / Not feeding Where, the fused-predicate bench expressions at small sizes, a masked
-self-attention block with a symbolic sequence length, and the ONNX node cases. Every Where of a
-graph must be replaced (the `replaced: N (F fused)` line says so).
+IsNaN / IsInf / Not feeding Where, the fused-predicate bench expressions at small sizes, chains
+of Where merged into one n-way select (nan_to_num, bucketing, clamps, chains nested on the then
+side, broadcast operands, and those that must stay apart), a masked self-attention block with a
+symbolic sequence length, and the ONNX node cases. Every Where of a graph must be replaced (the
+`replaced: N (F fused)` line says so); for the chains, the `chained: K (N nodes)` line too.
 
 Usage: check_onnx.py --bin PATH/selectjit-onnx --cases PATH/benches/cases.json
 Exits 1 if any check fails; prints what was skipped and why.
@@ -147,10 +149,11 @@ class Checker:
         return True
 
     def check(self, what, model, inputs, expected=None, fused=0, ort_exact=True, ort_tol=None,
-              tract_error=None):
+              tract_error=None, chained=None):
         """Runs `model` through tract + selectjit and tract alone; every Where must be replaced
-        (`fused` of them with a folded Not or predicate; None: any number); outputs bitwise
-        equal to each other, to `expected`
+        (`fused` of them with a folded Not or predicate; None: any number), and with `chained`
+        (K, N) the report must say `chained: K (N nodes)`; outputs bitwise equal to each other,
+        to `expected`
         (a list, if given) and to ONNX Runtime (bitwise if `ort_exact`, else within `ort_tol`).
         With `tract_error`, tract is expected to refuse the model with that message fragment,
         cleanly."""
@@ -177,6 +180,10 @@ class Checker:
         line = re.compile(rf"replaced: {wheres} \({n_fused} fused\)")
         if not any(line.fullmatch(ln) for ln in r.stdout.splitlines()):
             self.fail(what, f"expected '{line.pattern}' in:\n{r.stdout}")
+            return
+        if chained is not None and f"chained: {chained[0]} ({chained[1]} nodes)" not in \
+                r.stdout.splitlines():
+            self.fail(what, f"expected 'chained: {chained[0]} ({chained[1]} nodes)' in:\n{r.stdout}")
             return
         r2 = self.cli(path, inputs, plain, ["--no-selectjit"])
         if r2.returncode != 0:
@@ -353,6 +360,113 @@ def suite_fused_expressions(ck, rng):
         ck.check(f"fused bench expression {name}", m, inputs, expected=[exp], fused=1)
 
 
+def suite_chains(ck, rng):
+    """Chains of Where merged into one n-way select, and chains that must stay apart."""
+    for dt in [np.float16, np.float32, np.float64]:
+        # nan_to_num over x: Where(isnan(x), 0, Where(x == inf, max, Where(x == -inf, min, x))).
+        fi = np.finfo(dt)
+        consts = {"zero": np.array(0, dt), "pinf": np.array(np.inf, dt),
+                  "ninf": np.array(-np.inf, dt), "big": np.array(fi.max, dt),
+                  "small": np.array(fi.min, dt)}
+        nodes = [helper.make_node("IsNaN", ["x"], ["c_nan"], name="isnan"),
+                 helper.make_node("Equal", ["x", "pinf"], ["c_pinf"], name="is_pinf"),
+                 helper.make_node("Equal", ["x", "ninf"], ["c_ninf"], name="is_ninf"),
+                 helper.make_node("Where", ["c_ninf", "small", "x"], ["r_ninf"], name="w_ninf"),
+                 helper.make_node("Where", ["c_pinf", "big", "r_ninf"], ["r_pinf"], name="w_pinf"),
+                 helper.make_node("Where", ["c_nan", "zero", "r_pinf"], ["out"], name="w_nan")]
+        m = graph_model(nodes, [vi("x", dt, (6, 9))], [vi("out", dt, None)],
+                        [numpy_helper.from_array(v, n) for n, v in consts.items()], opset=20)
+        x = random(dt, (6, 9), rng)
+        # tract has no f64 kernel for IsNaN: it refuses such graphs when analysing.
+        err = "analysing" if dt == np.float64 else None
+        ck.check(f"nan_to_num chain {np.dtype(dt)}", m, {"x": x}, expected=[np.nan_to_num(x)],
+                 fused=3, chained=(1, 3), tract_error=err)
+    # nan_to_num as torch.onnx.export writes it: the NaN Where innermost, each outer condition
+    # reading the inner result (IsInf(r) And r > 0): merged with its conditions computed from x,
+    # each value its constant as the outer Where nodes map it (NaN -> +inf -> the +inf value).
+    f32 = np.float32
+    big, small = np.finfo(f32).max, np.finfo(f32).min
+    for nan, posinf, neginf in [(0, big, small), (np.inf, big, small), (-np.inf, np.inf, -1)]:
+        consts = {"k_nan": np.array([nan], f32), "k_pinf": np.array([posinf], f32),
+                  "k_ninf": np.array([neginf], f32), "zero": np.array([0], f32)}
+        m = graph_model([
+            helper.make_node("IsNaN", ["x"], ["c_nan"], name="isnan"),
+            helper.make_node("Where", ["c_nan", "k_nan", "x"], ["r1"], name="w_nan"),
+            helper.make_node("IsInf", ["r1"], ["i1"], name="isinf1"),
+            helper.make_node("Greater", ["r1", "zero"], ["g1"], name="gt"),
+            helper.make_node("And", ["i1", "g1"], ["c_pinf"], name="and1"),
+            helper.make_node("Where", ["c_pinf", "k_pinf", "r1"], ["r2"], name="w_pinf"),
+            helper.make_node("IsInf", ["r2"], ["i2"], name="isinf2"),
+            helper.make_node("Less", ["r2", "zero"], ["l2"], name="lt"),
+            helper.make_node("And", ["i2", "l2"], ["c_ninf"], name="and2"),
+            helper.make_node("Where", ["c_ninf", "k_ninf", "r2"], ["out"], name="w_ninf"),
+        ], [vi("x", f32, (6, 9))], [vi("out", f32, None)],
+            [numpy_helper.from_array(v, n) for n, v in consts.items()])
+        x = random(f32, (6, 9), rng)
+        r1 = np.where(np.isnan(x), consts["k_nan"], x)
+        r2 = np.where(np.isinf(r1) & (r1 > 0), consts["k_pinf"], r1)
+        exp = np.where(np.isinf(r2) & (r2 < 0), consts["k_ninf"], r2)
+        ck.check(f"nan_to_num({nan}, {posinf}, {neginf}) as torch exports it", m, {"x": x},
+                 expected=[exp], fused=3, chained=(1, 3))
+    # Bucketing: i32 d into i64 buckets.
+    d = random(np.int32, (5, 7), rng)
+    d.ravel()[:6] = [-1000001, -1000000, -1, 0, 999999, 1000000]
+    consts = {"t1": np.array(-1000000, np.int32), "t2": np.array(0, np.int32),
+              "t3": np.array(1000000, np.int32), **{f"b{i}": np.array(i, np.int64)
+                                                     for i in range(4)}}
+    m = graph_model([
+        helper.make_node("Less", ["d", "t1"], ["c1"], name="lt1"),
+        helper.make_node("Less", ["d", "t2"], ["c2"], name="lt2"),
+        helper.make_node("Less", ["d", "t3"], ["c3"], name="lt3"),
+        helper.make_node("Where", ["c3", "b2", "b3"], ["r3"], name="w3"),
+        helper.make_node("Where", ["c2", "b1", "r3"], ["r2"], name="w2"),
+        helper.make_node("Where", ["c1", "b0", "r2"], ["out"], name="w1"),
+    ], [vi("d", np.int32, (5, 7))], [vi("out", np.int64, None)],
+        [numpy_helper.from_array(v, n) for n, v in consts.items()])
+    exp = np.select([d < -1000000, d < 0, d < 1000000], [0, 1, 2], 3).astype(np.int64)
+    ck.check("bucketing chain i32 -> i64", m, {"d": d}, expected=[exp], fused=3, chained=(1, 3))
+    # Clamps: scalar bounds, bounds broadcast along an axis.
+    for dt in [np.float32, np.int16, np.uint8]:
+        for bshape in [(), (1, 6)]:
+            lo_v, hi_v = (40, 200) if dt == np.uint8 else (-1000, 1000) if dt == np.int16 \
+                else (-1.5, 1.5)
+            lo, hi = np.full(bshape, lo_v, dt), np.full(bshape, hi_v, dt)
+            x = random(dt, (4, 6), rng)
+            m = graph_model([
+                helper.make_node("Less", ["x", "lo"], ["c_lo"], name="lt"),
+                helper.make_node("Greater", ["x", "hi"], ["c_hi"], name="gt"),
+                helper.make_node("Where", ["c_hi", "hi", "x"], ["r"], name="w_hi"),
+                helper.make_node("Where", ["c_lo", "lo", "r"], ["out"], name="w_lo"),
+            ], [vi("x", dt, (4, 6))], [vi("out", dt, None)],
+                [numpy_helper.from_array(lo, "lo"), numpy_helper.from_array(hi, "hi")])
+            with np.errstate(invalid="ignore"):
+                exp = np.where(x < lo, lo, np.where(x > hi, hi, x))
+            ck.check(f"clamp chain {np.dtype(dt)} bounds {bshape}", m, {"x": x}, expected=[exp],
+                     fused=2, chained=(1, 2))
+    # Masks and values of several shapes: nested on the then side, on the else side then the
+    # then side; an inner Where that is also an output (not merged).
+    shapes = {"c1": (2, 1, 5), "c2": (1, 3, 1), "c3": (5,), "a": (3, 1), "b": (), "c": (2, 3, 5),
+              "d": (1, 5)}
+    vals = {n: random(np.bool_ if n[0] == "c" and len(n) == 2 else f32, s, rng)
+            for n, s in shapes.items()}
+    graph_inputs = [vi(n, v.dtype, v.shape) for n, v in vals.items()]
+    c1, c2, c3, a, b, c, d = (vals[n] for n in shapes)
+    graphs = [
+        ("then side", [("w2", ["c2", "b", "c"], "r2"), ("w1", ["c1", "r2", "a"], "out")],
+         np.where(c1, np.where(c2, b, c), a), (1, 2), ["out"]),
+        ("else then", [("w3", ["c3", "c", "d"], "r3"), ("w2", ["c2", "r3", "b"], "r2"),
+                       ("w1", ["c1", "a", "r2"], "out")],
+         np.where(c1, a, np.where(c2, np.where(c3, c, d), b)), (1, 3), ["out"]),
+        ("inner exported", [("w2", ["c2", "b", "c"], "r2"), ("w1", ["c1", "a", "r2"], "out")],
+         None, (0, 0), ["out", "r2"]),
+    ]
+    for name, ws, exp, chain, outs in graphs:
+        m = graph_model([helper.make_node("Where", i, [o], name=n) for n, i, o in ws],
+                        graph_inputs, [vi(o, f32, None) for o in outs])
+        ck.check(f"chain {name} (broadcast)", m, dict(vals),
+                 expected=None if exp is None else [exp], chained=chain)
+
+
 def suite_attention(ck, rng):
     b, h, d = 2, 3, 4
     qkv = lambda n: vi(n, np.float32, [b, h, "S", d])
@@ -435,6 +549,7 @@ def main():
                       lambda: suite_bench_patterns(ck, rng, args.cases),
                       lambda: suite_predicates(ck, rng),
                       lambda: suite_fused_expressions(ck, rng),
+                      lambda: suite_chains(ck, rng),
                       lambda: suite_attention(ck, rng),
                       lambda: suite_node_cases(ck)]:
             suite()
