@@ -38,12 +38,13 @@ impl<'a, T> From<TensorRef<'a, T>> for Choice<'a, T> {
     }
 }
 
-/// Output bytes per tile: the output tile and the operands' tiles stay in L2 (1 MiB per core and
-/// more on current x86 and Arm server cores) while the k passes run over them. Smaller tiles
-/// would stay in L1 but pay the two-way call's overhead (about 1 µs for an in-place predicate
-/// call, which plans its layout) once per branch and tile: measured on 16M f32 with three
-/// branches, 8 KiB tiles take 4x the time of 256 KiB ones, 128 KiB tiles 1.04x.
-const TILE_BYTES: usize = 256 * 1024;
+/// Bytes of a tile, the output's and every operand's elements counted: they stay in the caches
+/// (L2 and the L3 slices next to it) while the k passes run over them. Measured on the n-way
+/// bench cases (a Zen 4 host with 1 MiB of L2 per core and 32 MiB of L3, single-threaded):
+/// budgets of 512 KiB to 4 MiB are within noise of each other on the large cases, 8 MiB and more
+/// lose up to 1.3x on the 16M-element ones, and tiles of 8 KiB of output took 4x the time of
+/// 256 KiB ones on 16M f32 (the two-way call's overhead, once per branch and tile).
+const TILE_BYTES: usize = 2 << 20;
 
 /// An operand validated and placed in the output's index space: its shape and element strides
 /// padded on the left to the output's rank, its first element, its bytes and element width.
@@ -308,7 +309,8 @@ impl Engine {
         out: TensorMut<'_, u8>,
         mode: Broadcast,
     ) -> Result<()> {
-        let tile = (TILE_BYTES / dtype.width()).max(1);
+        // A flat call of at most one tile's output (its operands then fit in the tile too).
+        let tile = (TILE_BYTES / 2 / dtype.width()).max(1);
         if mode == Broadcast::Numpy {
             let (shape, strides, offset) = (out.shape(), out.strides(), out.offset());
             let len = out.data().len() / dtype.width();
@@ -325,7 +327,7 @@ impl Engine {
                 None => {}
             }
         }
-        self.select_n_tiled(dtype, conds, values, default, out, mode, tile)
+        self.select_n_tiled(dtype, conds, values, default, out, mode, None)
     }
 
     /// A call [`flat_call`] accepted: the last branch over the default, then each earlier
@@ -381,7 +383,8 @@ impl Engine {
     }
 
     /// [`Engine::select_n_bytes`] in tiles of at most `tile` output elements (at least one
-    /// innermost row, whatever its size).
+    /// innermost row, whatever its size); `None`: as many as [`TILE_BYTES`] hold with the
+    /// output's and every operand's elements.
     #[allow(clippy::too_many_arguments)]
     pub(crate) fn select_n_tiled(
         &self,
@@ -391,7 +394,7 @@ impl Engine {
         default: Choice<'_, u8>,
         out: TensorMut<'_, u8>,
         mode: Broadcast,
-        tile: usize,
+        tile: Option<usize>,
     ) -> Result<()> {
         let k = conds.len();
         if k == 0 {
@@ -546,6 +549,8 @@ impl Engine {
             scratch: reads_out,
             spans,
         };
+        let per_elem = w + placed.iter().map(|p| p.width).sum::<usize>();
+        let tile = tile.unwrap_or((TILE_BYTES / per_elem).max(1));
         run.tiles(ob, oshape, tile)
     }
 }
@@ -903,7 +908,7 @@ mod tests {
                     ost[rank - 1] = -1;
                     ooff = shape[rank - 1] - 1;
                 }
-                let run = |tile: usize| -> Vec<u32> {
+                let run = |tile: Option<usize>| -> Vec<u32> {
                     let xv = TensorRef::new(&xs, &shape);
                     let mut conds: Vec<Cond<'_>> = masks
                         .iter()
@@ -937,9 +942,13 @@ mod tests {
                     .unwrap();
                     out.iter().map(|v| v.to_bits()).collect()
                 };
-                let whole = run(usize::MAX);
+                let whole = run(Some(usize::MAX));
                 for tile in [1, 3, 7, 64] {
-                    assert_eq!(run(tile), whole, "{backend:?} shape {shape:?} tile {tile}");
+                    assert_eq!(
+                        run(Some(tile)),
+                        whole,
+                        "{backend:?} shape {shape:?} tile {tile}"
+                    );
                 }
             }
         }
