@@ -32,6 +32,7 @@ import sys
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
+sys.dont_write_bytecode = True  # no __pycache__ of peers.py left in the checkout
 import peers as P  # noqa: E402  (the shared harness: inputs, timing, checks, peers' setup)
 
 np = P.np
