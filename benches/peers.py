@@ -309,7 +309,8 @@ CMP = {">": "greater", ">=": "greater_equal", "<": "less", "<=": "less_equal",
 
 
 def make_fused_inputs(case):
-    """The case's variables as fused_cases.json describes them: one generator seeded by the
+    """The case's variables as fused_cases.json (and nway_cases.json, with its fills nan_inf,
+    int_range:LO:HI and bool:P) describes them: one generator seeded by the
     CRC-32 of the case's name, drawn by the variables in file order. (selectjit bench draws the
     same distributions from its own generator: equal in kind, not bit for bit.)"""
     rng = np.random.default_rng(zlib.crc32(case["name"].encode()))
@@ -333,6 +334,18 @@ def make_fused_inputs(case):
             a[u < 0.12] = -np.inf
             a[u < 0.11] = np.inf
             a[u < 0.10] = np.nan
+        elif fill == "nan_inf":  # nway_cases.json: 2% NaN, 1% +inf, 1% -inf, 1% -0.0
+            a = rng.standard_normal(shape)
+            u = rng.random(shape)
+            a[u < 0.05] = -0.0
+            a[u < 0.04] = -np.inf
+            a[u < 0.03] = np.inf
+            a[u < 0.02] = np.nan
+        elif fill.startswith("int_range:"):  # nway_cases.json: uniform integers in [LO, HI)
+            lo, hi = (int(t) for t in fill.split(":")[1:])
+            a = rng.integers(lo, hi, shape)
+        elif fill.startswith("bool:"):  # nway_cases.json: true with probability P
+            a = rng.random(shape) < float(fill.split(":")[1])
         elif fill == "mask01":
             cols = shape[-1]
             zeros = (rng.random(n // cols) * 0.3 * cols).astype(np.int64)
@@ -978,6 +991,11 @@ def selectjit_peer(exe, tmp):
 def timeit(fns, rounds, min_batch_ns):
     """Median ns per call of each function: each is calibrated to batches of at least
     `min_batch_ns`, then every round runs one batch of each in turn (as src/bench.rs)."""
+    return [med for _, med in timeit_stats(fns, rounds, min_batch_ns)]
+
+
+def timeit_stats(fns, rounds, min_batch_ns):
+    """(best, median) ns per call of each function, batches and rounds as `timeit`'s."""
     def batch(f, reps):
         t = time.perf_counter_ns()
         for _ in range(reps):
@@ -996,7 +1014,7 @@ def timeit(fns, rounds, min_batch_ns):
         for k, f in enumerate(fns):
             times[k].append(batch(f, reps[k]))
     gc.enable()
-    return [sorted(t)[len(t) // 2] for t in times]
+    return [(min(t), sorted(t)[len(t) // 2]) for t in times]
 
 
 # ---------------------------------------------------------------- correctness
