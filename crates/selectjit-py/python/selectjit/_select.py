@@ -16,6 +16,17 @@ from ._selectjit import _select_n
 __all__ = ["select", "nan_to_num"]
 
 _WEAK = (int, float, complex)
+# Python scalars converted to a dtype (read-only 0-d arrays), a bounded cache.
+_SCALARS = {}
+
+
+def _broadcast(shapes):
+    """numpy's broadcast of `shapes` (its errors too), without numpy's call when every shape is
+    one and the same or `()`."""
+    first = max(shapes, key=len)
+    if all(s == first or s == () for s in shapes):
+        return first
+    return np.broadcast_shapes(*shapes)
 
 
 def _converted(value, dtype, casting):
@@ -23,8 +34,25 @@ def _converted(value, dtype, casting):
     (numpy.select fills its result with `copyto`, from its arguments made arrays: a Python
     scalar is then an int64 / float64 / complex128 array, not weak): the array itself when it
     already has that dtype."""
-    if type(value) is np.ndarray and value.dtype == dtype:
+    t = type(value)
+    if t is np.ndarray and value.dtype == dtype:
         return value
+    if isinstance(value, np.generic) and value.dtype == dtype:
+        return np.asarray(value)
+    if t in _WEAK:
+        # Python scalars: numpy's conversion of one, remembered (their repr tells -0.0 from
+        # 0.0 and NaN from a number).
+        key = (dtype, t, repr(value), casting)
+        r = _SCALARS.get(key)
+        if r is None:
+            a = np.asarray(value)
+            r = np.empty(a.shape, dtype)
+            np.copyto(r, a, casting=casting)
+            r.flags.writeable = False
+            if len(_SCALARS) >= 256:
+                _SCALARS.clear()
+            _SCALARS[key] = r
+        return r
     a = np.asarray(value)
     r = np.empty(a.shape, dtype)
     np.copyto(r, a, casting=casting)
@@ -66,12 +94,12 @@ def select(condlist, choicelist, default=0, *, out=None):
         raise TypeError(msg) from None
     # The conditions as numpy.broadcast_arrays takes them, lazy predicates kept lazy.
     conds = [c if isinstance(c, Predicate) else np.asarray(c) for c in condlist]
-    cshape = np.broadcast_shapes(*(np.shape(c) for c in conds))
-    vshape = np.broadcast_shapes(*(np.shape(c) for c in choices))
+    cshape = _broadcast([np.shape(c) for c in conds])
+    vshape = _broadcast([np.shape(c) for c in choices])
     for i, c in enumerate(conds):
         if c.dtype.type is not np.bool_:
             raise TypeError(f"invalid entry {i} in condlist: should be boolean ndarray")
-    shape = cshape if len(vshape) == 0 else np.broadcast_shapes(cshape, vshape)
+    shape = cshape if len(vshape) == 0 else _broadcast([cshape, vshape])
     # Each value as numpy's copyto converts it into the result: the choices under
     # `same_kind`, the default (numpy.full) under `unsafe`.
     try:
