@@ -4,11 +4,13 @@
 //!   predicates of every comparison and test over every real dtype, with NaN payloads, ±0 and
 //!   ±inf among the compared values; negation; broadcast operands and scalars; values and the
 //!   default read from the output in place, predicates over the output; outputs spanning
-//!   several tiles) on every engine, bytewise against an oracle written here: each condition
+//!   several tiles) on every engine (an engine on an ahead-of-time table too), bytewise against an oracle written here: each condition
 //!   computed alone by the interpreter as a 0/1 mask, each value broadcast alone by the
 //!   interpreter, then the first true condition picked element by element.
 //! * Errors: nothing is written.
 
+#[path = "common/aot_host.rs"]
+mod aot_host;
 mod common;
 #[path = "common/rng.rs"]
 mod rng;
@@ -319,7 +321,13 @@ fn oracle(c: &Case) -> Result<Vec<u8>, String> {
 }
 
 fn check_cases(seeds: std::ops::Range<u64>, big: bool) {
-    let engines = common::all_engines(&EngineConfig::new());
+    let mut engines = common::all_engines(&EngineConfig::new());
+    // No code generator: the two-way calls of an n-way select on an ahead-of-time table's
+    // shape-generic kernels of rank 1 and 2 (else the static kernels).
+    engines.push((
+        "aot".to_string(),
+        aot_host::aot_only_engine(EngineConfig::new(), aot_host::generic_rank2_table()),
+    ));
     let mut checked = 0;
     for seed in seeds {
         let c = gen_case(seed, big);
@@ -352,6 +360,8 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) {
         checked += 1;
     }
     eprintln!("{checked} cases checked on {} engines", engines.len());
+    let aot = &engines.last().expect("engines").1;
+    assert!(aot.stats().aot_generic_runs > 0, "the table ran no call");
     assert!(checked > 0, "every case was refused");
 }
 
