@@ -1329,3 +1329,52 @@ fn run_n_way_select() {
     assert!(err.contains("must be a bool array"), "{err}");
     assert!(!out.exists());
 }
+
+/// `explain --when C --value S ... --else D`: the n-way call's output shape, how it runs, and
+/// each branch's two-way call (the last over the default, the others in place).
+#[test]
+fn explain_n_way_select() {
+    let os = std::ffi::OsStr::new;
+    let (code, out, err) = cmd(&[
+        os("explain"),
+        os("--dtype"),
+        os("f32"),
+        os("--var"),
+        os("x=f32:4,256"),
+        os("--when"),
+        os("isnan(x)"),
+        os("--value"),
+        os(""),
+        os("--when"),
+        os("x > 0"),
+        os("--value"),
+        os("256"),
+        os("--else"),
+        os("4,256"),
+        os("--no-measure"),
+    ]);
+    assert_eq!(code, 0, "{err}");
+    assert!(out.starts_with("n-way select of 2 branches"), "{out}");
+    assert!(out.contains("output [4,256] f32"), "{out}");
+    let b2 = out
+        .find("== branch 2 of 2: x > 0 ? value [256] : the default")
+        .expect(&out);
+    let b1 = out
+        .find("== branch 1 of 2: isnan(x) ? value [] : the output (in place)")
+        .expect(&out);
+    assert!(b2 < b1, "{out}");
+    // One --value short: an error.
+    let (code, _, err) = cmd(&[
+        os("explain"),
+        os("--dtype"),
+        os("f32"),
+        os("--var"),
+        os("x=f32:4"),
+        os("--when"),
+        os("isnan(x)"),
+        os("--else"),
+        os("4"),
+    ]);
+    assert_ne!(code, 0);
+    assert!(err.contains("1 --when but 0 --value"), "{err}");
+}
