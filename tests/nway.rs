@@ -98,8 +98,22 @@ fn elems(r: &mut Rng, dt: DType, n: usize) -> Vec<u8> {
         .collect()
 }
 
-/// A shape that broadcasts into `out`: a suffix of it, some dims set to 1.
+thread_local! {
+    /// Whether this thread's cases are flat: every operand of the output's shape or a scalar
+    /// (the calls whose branches run on the operands as given, when of one tile).
+    static FLAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// A shape that broadcasts into `out`: a suffix of it, some dims set to 1 (flat cases: `out`
+/// itself or a scalar).
 fn sub_shape(r: &mut Rng, out: &[usize]) -> Vec<usize> {
+    if FLAT.with(|f| f.get()) {
+        return if r.below(3) == 0 {
+            Vec::new()
+        } else {
+            out.to_vec()
+        };
+    }
     let drop = r.below(out.len() + 1);
     out[drop..]
         .iter()
@@ -368,6 +382,13 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) {
 #[test]
 fn small_calls_match_the_oracle_on_every_engine() {
     check_cases(0..400, false);
+}
+
+#[test]
+fn flat_calls_match_the_oracle_on_every_engine() {
+    FLAT.with(|f| f.set(true));
+    check_cases(2000..2400, false);
+    check_cases(3000..3016, true);
 }
 
 #[test]
