@@ -467,6 +467,12 @@ fn fast<'py>(
     let Some(ka) = array_key(aa) else {
         return Ok(None);
     };
+    // A numpy scalar is, to numpy 2's promotion (NEP 50), its 0-d array.
+    let b0 = match b {
+        Some(x) if crate::np::is_numpy_scalar(x) => Some(crate::np::from_any(x)?.into_any()),
+        _ => None,
+    };
+    let b = b0.as_ref().or(b);
     let (kb, weak) = match b {
         None => (None, None),
         Some(b) if crate::np::is_exact_ndarray(b) => {

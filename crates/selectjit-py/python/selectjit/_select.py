@@ -16,6 +16,7 @@ from ._selectjit import _select_n
 __all__ = ["select", "nan_to_num"]
 
 _WEAK = (int, float, complex)
+_BOOL = np.dtype(bool)
 # Python scalars converted to a dtype (read-only 0-d arrays), a bounded cache.
 _SCALARS = {}
 
@@ -85,6 +86,10 @@ def select(condlist, choicelist, default=0, *, out=None):
         raise ValueError("list of cases must be same length as list of conditions")
     if len(condlist) == 0:
         raise ValueError("select with an empty condition list is not possible")
+    if out is None:
+        r = _select_fast(condlist, choicelist, default)
+        if r is not None:
+            return r
     choices = [c if type(c) in _WEAK else np.asarray(c) for c in choicelist]
     choices.append(default if type(default) in _WEAK else np.asarray(default))
     try:
@@ -121,6 +126,43 @@ def select(condlist, choicelist, default=0, *, out=None):
             np.copyto(out, r)
             r = out
     return r
+
+
+def _select_fast(condlist, choicelist, default):
+    """`select` of the common call with numpy's checks short-cut, or None: every choice and the
+    default an exact ndarray or numpy scalar of one dtype (which is then numpy's result dtype,
+    converting nothing), every condition a lazy predicate or a bool ndarray, every shape either
+    one and the same or `()` (which is then numpy's broadcast)."""
+    dt = None
+    shape = ()
+    values = []
+    for v in (*choicelist, default):
+        t = type(v)
+        if t is not np.ndarray and not isinstance(v, np.generic):
+            return None
+        d = v.dtype
+        if dt is None:
+            dt = d
+        elif d != dt:
+            return None
+        s = v.shape
+        if s:
+            if shape and s != shape:
+                return None
+            shape = s
+        values.append(v if t is np.ndarray else np.asarray(v))
+    for c in condlist:
+        if isinstance(c, Predicate):
+            s = c.shape
+        elif type(c) is np.ndarray and c.dtype == _BOOL:
+            s = c.shape
+        else:
+            return None
+        if s:
+            if shape and s != shape:
+                return None
+            shape = s
+    return _select_n(list(condlist), values[:-1], values[-1], dt, list(shape), None)
 
 
 def _limits(dtype):
