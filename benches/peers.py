@@ -701,15 +701,42 @@ def import_jax():
     return jax
 
 
+def jax_fn(vs, body):
+    """`jax.jit(body)` on the CPU over the array variables of `vs` (put on the device first),
+    scalars as constants of their dtype (literals in user code); `body` takes the variables by
+    name. Returns (call, result): each call waits for its result (`block_until_ready`)."""
+    jax = import_jax()
+    names = [k for k, v in vs.items() if v.ndim]
+    consts = {k: v for k, v in vs.items() if not v.ndim}
+
+    def fn(*args):
+        return body(dict(consts, **dict(zip(names, args))))
+    try:
+        jfn = jax.jit(fn)
+        args = [jax.device_put(vs[k]) for k in names]
+        for a in args:
+            a.block_until_ready()
+    except Exception as e:
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    box = [None]
+
+    def call():
+        box[0] = jfn(*args).block_until_ready()
+    try:
+        call()
+    except Exception as e:
+        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
+    call.keep = args
+    return call, lambda: np.asarray(box[0])
+
+
 def jax_peer(tree, vs):
     """JAX: `jax.jit(lambda x: jnp.where(x > zero, x, zero))` on the CPU, array operands put on
     the device beforehand, scalars as constants of their dtype (as literals in user code),
     x64 enabled (f64 / i64 stay 64-bit); each call waits for its result
     (`block_until_ready`)."""
-    jax = import_jax()
+    import_jax()
     jnp = import_peer("jax.numpy", "jax[cpu]")
-    names = [k for k, v in vs.items() if v.ndim]
-    consts = {k: v for k, v in vs.items() if not v.ndim}
 
     def cond(c, env):
         if c[0] == "not":
@@ -718,27 +745,7 @@ def jax_peer(tree, vs):
             return getattr(jnp, c[1])(env[c[2][1]])
         return getattr(jnp, CMP[c[1]])(env[c[2][1]], env[c[3][1]])
     _, c, a, b = tree
-
-    def where(*args):
-        env = dict(consts, **dict(zip(names, args)))
-        return jnp.where(cond(c, env), env[a[1]], env[b[1]])
-    try:
-        fn = jax.jit(where)
-        args = [jax.device_put(vs[k]) for k in names]
-        for x in args:
-            x.block_until_ready()
-    except Exception as e:
-        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
-    box = [None]
-
-    def call():
-        box[0] = fn(*args).block_until_ready()
-    try:
-        call()
-    except Exception as e:
-        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
-    call.keep = args
-    return call, lambda: np.asarray(box[0])
+    return jax_fn(vs, lambda env: jnp.where(cond(c, env), env[a[1]], env[b[1]]))
 
 
 def numba_peer(tree, vs):

@@ -220,34 +220,6 @@ def selectjit_ntn(tree, vs):
     return call, lambda: box[0]
 
 
-def jax_fn(tree, vs, body):
-    """`jax.jit(body)` on the CPU over the array variables (put on the device first), scalars
-    as constants of their dtype (literals in user code); each call waits for its result."""
-    jax = P.import_jax()
-    names = [k for k, v in vs.items() if v.ndim]
-    consts = {k: v for k, v in vs.items() if not v.ndim}
-
-    def fn(*args):
-        return body(dict(consts, **dict(zip(names, args))))
-    try:
-        jfn = jax.jit(fn)
-        args = [jax.device_put(vs[k]) for k in names]
-        for a in args:
-            a.block_until_ready()
-    except Exception as e:
-        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
-    box = [None]
-
-    def call():
-        box[0] = jfn(*args).block_until_ready()
-    try:
-        call()
-    except Exception as e:
-        raise NotAvailable(str(e).strip().splitlines()[0][:120]) from e
-    call.keep = args
-    return call, lambda: np.asarray(box[0])
-
-
 def jax_select(tree, vs):
     P.import_jax()
     jnp = P.import_peer("jax.numpy", "jax[cpu]")
@@ -261,15 +233,15 @@ def jax_select(tree, vs):
         if c[0] == "test":
             return getattr(jnp, c[1])(env[c[2][1]])
         return getattr(jnp, CMP[c[1]])(env[c[2][1]], env[c[3][1]])
-    return jax_fn(tree, vs, lambda env: jnp.select([cond(c, env) for c in conds],
-                                                   [env[v] for v in values], env[d]))
+    return P.jax_fn(vs, lambda env: jnp.select([cond(c, env) for c in conds],
+                                              [env[v] for v in values], env[d]))
 
 
 def jax_ntn(tree, vs):
     P.import_jax()
     jnp = P.import_peer("jax.numpy", "jax[cpu]")
     x = nan_to_num_of(tree, vs)
-    return jax_fn(tree, {x: vs[x]}, lambda env: jnp.nan_to_num(env[x]))
+    return P.jax_fn({x: vs[x]}, lambda env: jnp.nan_to_num(env[x]))
 
 
 def numexpr_select(tree, vs):

@@ -1204,7 +1204,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
     };
     let (mask_engine_ns, mask_rust_ns) = (mask_t[0], mask_t.get(1).copied());
     let rust_mask = mask_rust_ns.is_some_and(|r| r <= mask_engine_ns);
-    let mut fs: Vec<Box<dyn FnMut() + '_>> = vec![
+    let fs: Vec<Box<dyn FnMut() + '_>> = vec![
         Box::new(|| {
             inp.run(&auto, &mut out_cell.borrow_mut())
                 .expect("validated above")
@@ -1244,16 +1244,7 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
             .expect("available")
         })
     };
-    fs.extend(kinds.iter().map(|&k| copy(k)));
-    let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
-    let t = interleaved(opts, &mut refs);
-    drop(refs);
-    drop(fs);
-    let mut nt_fs: Vec<Box<dyn FnMut() + '_>> = nt_kinds.iter().map(|&k| copy(k)).collect();
-    let mut refs: Vec<&mut dyn FnMut()> = nt_fs.iter_mut().map(|f| &mut **f as _).collect();
-    let nt_t = interleaved(opts, &mut refs);
-    drop(refs);
-    drop(nt_fs);
+    let (t, nt_t) = time_with_copies(opts, fs, &copy, &kinds, &nt_kinds);
     // The copies wrote over the output last: one more call of each, checked.
     let mut out_fused = out_cell.into_inner();
     out_fused.fill(0);
@@ -1296,6 +1287,31 @@ pub fn measure_fused(case: &FusedCase, opts: Options) -> Result<FusedMeasurement
         fused_over_unfused: fused_ns / unfused_ns,
         fused_over_roofline: fused_ns / roofline_ns,
     })
+}
+
+/// Times `fs` interleaved with the copies `copy` makes of `kinds`, then the copies of
+/// `nt_kinds` (non-temporal: their own rounds, right after): the times in that order, of each
+/// list.
+pub(crate) fn time_with_copies<'a>(
+    opts: Options,
+    mut fs: Vec<Box<dyn FnMut() + 'a>>,
+    copy: &dyn Fn(CopyKind) -> Box<dyn FnMut() + 'a>,
+    kinds: &[CopyKind],
+    nt_kinds: &[CopyKind],
+) -> (Vec<f64>, Vec<f64>) {
+    fs.extend(kinds.iter().map(|&k| copy(k)));
+    let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
+    let t = interleaved(opts, &mut refs);
+    drop(refs);
+    drop(fs);
+    let mut nt_fs: Vec<Box<dyn FnMut() + 'a>> = nt_kinds.iter().map(|&k| copy(k)).collect();
+    let mut refs: Vec<&mut dyn FnMut()> = nt_fs.iter_mut().map(|f| &mut **f as _).collect();
+    let nt_t = if refs.is_empty() {
+        Vec::new()
+    } else {
+        interleaved(opts, &mut refs)
+    };
+    (t, nt_t)
 }
 
 /// The copy of a fused case's roofline on the call's own memory: `n` bytes read from its

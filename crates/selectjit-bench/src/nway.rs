@@ -22,7 +22,7 @@ use crate::fused::{
     pred_shape,
 };
 use crate::roofline::CopyKind;
-use crate::{Options, PageBuf, interleaved, numel, single};
+use crate::{Options, PageBuf, numel, single};
 use selectjit::{
     Backend, Broadcast, Choice, Cond, DType, Engine, Error, InPlace, Result, TensorMut, TensorRef,
     Tier, output_shape,
@@ -544,7 +544,7 @@ pub fn measure_nway(case: &NwayCase, opts: Options) -> Result<NwayMeasurement> {
     let mut spill = PageBuf::zeroed(copy_bytes.saturating_sub(ob));
     let out_cell = RefCell::new(out);
     let (inp, calls) = (&inp, &calls);
-    let mut fs: Vec<Box<dyn FnMut() + '_>> = vec![
+    let fs: Vec<Box<dyn FnMut() + '_>> = vec![
         Box::new(|| {
             calls
                 .nway(&nw, &mut out_cell.borrow_mut())
@@ -571,20 +571,7 @@ pub fn measure_nway(case: &NwayCase, opts: Options) -> Result<NwayMeasurement> {
             .expect("available")
         })
     };
-    fs.extend(kinds.iter().map(|&k| copy(k)));
-    let mut refs: Vec<&mut dyn FnMut()> = fs.iter_mut().map(|f| &mut **f as _).collect();
-    let t = interleaved(opts, &mut refs);
-    drop(refs);
-    drop(fs);
-    let mut nt_fs: Vec<Box<dyn FnMut() + '_>> = nt_kinds.iter().map(|&k| copy(k)).collect();
-    let mut refs: Vec<&mut dyn FnMut()> = nt_fs.iter_mut().map(|f| &mut **f as _).collect();
-    let nt_t = if refs.is_empty() {
-        Vec::new()
-    } else {
-        interleaved(opts, &mut refs)
-    };
-    drop(refs);
-    drop(nt_fs);
+    let (t, nt_t) = crate::fused::time_with_copies(opts, fs, &copy, &kinds, &nt_kinds);
     // The copies wrote over the output last: one more call of each, checked.
     let mut out = out_cell.into_inner();
     out.fill(0);
