@@ -230,6 +230,17 @@ impl<'py> Operand<'py> {
         }
     }
 
+    /// The library's tensor over `b` (this operand's bytes, or none for an in-place side) with
+    /// `shape`: row-major contiguous views go without strides (the library's fast path for
+    /// same-shape contiguous calls needs that).
+    pub(crate) fn tensor<'a>(&'a self, b: &'a [u8], shape: &'a [usize]) -> TensorRef<'a, u8> {
+        if self.view.contiguous {
+            TensorRef::new(b, shape)
+        } else {
+            TensorRef::with_layout(b, shape, &self.view.strides, self.view.offset)
+        }
+    }
+
     pub(crate) fn overlaps(&self, other: &Operand<'_>) -> bool {
         self.view.len != 0 && other.view.len != 0 && layout::overlaps(self.range, other.range)
     }
@@ -951,11 +962,7 @@ fn run(
     // Row-major contiguous views go without strides: the library's fast path for same-shape
     // contiguous calls needs that.
     fn view<'a>(b: &'a [u8], s: &'a [usize], op: &'a Operand<'_>) -> TensorRef<'a, u8> {
-        if op.view.contiguous {
-            TensorRef::new(b, s)
-        } else {
-            TensorRef::with_layout(b, s, &op.view.strides, op.view.offset)
-        }
+        op.tensor(b, s)
     }
     fn pred_operand<'a>(a: &'a PredArg<'_>, lib: DType) -> LibOperand<'a> {
         match a {

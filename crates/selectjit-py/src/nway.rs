@@ -42,12 +42,7 @@ type Val<'py> = Arg<'py>;
 /// As [`Operand::bytes`]: no `&mut` slice over its bytes is alive with the tensor.
 unsafe fn view<'a>(op: &'a Operand<'_>) -> TensorRef<'a, u8> {
     // SAFETY: the caller's contract.
-    let b = unsafe { op.bytes() };
-    if op.view.contiguous {
-        TensorRef::new(b, op.arr.shape())
-    } else {
-        TensorRef::with_layout(b, op.arr.shape(), &op.view.strides, op.view.offset)
-    }
+    op.tensor(unsafe { op.bytes() }, op.arr.shape())
 }
 
 /// `_select_n(conds, values, default, dtype, shape, out=None)`: the result of
