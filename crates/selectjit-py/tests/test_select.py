@@ -72,6 +72,10 @@ def test_nan_to_num_scalars_lists_and_copies():
         assert type(a) is type(b)
         same(a, b)
     same(selectjit.nan_to_num([1.0, np.nan, np.inf]), np.nan_to_num([1.0, np.nan, np.inf]))
+    # The default replacements are kept per dtype: -0.0 (or 0) for NaN is not the default's 0.0.
+    y = np.array([np.nan, 1.0, np.inf], np.float32)
+    for kw in (dict(), dict(nan=-0.0), dict(nan=0), dict(nan=0.0, posinf=2.0), dict()):
+        same(selectjit.nan_to_num(y, **kw), np.nan_to_num(y, **kw))
     x = np.arange(5)
     r = selectjit.nan_to_num(x)
     assert r is not x and np.nan_to_num(x) is not x

@@ -8,6 +8,8 @@ order numpy makes them; results that selectjit's kernels do not move (object or 
 come from numpy itself.
 """
 
+import math
+
 import numpy as np
 
 from ._predicates import Predicate, _bfloat16, equal, isnan
@@ -177,6 +179,21 @@ def _limits(dtype):
     return f.max, f.min
 
 
+# nan_to_num's default replacements (0, the largest and the lowest finite value) per dtype.
+_DEFAULTS = {}
+
+
+def _replacements(dtype, nan, posinf, neginf):
+    """nan_to_num's three replacements as 0-d arrays of `dtype`, converted as numpy's copyto
+    converts them."""
+    maxf, minf = _limits(dtype)
+    if posinf is not None:
+        maxf = posinf
+    if neginf is not None:
+        minf = neginf
+    return [_converted(v, dtype, "same_kind") for v in (nan, maxf, minf)]
+
+
 def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     """numpy.nan_to_num(x, copy, nan, posinf, neginf), bit for bit, in one pass per part.
 
@@ -208,12 +225,15 @@ def nan_to_num(x, copy=True, nan=0.0, posinf=None, neginf=None):
     iscomplex = issubclass(xtype, np.complexfloating)
     parts = ((src.real, result.real), (src.imag, result.imag)) if iscomplex else ((src, result),)
     part_dtype = src.real.dtype if iscomplex else src.dtype
-    maxf, minf = _limits(part_dtype)
-    if posinf is not None:
-        maxf = posinf
-    if neginf is not None:
-        minf = neginf
-    values = [_converted(v, part_dtype, "same_kind") for v in (nan, maxf, minf)]
+    if type(nan) is float and nan == 0.0 and posinf is None and neginf is None \
+            and math.copysign(1.0, nan) > 0:
+        # The default replacements: converted once per dtype.
+        values = _DEFAULTS.get(part_dtype)
+        if values is None:
+            values = _replacements(part_dtype, 0.0, None, None)
+            _DEFAULTS[part_dtype] = values
+    else:
+        values = _replacements(part_dtype, nan, posinf, neginf)
     if result is None:
         # A new real array: the kernel call allocates it (from the output pool).
         conds = [isnan(src), equal(src, np.inf), equal(src, -np.inf)]
