@@ -270,6 +270,21 @@ pub(crate) fn parse_vars(case: &str, raw: Ordered) -> Result<Vec<Var>> {
     Ok(vars)
 }
 
+/// Variable `name` of a case (`vars`, filled into `bufs` in order) as a condition operand.
+pub(crate) fn bound_of<'a>(vars: &'a [Var], bufs: &'a [PageBuf], name: &str) -> Result<Bound<'a>> {
+    let k = vars
+        .iter()
+        .position(|v| v.name == name)
+        .ok_or_else(|| Error::Invalid(format!("no variable '{name}'")))?;
+    let v = &vars[k];
+    Ok(Bound {
+        dtype: v.dtype,
+        bytes: &bufs[k],
+        shape: &v.shape,
+        strides: None,
+    })
+}
+
 /// Fills `vars` from one generator seeded by the CRC-32 of the case's name `case`, drawn by
 /// the variables in order: the same bytes on every run and every host.
 pub(crate) fn generate(case: &str, vars: &[Var]) -> Vec<PageBuf> {
@@ -619,19 +634,7 @@ impl FusedInputs {
     }
 
     fn bound(&self, name: &str) -> Result<Bound<'_>> {
-        let k = self
-            .case
-            .vars
-            .iter()
-            .position(|v| v.name == name)
-            .ok_or_else(|| Error::Invalid(format!("no variable '{name}'")))?;
-        let v = &self.case.vars[k];
-        Ok(Bound {
-            dtype: v.dtype,
-            bytes: &self.bufs[k],
-            shape: &v.shape,
-            strides: None,
-        })
+        bound_of(&self.case.vars, &self.bufs, name)
     }
 
     fn term(&self, t: &Term) -> Result<Bound<'_>> {

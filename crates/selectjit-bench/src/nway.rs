@@ -18,8 +18,8 @@ use serde::Serialize;
 
 use crate::expr::{BranchCond, SelectExpr, Term, context, parse_select};
 use crate::fused::{
-    Bound, RawFile, Var, build_cond, cond_dtypes, generate, literal_bytes, own_copy, parse_vars,
-    pred_shape,
+    Bound, RawFile, Var, bound_of, build_cond, cond_dtypes, generate, literal_bytes, own_copy,
+    parse_vars, pred_shape,
 };
 use crate::roofline::CopyKind;
 use crate::{Options, PageBuf, numel, single};
@@ -235,19 +235,7 @@ impl NwayInputs {
     }
 
     fn bound(&self, name: &str) -> Result<Bound<'_>> {
-        let k = self
-            .case
-            .vars
-            .iter()
-            .position(|v| v.name == name)
-            .ok_or_else(|| Error::Invalid(format!("no variable '{name}'")))?;
-        let v = &self.case.vars[k];
-        Ok(Bound {
-            dtype: v.dtype,
-            bytes: &self.bufs[k],
-            shape: &v.shape,
-            strides: None,
-        })
+        bound_of(&self.case.vars, &self.bufs, name)
     }
 
     fn value(&self, t: &Term) -> Result<TensorRef<'_, u8>> {
