@@ -80,6 +80,13 @@ pub struct CacheStats {
     pub trial_compiles: u64,
     /// See [`CacheStats::trial_compiles`].
     pub trial_compile_us: u64,
+    /// N-way calls run by a single-pass n-way kernel ([`crate::Engine::select_n`]); the
+    /// others ran in tiles of two-way calls.
+    pub nway_pass_runs: u64,
+    /// Single-pass n-way kernels compiled, and their time in microseconds.
+    pub nway_compiles: u64,
+    /// See [`CacheStats::nway_compiles`].
+    pub nway_compile_us: u64,
 }
 
 impl CacheStats {
@@ -118,6 +125,9 @@ impl CacheStats {
             ("trial_compiles", s.trial_compiles),
             ("trial_compile_us", s.trial_compile_us),
             ("blocked_runs", s.blocked_runs),
+            ("nway_pass_runs", s.nway_pass_runs),
+            ("nway_compiles", s.nway_compiles),
+            ("nway_compile_us", s.nway_compile_us),
         ]
     }
 }

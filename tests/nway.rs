@@ -334,8 +334,17 @@ fn oracle(c: &Case) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
-fn check_cases(seeds: std::ops::Range<u64>, big: bool) {
+/// Runs the cases of `seeds` on every engine; the engines' n-way calls run by a single-pass
+/// kernel, by engine name.
+fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
     let mut engines = common::all_engines(&EngineConfig::new());
+    // Non-temporal stores from the first byte: the single-pass kernels' aligned head and
+    // non-temporal loop.
+    for (name, eng) in common::all_engines(&EngineConfig::new().nt_min_bytes(0)) {
+        if name.starts_with("jit") {
+            engines.push((format!("{name}-nt"), eng));
+        }
+    }
     // No code generator: the two-way calls of an n-way select on an ahead-of-time table's
     // shape-generic kernels of rank 1 and 2 (else the static kernels).
     engines.push((
@@ -377,6 +386,16 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) {
     let aot = &engines.last().expect("engines").1;
     assert!(aot.stats().aot_generic_runs > 0, "the table ran no call");
     assert!(checked > 0, "every case was refused");
+    engines
+        .iter()
+        .map(|(name, e)| (name.clone(), e.stats().nway_pass_runs))
+        .collect()
+}
+
+/// Whether the host runs the AVX-512 tier natively (its generator has single-pass n-way
+/// kernels).
+fn avx512_host() -> bool {
+    selectjit::Tier::Avx512.available()
 }
 
 #[test]
@@ -387,8 +406,25 @@ fn small_calls_match_the_oracle_on_every_engine() {
 #[test]
 fn flat_calls_match_the_oracle_on_every_engine() {
     FLAT.with(|f| f.set(true));
-    check_cases(2000..2400, false);
-    check_cases(3000..3016, true);
+    let mut passes = check_cases(2000..2400, false);
+    passes.extend(check_cases(3000..3016, true));
+    // The single-pass kernels ran (where the host has them), and only on the engines whose
+    // generator has them.
+    eprintln!("single-pass runs: {passes:?}");
+    for (name, runs) in &passes {
+        let has = avx512_host() && (name.starts_with("jit-avx512") || name.starts_with("jit-auto"));
+        if has {
+            assert!(*runs > 0, "{name}: no call ran on a single-pass kernel");
+        } else if !name.contains("emulated") {
+            assert_eq!(
+                *runs, 0,
+                "{name}: a single-pass kernel without a generator for it"
+            );
+        }
+    }
+    if !avx512_host() {
+        eprintln!("this host has no AVX-512: single-pass n-way kernels not run");
+    }
 }
 
 #[test]

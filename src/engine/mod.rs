@@ -14,6 +14,7 @@ pub(crate) mod interp_backend;
 mod layouts;
 mod memo;
 pub(crate) mod nway;
+mod nway_pass;
 mod policy;
 pub(crate) mod prepared;
 #[cfg(test)]
@@ -50,7 +51,7 @@ pub struct Engine {
     memo_hits: Arc<AtomicU64>,
     /// Calls run by an exact kernel of the AOT table, by a shape-generic kernel of the table,
     /// by the static kernels, and of those by blocks of a predicate.
-    runs: [AtomicU64; 4],
+    runs: [AtomicU64; 7],
     /// Times the calls behind measured choices.
     timer: Arc<dyn crate::trial::CallTimer>,
     /// The wisdom file, when the engine has one and measures (`Auto`).
@@ -59,7 +60,15 @@ pub struct Engine {
     wisdom_status: WisdomStatus,
     /// Freed output buffers kept for reuse (shared: buffers may outlive the engine).
     output_pool: Option<Arc<OutputPool>>,
+    /// Single-pass n-way kernels by spec (`None`: no generator has one).
+    nway: Mutex<NwayKernels>,
 }
+
+/// An engine's single-pass n-way kernels, by spec.
+type NwayKernels = rustc_hash::FxHashMap<
+    crate::kernel::nway::NwaySpec,
+    Option<Arc<crate::kernel::nway::NwayKernel>>,
+>;
 
 impl Drop for Engine {
     /// Closes the output pool: its held buffers are released, and buffers still in use go
@@ -76,6 +85,9 @@ const AOT_EXACT_RUNS: usize = 0;
 const AOT_GENERIC_RUNS: usize = 1;
 const STATIC_RUNS: usize = 2;
 const BLOCKED_RUNS: usize = 3;
+const NWAY_PASS_RUNS: usize = 4;
+const NWAY_COMPILES: usize = 5;
+const NWAY_COMPILE_US: usize = 6;
 
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -226,6 +238,7 @@ impl Engine {
             last_codegen_error: Mutex::new(last),
             wisdom: None,
             wisdom_status: WisdomStatus::Off,
+            nway: Mutex::new(Default::default()),
             output_pool: config.output_pool.then(|| {
                 Arc::new(OutputPool::with_limits(Limits {
                     cap: config.output_pool_cap,
@@ -364,6 +377,9 @@ impl Engine {
         s.aot_generic_runs = load(&self.runs[AOT_GENERIC_RUNS]);
         s.static_runs = load(&self.runs[STATIC_RUNS]);
         s.blocked_runs = load(&self.runs[BLOCKED_RUNS]);
+        s.nway_pass_runs = load(&self.runs[NWAY_PASS_RUNS]);
+        s.nway_compiles = load(&self.runs[NWAY_COMPILES]);
+        s.nway_compile_us = load(&self.runs[NWAY_COMPILE_US]);
         if let Some(t) = &self.config.aot {
             (s.aot_exact_kernels, s.aot_generic_kernels) = (t.exact_len(), t.generic_len());
         }

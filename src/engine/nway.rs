@@ -309,6 +309,16 @@ impl Engine {
         out: TensorMut<'_, u8>,
         mode: Broadcast,
     ) -> Result<()> {
+        // A flat call on a single-pass kernel, where the engine has one for it.
+        let mut out = out;
+        if mode == Broadcast::Numpy
+            && let Some(flat) = super::nway_pass::plan(dtype, conds, values, default, &out)
+        {
+            match self.run_nway_pass(flat, out) {
+                None => return Ok(()),
+                Some(o) => out = o,
+            }
+        }
         // A flat call of at most one tile's output (its operands then fit in the tile too).
         let tile = (TILE_BYTES / 2 / dtype.width()).max(1);
         if mode == Broadcast::Numpy {

@@ -5,6 +5,7 @@ use super::generator::{Candidates, CodeGenOptions, Generator, MachineCode};
 use super::registry;
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use crate::kernel::nway::{NwayKernel, NwaySpec};
 use crate::plan::{Pattern, Signature};
 use crate::tier::{Tier, Variant};
 
@@ -110,6 +111,21 @@ impl CodeGen {
     /// ```
     pub fn is_auto(&self) -> bool {
         self.auto
+    }
+
+    /// A single-pass n-way kernel of `spec` from the preferred generator that has one (`None`:
+    /// none has, and the engine runs such calls in tiles of two-way passes).
+    pub(crate) fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
+        self.gens
+            .iter()
+            .rev()
+            .chain(self.fallback.iter())
+            .find_map(|g| g.compile_nway(spec))
+    }
+
+    /// Outputs of at least this many bytes are stored non-temporally where a kernel can.
+    pub(crate) fn nt_min_bytes(&self) -> usize {
+        self.nt_min_bytes
     }
 
     /// Whether kernels run through a [`CodeRunner`](crate::codegen::CodeRunner) (an emulator).

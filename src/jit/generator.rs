@@ -6,6 +6,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::kernel::Kernel;
 use crate::kernel::abi::CodeRunner;
+use crate::kernel::nway::{NwayKernel, NwaySpec};
 use crate::plan::Signature;
 use crate::tier::{Tier, Variant};
 
@@ -80,6 +81,12 @@ pub(crate) trait Generator: Send + Sync {
     /// Whether its kernels run through a [`CodeRunner`] instead of on the CPU.
     fn emulates(&self) -> bool {
         false
+    }
+    /// A single-pass n-way kernel of `spec`, where the generator has one (`None`: the engine
+    /// runs such calls in tiles of two-way passes).
+    fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
+        let _ = spec;
+        None
     }
 }
 

@@ -4,6 +4,7 @@
 //! is never freed.
 
 pub(crate) mod abi;
+pub(crate) mod nway;
 
 use crate::plan::Signature;
 use crate::plan::{OPS, OUT, RHS};

@@ -292,6 +292,12 @@ typedef struct SelectjitStats {
   uint64_t trial_compile_us;
   // Calls whose predicate no kernel fuses, run in blocks by the static kernels.
   uint64_t blocked_runs;
+  // N-way calls (`selectjit_select_n`) run by a single-pass n-way kernel.
+  uint64_t nway_pass_runs;
+  // Single-pass n-way kernels compiled.
+  uint64_t nway_compiles;
+  // Their time in microseconds.
+  uint64_t nway_compile_us;
 } SelectjitStats;
 
 // A tensor handed over by C: `len_bytes` bytes at `data`, `rank` dims at `shape`, `rank` signed

@@ -124,6 +124,12 @@ pub struct SelectjitStats {
     pub trial_compile_us: u64,
     /// Calls whose predicate no kernel fuses, run in blocks by the static kernels.
     pub blocked_runs: u64,
+    /// N-way calls (`selectjit_select_n`) run by a single-pass n-way kernel.
+    pub nway_pass_runs: u64,
+    /// Single-pass n-way kernels compiled.
+    pub nway_compiles: u64,
+    /// Their time in microseconds.
+    pub nway_compile_us: u64,
 }
 
 /// Where `SelectjitStats`' counters start: after `struct_size` and `reserved`.
@@ -407,7 +413,7 @@ mod tests {
         assert_eq!(std::mem::size_of::<SelectjitStats>(), STATS_HEADER + 8 * n);
         assert_eq!(std::mem::offset_of!(SelectjitStats, capacity), STATS_HEADER);
         assert_eq!(
-            std::mem::offset_of!(SelectjitStats, blocked_runs),
+            std::mem::offset_of!(SelectjitStats, nway_compile_us),
             STATS_HEADER + 8 * (n - 1)
         );
     }

@@ -12,7 +12,8 @@ STATS = {"capacity", "len", "hits", "misses", "generic_runs", "evictions", "comp
          "compile_us", "generic_compiles", "generic_compile_us", "compile_failures",
          "generic_len", "aot_exact_runs", "aot_generic_runs", "static_runs",
          "aot_exact_kernels", "aot_generic_kernels", "tier_trials", "trial_calls",
-         "trial_excess_ns", "trial_compiles", "trial_compile_us", "blocked_runs"}
+         "trial_excess_ns", "trial_compiles", "trial_compile_us", "blocked_runs",
+         "nway_pass_runs", "nway_compiles", "nway_compile_us"}
 
 
 def available(tier):

@@ -261,6 +261,23 @@ impl X86Gen {
     }
 }
 
+impl X86Gen {
+    /// The machine code of an n-way kernel of `spec` (AVX-512 only; `None` where this level
+    /// has no n-way kernel for it).
+    pub(crate) fn emit_nway(
+        &self,
+        spec: &crate::kernel::nway::NwaySpec,
+    ) -> Option<Result<Vec<u8>>> {
+        if self.level != Level::Avx512 || !emit::covers_nway(spec) {
+            return None;
+        }
+        Some(
+            emit::emit_nway(spec)
+                .map_err(|e| Error::codegen_from("x86 Avx512 n-way code".to_string(), e)),
+        )
+    }
+}
+
 /// Vector-select rows of elements up to 8 bytes long enough for a main-loop block.
 fn block_rows(sig: &Signature) -> bool {
     sig.width <= 8

@@ -9,6 +9,7 @@ use super::level::Level;
 use crate::error::Result;
 use crate::jit::generator::{Candidates, Generator, MachineCode};
 use crate::kernel::abi::{CodeRunner, KernelFn};
+use crate::kernel::nway::{NwayFn, NwayKernel, NwaySpec};
 use crate::kernel::{CodeOwner, Kernel};
 use crate::plan::{RowShape, Signature};
 use crate::tier::{Tier, Variant};
@@ -173,5 +174,25 @@ impl Generator for X86Tier {
 
     fn emulates(&self) -> bool {
         self.runner.is_some()
+    }
+
+    /// AVX-512 only, on a host that runs it (emulated tiers run n-way calls in tiles).
+    fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
+        if self.runner.is_some() {
+            return None;
+        }
+        let code = match self.x86.emit_nway(spec)? {
+            Ok(c) => c,
+            Err(e) => return Some(Err(e)),
+        };
+        Some(ExecMem::new(&code).map(|mem| {
+            // SAFETY: the memory holds exactly `code`, the complete n-way function `emit_nway`
+            // returns for `spec` in the `NwayFn` convention; it stays mapped while the kernel
+            // (owner of `mem`) lives.
+            let entry: NwayFn = unsafe { std::mem::transmute::<*const u8, NwayFn>(mem.as_ptr()) };
+            // SAFETY: `entry` is that function; it uses AVX-512 instructions only, which this
+            // host runs (the registry builds this generator without a runner only then).
+            unsafe { NwayKernel::owned(self.tier(), entry, code.len(), Box::new(Mapped(mem))) }
+        }))
     }
 }

@@ -50,6 +50,7 @@ mod isa;
 mod kmask;
 mod lanes;
 mod nest;
+mod nway;
 mod pred;
 mod pred_emit;
 mod regs;
@@ -66,6 +67,7 @@ use emitter::{Bounds, Emitter};
 pub(super) use emitter::{EmitError, Kind};
 use encode::{Encoded, MAX_CACHED, SCRATCH, Scratch};
 use isa::VecIsa;
+pub(super) use nway::{covers as covers_nway, emit as emit_nway};
 pub(super) use pred::supported as covers_cond;
 
 /// Bytes of output per main-loop block of a vector row.

@@ -1,0 +1,487 @@
+//! AVX-512 n-way kernels ([`NwaySpec`]): one loop over a flat output, each block of 64 bytes of
+//! output built in a zmm register from the default, then overwritten under each branch's opmask
+//! from the last branch to the first (so the first true condition wins), and stored once.
+//!
+//! The kernel is `fn(ptrs, out, begin, end)` (rdi, rsi, rdx, rcx): it runs elements
+//! `begin..end`. Registers: r8 the element index, r9 `end`, rsi the output, rax and r10
+//! scratch; the full operands' bases in rdi, rcx, rdx, rbx, rbp and r11-r15 (ten at most); zmm0-3
+//! a block's output (four blocks per main-loop iteration), zmm4-11 the condition operands
+//! loaded, zmm12-31 the splats (loaded once per call); k1-k4 the blocks' opmasks, k7 the lane
+//! mask of a partial block (the head that aligns non-temporal stores, and the tail).
+//!
+//! One opmask bit per element whatever its width: a condition over elements of `pw` bytes
+//! compares the `64 / w * pw` bytes of its operands that a block of `w`-byte output elements
+//! covers (an xmm, ymm or zmm; 8 bytes are loaded with `vmovq`). Conditions wider than the
+//! output (`pw > w`) are not taken (the engine's tiles run them). Compares: masks `vptestmb`,
+//! floats `vcmpps` / `vcmppd` with `EQ_OQ`, `LT_OQ`, `LE_OQ` or, negated, `NEQ_UQ`, `NLT_UQ`,
+//! `NLE_UQ`; integers `vpcmp*` / `vpcmpu*`; isnan `UNORD_Q` (negated `ORD_Q`), isinf and isfinite
+//! `vfpclass`; tests of integers are constant. Partial blocks load under the lane mask with
+//! zeroing and compare under it, so a masked-off element is never read nor written.
+
+use iced_x86::code_asm::*;
+
+use super::emitter::{EmitError, bug};
+use super::regs::{XMM, YMM, ZMM};
+use crate::dtype::DType;
+use crate::kernel::nway::{Form, NCond, NwaySpec};
+use crate::pred::{Canon, TestOp};
+
+type R = Result<(), EmitError>;
+
+/// Registers of the full operands' bases.
+const BASES: [AsmRegister64; 10] = [rdi, rcx, rdx, rbx, rbp, r11, r12, r13, r14, r15];
+/// The first splat register, and how many there are.
+const SPLAT0: usize = 12;
+const SPLATS: usize = 20;
+/// Blocks per main-loop iteration.
+const UNROLL: usize = 4;
+const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
+
+/// Where a kernel finds an operand.
+#[derive(Clone, Copy)]
+enum Loc {
+    /// Elements from the base in this register.
+    Base(AsmRegister64),
+    /// The splat in this vector register.
+    Splat(usize),
+}
+
+/// Whether the AVX-512 n-way emitter takes `spec`: elements of 1 to 8 bytes, conditions of
+/// masks and of integer and f32 / f64 dtypes no wider than the output's elements, at most ten
+/// full operands and twenty splats.
+pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
+    let w = spec.width;
+    let conds_ok = spec.branches.iter().all(|b| {
+        let pw = b.cond.width();
+        let dtype_ok = match b.cond {
+            NCond::Mask(_) => true,
+            NCond::Cmp(_, d, _, _) | NCond::Test(_, d, _) => !matches!(
+                d,
+                DType::Bool | DType::F16 | DType::BF16 | DType::Complex64 | DType::Complex128
+            ),
+        };
+        dtype_ok && pw <= w
+    });
+    let forms = spec.forms();
+    let full = forms.iter().filter(|f| **f == Form::Full).count();
+    [1, 2, 4, 8].contains(&w) && conds_ok && full <= BASES.len() && forms.len() - full <= SPLATS
+}
+
+/// `$body` with `$r` the register table of `$bytes`-byte vectors (16, 32 or 64).
+macro_rules! vsize {
+    ($bytes:expr, $r:ident => $body:expr) => {
+        match $bytes {
+            16 => {
+                let $r = &XMM;
+                $body
+            }
+            32 => {
+                let $r = &YMM;
+                $body
+            }
+            _ => {
+                let $r = &ZMM;
+                $body
+            }
+        }
+    };
+}
+
+struct Nway<'s> {
+    a: CodeAssembler,
+    spec: &'s NwaySpec,
+    /// Each operand's location, in call order.
+    locs: Vec<Loc>,
+    /// Output elements per block.
+    n: usize,
+}
+
+/// The machine code of `spec`'s kernel.
+pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
+    if !covers(spec) {
+        return Err(bug("an n-way spec the AVX-512 emitter does not take"));
+    }
+    let mut a = CodeAssembler::new(64)?;
+    a.set_prefer_vex(false);
+    let mut e = Nway {
+        a,
+        spec,
+        locs: Vec::new(),
+        n: 64 / spec.width,
+    };
+    e.kernel()?;
+    Ok(e.a.assemble(0)?)
+}
+
+impl Nway<'_> {
+    fn kernel(&mut self) -> R {
+        let w = self.spec.width;
+        let mut early = self.a.create_label();
+        self.a.cmp(rdx, rcx)?;
+        self.a.jae(early)?;
+        for r in [rbx, rbp, r12, r13, r14, r15] {
+            self.a.push(r)?;
+        }
+        self.a.mov(r8, rdx)?;
+        self.a.mov(r9, rcx)?;
+        self.a.mov(rax, rdi)?;
+        // Splats first (rcx as the pointer), then the bases (which reuse rdi, rcx and rdx).
+        let forms = self.spec.forms();
+        let widths = self.operand_widths();
+        let (mut splats, mut bases) = (0, 0);
+        for (j, (&f, &ow)) in forms.iter().zip(&widths).enumerate() {
+            let at = qword_ptr(rax + 8 * j as i32);
+            match f {
+                Form::Splat => {
+                    let z = ZMM[SPLAT0 + splats];
+                    self.a.mov(rcx, at)?;
+                    match ow {
+                        1 => self.a.vpbroadcastb(z, byte_ptr(rcx))?,
+                        2 => self.a.vpbroadcastw(z, word_ptr(rcx))?,
+                        4 => self.a.vpbroadcastd(z, dword_ptr(rcx))?,
+                        _ => self.a.vpbroadcastq(z, qword_ptr(rcx))?,
+                    }
+                    self.locs.push(Loc::Splat(SPLAT0 + splats));
+                    splats += 1;
+                }
+                Form::Full => {
+                    self.locs.push(Loc::Base(BASES[bases]));
+                    bases += 1;
+                }
+            }
+        }
+        for (j, l) in self.locs.clone().into_iter().enumerate() {
+            if let Loc::Base(r) = l {
+                self.a.mov(r, qword_ptr(rax + 8 * j as i32))?;
+            }
+        }
+        let n = self.n as i32;
+        let mut tail = self.a.create_label();
+        let plain = self.a.create_label();
+        if self.spec.nt {
+            // The head: elements until the output is 64-byte aligned (never, when its
+            // elements are not aligned to their width: then no non-temporal store at all).
+            let main = self.a.create_label();
+            self.a.lea(r10, ptr(rsi + r8 * w as u32))?;
+            if w > 1 {
+                self.a.test(r10, (w - 1) as i32)?;
+                self.a.jnz(plain)?;
+            }
+            self.a.mov(rax, r10)?;
+            self.a.neg(rax)?;
+            self.a.and(rax, 63)?;
+            if w > 1 {
+                self.a.shr(rax, w.trailing_zeros())?;
+            }
+            self.a.mov(r10, r9)?;
+            self.a.sub(r10, r8)?;
+            self.a.cmp(rax, r10)?;
+            self.a.cmova(rax, r10)?;
+            self.a.test(rax, rax)?;
+            self.a.jz(main)?;
+            self.partial()?;
+            self.a.add(r8, rax)?;
+            let mut nt_out = self.a.create_label();
+            self.loops(true, main, nt_out)?;
+            self.a.set_label(&mut nt_out)?;
+            self.a.sfence()?;
+            self.a.jmp(tail)?;
+        }
+        self.loops(false, plain, tail)?;
+        self.a.set_label(&mut tail)?;
+        let mut done = self.a.create_label();
+        self.a.mov(rax, r9)?;
+        self.a.sub(rax, r8)?;
+        self.a.jz(done)?;
+        self.partial()?;
+        self.a.set_label(&mut done)?;
+        self.a.vzeroupper()?;
+        for r in [r15, r14, r13, r12, rbp, rbx] {
+            self.a.pop(r)?;
+        }
+        self.a.set_label(&mut early)?;
+        self.a.ret()?;
+        let _ = n;
+        Ok(())
+    }
+
+    /// The widths of the operands in call order.
+    fn operand_widths(&self) -> Vec<usize> {
+        let mut v = Vec::new();
+        for b in &self.spec.branches {
+            for _ in b.cond.forms() {
+                v.push(b.cond.width());
+            }
+            v.push(self.spec.width);
+        }
+        v.push(self.spec.width);
+        v
+    }
+
+    /// The main loop of [`UNROLL`] blocks, then one block at a time, while whole blocks remain
+    /// (non-temporal stores with `nt`).
+    /// `four` is bound to its first instruction; it ends by jumping to `out` (or falling through
+    /// to it).
+    fn loops(&mut self, nt: bool, mut four: CodeLabel, out: CodeLabel) -> R {
+        let n = self.n as i32;
+        let mut one = self.a.create_label();
+        self.a.set_label(&mut four)?;
+        self.a.lea(rax, ptr(r8 + UNROLL as i32 * n))?;
+        self.a.cmp(rax, r9)?;
+        self.a.ja(one)?;
+        for u in 0..UNROLL {
+            self.block(u, (u as i32) * n, false, nt)?;
+        }
+        self.a.add(r8, UNROLL as i32 * n)?;
+        self.a.jmp(four)?;
+        self.a.set_label(&mut one)?;
+        self.a.lea(rax, ptr(r8 + n))?;
+        self.a.cmp(rax, r9)?;
+        self.a.ja(out)?;
+        self.block(0, 0, false, nt)?;
+        self.a.add(r8, n)?;
+        self.a.jmp(one)?;
+        Ok(())
+    }
+
+    /// `rax` (1 to a block less one) elements from `r8`, under the lane mask k7; keeps rax.
+    fn partial(&mut self) -> R {
+        self.a.mov(r10, -1i64)?;
+        self.a.bzhi(r10, r10, rax)?;
+        self.a.kmovq(k7, r10)?;
+        self.block(0, 0, true, false)
+    }
+
+    /// The operand at `base` for element `r8 + disp`, of `ow`-byte elements.
+    fn at(base: AsmRegister64, ow: usize, disp: i32) -> AsmMemoryOperand {
+        ptr(base + r8 * ow as u32 + disp * ow as i32)
+    }
+
+    /// One block of output elements from `r8 + disp` into zmm`u`, stored (under k7 with
+    /// `partial`, non-temporally with `nt`).
+    fn block(&mut self, u: usize, disp: i32, partial: bool, nt: bool) -> R {
+        let w = self.spec.width;
+        let acc = ZMM[u];
+        let nb = self.spec.branches.len();
+        // Operand index of each branch's first operand, and of the default.
+        let mut first = Vec::with_capacity(nb);
+        let mut j = 0;
+        for b in &self.spec.branches {
+            first.push(j);
+            j += b.cond.forms().len() + 1;
+        }
+        match self.locs[j] {
+            Loc::Base(r) => {
+                let m = Self::at(r, w, disp);
+                if partial {
+                    per_width!(
+                        w,
+                        self.a,
+                        [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                        (acc.k7().z(), m)
+                    )?
+                } else {
+                    self.a.vmovdqu64(acc, m)?
+                }
+            }
+            Loc::Splat(s) => self.a.vmovdqa64(acc, ZMM[s])?,
+        }
+        for bi in (0..nb).rev() {
+            let b = self.spec.branches[bi];
+            let k = 1 + u;
+            let f = first[bi];
+            let Some(within) = self.cond(b.cond, b.not, f, k, u, disp, partial)? else {
+                continue; // never taken
+            };
+            let vloc = self.locs[f + b.cond.forms().len()];
+            if partial && !within && matches!(vloc, Loc::Base(_)) {
+                self.a.kandq(K[k], K[k], k7)?;
+            }
+            let dst = match k {
+                1 => acc.k1(),
+                2 => acc.k2(),
+                3 => acc.k3(),
+                _ => acc.k4(),
+            };
+            match vloc {
+                Loc::Base(r) => per_width!(
+                    w,
+                    self.a,
+                    [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                    (dst, Self::at(r, w, disp))
+                )?,
+                Loc::Splat(s) => per_width!(
+                    w,
+                    self.a,
+                    [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                    (dst, ZMM[s])
+                )?,
+            }
+        }
+        let o = Self::at(rsi, w, disp);
+        if partial {
+            per_width!(
+                w,
+                self.a,
+                [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                (o.k7(), acc)
+            )?;
+        } else if nt {
+            self.a
+                .vmovntdq(zmmword_ptr(rsi + r8 * w as u32 + disp * w as i32), acc)?;
+        } else {
+            self.a
+                .vmovdqu64(zmmword_ptr(rsi + r8 * w as u32 + disp * w as i32), acc)?;
+        }
+        Ok(())
+    }
+
+    /// Loads the condition operand `j` (of `pw`-byte elements, `vb` bytes per block) into
+    /// vector register `d` at the block's size; a splat is used where it is.
+    fn load(
+        &mut self,
+        j: usize,
+        pw: usize,
+        vb: usize,
+        d: usize,
+        disp: i32,
+        partial: bool,
+    ) -> Result<usize, EmitError> {
+        let r = match self.locs[j] {
+            Loc::Splat(s) => return Ok(s),
+            Loc::Base(r) => r,
+        };
+        let m = Self::at(r, pw, disp);
+        if partial {
+            vsize!(vb.max(16), t => per_width!(
+                pw,
+                self.a,
+                [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                (t[d].k7().z(), m)
+            )?);
+        } else if vb == 8 {
+            self.a
+                .vmovq(XMM[d], qword_ptr(r + r8 * pw as u32 + disp * pw as i32))?;
+        } else {
+            vsize!(vb, t => self.a.vmovdqu64(t[d], m)?);
+        }
+        Ok(d)
+    }
+
+    /// The opmask k`k` of branch condition `c` (negated with `not`) for the block at `disp`,
+    /// its operands from operand `f` on. `Some(within)`: whether the mask is within k7 in a
+    /// partial block; `None`: the condition never holds (nothing emitted).
+    #[allow(clippy::too_many_arguments)]
+    fn cond(
+        &mut self,
+        c: NCond,
+        not: bool,
+        f: usize,
+        k: usize,
+        u: usize,
+        disp: i32,
+        partial: bool,
+    ) -> Result<Option<bool>, EmitError> {
+        let pw = c.width();
+        let vb = self.n * pw;
+        let rb = vb.max(16);
+        let kd = if partial { K[k].k7() } else { K[k] };
+        let (ta, tb) = (4 + u, 8 + u);
+        let mut within = partial;
+        match c {
+            NCond::Mask(_) => {
+                let x = self.load(f, 1, vb, ta, disp, partial)?;
+                vsize!(rb, t => self.a.vptestmb(kd, t[x], t[x])?);
+                if not {
+                    self.a.knotq(K[k], K[k])?;
+                    within = false;
+                }
+            }
+            NCond::Cmp(op, d, _, _) => {
+                let x = self.load(f, pw, vb, ta, disp, partial)?;
+                let i = match op {
+                    Canon::Eq => 0,
+                    Canon::Lt => 1,
+                    Canon::Le => 2,
+                };
+                // The rhs: a splat, memory in a whole block of at least 16 bytes, or loaded.
+                enum B {
+                    Reg(usize),
+                    Mem(AsmMemoryOperand),
+                }
+                let rhs = match self.locs[f + 1] {
+                    Loc::Splat(s) => B::Reg(s),
+                    Loc::Base(r) if !partial && vb >= 16 => B::Mem(Self::at(r, pw, disp)),
+                    Loc::Base(_) => B::Reg(self.load(f + 1, pw, vb, tb, disp, partial)?),
+                };
+                let float = matches!(d, DType::F32 | DType::F64);
+                let imm = if float {
+                    [[0x00, 0x11, 0x12], [0x04, 0x15, 0x16]][not as usize][i]
+                } else {
+                    [[0, 1, 2], [4, 5, 6]][not as usize][i]
+                };
+                macro_rules! cmp {
+                    ($m:ident) => {
+                        vsize!(rb, t => match rhs {
+                            B::Reg(y) => self.a.$m(kd, t[x], t[y], imm)?,
+                            B::Mem(m) => self.a.$m(kd, t[x], m, imm)?,
+                        })
+                    };
+                }
+                let signed = matches!(d, DType::I8 | DType::I16 | DType::I32 | DType::I64);
+                match (d, pw, signed) {
+                    (DType::F32, _, _) => cmp!(vcmpps),
+                    (DType::F64, _, _) => cmp!(vcmppd),
+                    (_, 1, true) => cmp!(vpcmpb),
+                    (_, 1, false) => cmp!(vpcmpub),
+                    (_, 2, true) => cmp!(vpcmpw),
+                    (_, 2, false) => cmp!(vpcmpuw),
+                    (_, 4, true) => cmp!(vpcmpd),
+                    (_, 4, false) => cmp!(vpcmpud),
+                    (_, _, true) => cmp!(vpcmpq),
+                    (_, _, false) => cmp!(vpcmpuq),
+                }
+            }
+            NCond::Test(op, d, _) => {
+                if !matches!(d, DType::F32 | DType::F64) {
+                    // Integers: isnan and isinf never hold, isfinite always.
+                    let holds = (op == TestOp::IsFinite) != not;
+                    if !holds {
+                        return Ok(None);
+                    }
+                    self.a.kxnorq(K[k], K[k], K[k])?;
+                    return Ok(Some(false));
+                }
+                let x = self.load(f, pw, vb, ta, disp, partial)?;
+                let f32 = d == DType::F32;
+                match op {
+                    TestOp::IsNan => {
+                        let imm = if not { 7 } else { 3 };
+                        vsize!(rb, t => if f32 {
+                            self.a.vcmpps(kd, t[x], t[x], imm)?
+                        } else {
+                            self.a.vcmppd(kd, t[x], t[x], imm)?
+                        });
+                    }
+                    TestOp::IsInf | TestOp::IsFinite => {
+                        // +inf, -inf; isfinite: not (QNaN, +inf, -inf, SNaN).
+                        let (imm, invert) = match op {
+                            TestOp::IsInf => (0x18, not),
+                            _ => (0x99, !not),
+                        };
+                        vsize!(rb, t => if f32 {
+                            self.a.vfpclassps(kd, t[x], imm)?
+                        } else {
+                            self.a.vfpclasspd(kd, t[x], imm)?
+                        });
+                        if invert {
+                            self.a.knotq(K[k], K[k])?;
+                            within = false;
+                        }
+                    }
+                }
+            }
+        }
+        Ok(Some(within))
+    }
+}

@@ -1,0 +1,144 @@
+//! Single-pass n-way kernels: `out = c1 ? v1 : c2 ? v2 : ... : default` over a flat output in
+//! one loop, every condition computed in registers, one store per element. The engine runs a
+//! flat call (the output contiguous, every operand either of the output's shape and contiguous
+//! or one element) on such a kernel where its generator has one, and every other call in tiles
+//! of two-way passes.
+//!
+//! An [`NwaySpec`] is the key: the element width, the store kind, and per branch its
+//! condition's kind and the form of each operand (a full array or a splat of one element). The
+//! length is not part of it: one kernel serves every length of its pattern.
+
+use smallvec::SmallVec;
+
+use super::CodeOwner;
+use crate::dtype::DType;
+use crate::pred::{Canon, TestOp};
+use crate::tier::Tier;
+
+/// How a kernel reads an operand: a full array of the output's length, or one element splatted
+/// once per call.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Form {
+    Full,
+    Splat,
+}
+
+/// One branch's condition.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum NCond {
+    /// Mask bytes, any non-zero byte true.
+    Mask(Form),
+    /// `lhs OP rhs` (the canonical operator), both of the dtype.
+    Cmp(Canon, DType, Form, Form),
+    /// A test of one operand of the dtype.
+    Test(TestOp, DType, Form),
+}
+
+#[cfg_attr(not(feature = "jit"), allow(dead_code))] // used by the generators
+impl NCond {
+    /// The forms of its operands, in call order.
+    pub(crate) fn forms(&self) -> SmallVec<[Form; 2]> {
+        match *self {
+            NCond::Mask(f) | NCond::Test(_, _, f) => smallvec::smallvec![f],
+            NCond::Cmp(_, _, l, r) => smallvec::smallvec![l, r],
+        }
+    }
+
+    /// Bytes per element of its operands.
+    pub(crate) fn width(&self) -> usize {
+        match *self {
+            NCond::Mask(_) => 1,
+            NCond::Cmp(_, d, _, _) | NCond::Test(_, d, _) => d.width(),
+        }
+    }
+}
+
+/// One branch: its condition (negated with `not`: the branch is taken where it does not hold)
+/// and its value.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct NBranch {
+    pub(crate) cond: NCond,
+    pub(crate) not: bool,
+    pub(crate) value: Form,
+}
+
+/// What an n-way kernel's code depends on.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct NwaySpec {
+    /// Bytes per element of the values and the output.
+    pub(crate) width: usize,
+    /// Non-temporal stores (from an aligned element of the output on).
+    pub(crate) nt: bool,
+    /// The branches, the first true one wins.
+    pub(crate) branches: SmallVec<[NBranch; 8]>,
+    pub(crate) default: Form,
+}
+
+#[cfg_attr(not(feature = "jit"), allow(dead_code))] // used by the generators
+impl NwaySpec {
+    /// The forms of its operands in call order: each branch's condition operands, then its
+    /// value; the default last. A kernel's pointer array holds one pointer per operand.
+    pub(crate) fn forms(&self) -> SmallVec<[Form; 24]> {
+        let mut f = SmallVec::new();
+        for b in &self.branches {
+            f.extend(b.cond.forms());
+            f.push(b.value);
+        }
+        f.push(self.default);
+        f
+    }
+}
+
+/// The entry point of an n-way kernel: elements `begin..end` of the output at `out`, the
+/// operands at `ptrs` in [`NwaySpec::forms`] order (a full operand's first element, a splat's
+/// element).
+pub(crate) type NwayFn =
+    unsafe extern "C" fn(ptrs: *const *const u8, out: *mut u8, begin: usize, end: usize);
+
+/// A compiled n-way kernel, owning its code.
+pub(crate) struct NwayKernel {
+    tier: Tier,
+    entry: NwayFn,
+    code_bytes: usize,
+    _owner: Box<dyn CodeOwner>,
+}
+
+impl std::fmt::Debug for NwayKernel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "NwayKernel({}, {} bytes)", self.tier, self.code_bytes)
+    }
+}
+
+impl NwayKernel {
+    /// A kernel of `tier` entered at `entry`, whose code `owner` frees.
+    ///
+    /// # Safety
+    /// `entry` is a function with the [`NwayFn`] contract for one [`NwaySpec`], using only
+    /// instructions this host executes, callable until `owner` is dropped.
+    #[cfg_attr(not(feature = "jit"), allow(dead_code))] // no-JIT builds compile none
+    pub(crate) unsafe fn owned(
+        tier: Tier,
+        entry: NwayFn,
+        code_bytes: usize,
+        owner: Box<dyn CodeOwner>,
+    ) -> NwayKernel {
+        NwayKernel {
+            tier,
+            entry,
+            code_bytes,
+            _owner: owner,
+        }
+    }
+
+    /// Runs elements `begin..end`.
+    ///
+    /// # Safety
+    /// `ptrs` holds one pointer per operand of the kernel's spec, in its order: a full
+    /// operand's points at `end` readable elements of its width, a splat's at one; `out` at
+    /// `end` writable elements that no operand overlaps unless it is the same array read in
+    /// place (same first element); `begin <= end`.
+    pub(crate) unsafe fn run(&self, ptrs: &[*const u8], out: *mut u8, begin: usize, end: usize) {
+        // SAFETY: the caller's contract is the kernel's (see `owned`).
+        unsafe { (self.entry)(ptrs.as_ptr(), out, begin, end) }
+    }
+}
