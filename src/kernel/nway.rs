@@ -87,6 +87,17 @@ impl NwaySpec {
         f.push(self.default);
         f
     }
+
+    /// Bytes a call moves per output element: the output's and every full operand's.
+    pub(crate) fn bytes_per_element(&self) -> usize {
+        let mut b = self.width;
+        for br in &self.branches {
+            let full = br.cond.forms().iter().filter(|f| **f == Form::Full).count();
+            b += full * br.cond.width();
+            b += usize::from(br.value == Form::Full) * self.width;
+        }
+        b + usize::from(self.default == Form::Full) * self.width
+    }
 }
 
 /// The entry point of an n-way kernel: elements `begin..end` of the output at `out`, the
