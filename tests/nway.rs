@@ -102,6 +102,10 @@ thread_local! {
     /// Whether this thread's cases are flat: every operand of the output's shape or a scalar
     /// (the calls whose branches run on the operands as given, when of one tile).
     static FLAT: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    /// Whether this thread's cases are nests of rows: every operand of the output's innermost
+    /// dimension (its outer ones each the output's or 1) or a scalar, the rows long (the calls
+    /// a single-pass kernel of rows runs).
+    static ROWS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
 /// A shape that broadcasts into `out`: a suffix of it, some dims set to 1 (flat cases: `out`
@@ -113,6 +117,24 @@ fn sub_shape(r: &mut Rng, out: &[usize]) -> Vec<usize> {
         } else {
             out.to_vec()
         };
+    }
+    if ROWS.with(|f| f.get()) {
+        if r.below(5) == 0 {
+            return Vec::new();
+        }
+        let drop = r.below(out.len());
+        let last = out.len() - 1;
+        return out[drop..]
+            .iter()
+            .enumerate()
+            .map(|(i, &d)| {
+                if drop + i < last && r.below(2) == 0 {
+                    1
+                } else {
+                    d
+                }
+            })
+            .collect();
     }
     let drop = r.below(out.len() + 1);
     out[drop..]
@@ -148,6 +170,10 @@ fn gen_case(seed: u64, big: bool) -> Case {
     let dtype = r.pick(&DType::ALL);
     let rank = r.below(4) + usize::from(big);
     let mut out_shape: Vec<usize> = (0..rank).map(|_| 1 + r.below(5)).collect();
+    if ROWS.with(|f| f.get()) {
+        // Rows of 64 to 640 bytes (some not a whole number of blocks).
+        out_shape.push((64 + r.below(577)) / dtype.width());
+    }
     if big {
         // Several tiles of the default size (2 MiB of output and operands).
         let elems = (1024 * 1024 / dtype.width()) * (1 + r.below(2)) + r.below(700);
@@ -424,6 +450,20 @@ fn flat_calls_match_the_oracle_on_every_engine() {
     }
     if !avx512_host() {
         eprintln!("this host has no AVX-512: single-pass n-way kernels not run");
+    }
+}
+
+/// Broadcast calls whose operands are contiguous along long rows: on a single-pass kernel of
+/// rows where the engine has one.
+#[test]
+fn nests_of_rows_match_the_oracle_on_every_engine() {
+    ROWS.with(|f| f.set(true));
+    let passes = check_cases(5000..5300, false);
+    eprintln!("single-pass runs: {passes:?}");
+    for (name, runs) in &passes {
+        if avx512_host() && name.starts_with("jit-avx512") {
+            assert!(*runs > 0, "{name}: no call ran on a single-pass kernel");
+        }
     }
 }
 

@@ -48,12 +48,12 @@ const TILE_BYTES: usize = 2 << 20;
 
 /// An operand validated and placed in the output's index space: its shape and element strides
 /// padded on the left to the output's rank, its first element, its bytes and element width.
-struct Placed<'a> {
-    bytes: &'a [u8],
-    width: usize,
-    shape: Dims,
-    strides: Strides,
-    offset: usize,
+pub(super) struct Placed<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) width: usize,
+    pub(super) shape: Dims,
+    pub(super) strides: Strides,
+    pub(super) offset: usize,
 }
 
 /// The operands of a call, validated in the order they are met: their labelled shapes (for
@@ -119,7 +119,7 @@ impl<'a> Views<'a> {
 
 /// Where a branch's value (or the default) comes from in a tile.
 #[derive(Clone, Copy)]
-enum Val {
+pub(super) enum Val {
     /// `placed[i]`.
     Placed(usize),
     /// The output on entry: the scratch copy of the tile, or the tile itself when it is the
@@ -195,7 +195,7 @@ fn pad(rank: usize, shape: &[usize], strides: &[isize]) -> (Dims, Strides) {
 
 /// A condition operand's source: `placed[i]`, a scalar (kept as it is), or the output on entry.
 #[derive(Clone, Copy)]
-enum Slot {
+pub(super) enum Slot {
     Placed(usize),
     Scalar,
     Out,
@@ -559,6 +559,9 @@ impl Engine {
             scratch: reads_out,
             spans,
         };
+        if run.one_pass(ob, oshape) {
+            return Ok(());
+        }
         let per_elem = w + placed.iter().map(|p| p.width).sum::<usize>();
         let tile = tile.unwrap_or((TILE_BYTES / per_elem).max(1));
         run.tiles(ob, oshape, tile)
@@ -663,20 +666,20 @@ fn relabel(e: Error, what: &str) -> Error {
 }
 
 /// A validated n-way call, run tile by tile.
-struct Run<'r, 'a> {
-    engine: &'r Engine,
-    dtype: DType,
-    conds: &'r [Cond<'a>],
-    slots: &'r [[Option<Slot>; 2]],
-    vals: &'r [Val],
-    dflt: Val,
-    placed: &'r [Placed<'a>],
-    out: &'r Placed<'a>,
+pub(super) struct Run<'r, 'a> {
+    pub(super) engine: &'r Engine,
+    pub(super) dtype: DType,
+    pub(super) conds: &'r [Cond<'a>],
+    pub(super) slots: &'r [[Option<Slot>; 2]],
+    pub(super) vals: &'r [Val],
+    pub(super) dflt: Val,
+    pub(super) placed: &'r [Placed<'a>],
+    pub(super) out: &'r Placed<'a>,
     /// Whether a condition or a value (other than the default) reads the output: the tile is
     /// copied to a scratch tile first.
-    scratch: bool,
+    pub(super) scratch: bool,
     /// Whether the last branch's condition, its value and the default span the output.
-    spans: bool,
+    pub(super) spans: bool,
 }
 
 impl Run<'_, '_> {

@@ -69,6 +69,8 @@ pub(crate) struct NwaySpec {
     pub(crate) width: usize,
     /// Non-temporal stores (from an aligned element of the output on).
     pub(crate) nt: bool,
+    /// The kernel walks rows ([`NwayRowsFn`]); otherwise one flat range ([`NwayFn`]).
+    pub(crate) rows: bool,
     /// The branches, the first true one wins.
     pub(crate) branches: SmallVec<[NBranch; 8]>,
     pub(crate) default: Form,
@@ -106,10 +108,31 @@ impl NwaySpec {
 pub(crate) type NwayFn =
     unsafe extern "C" fn(ptrs: *const *const u8, out: *mut u8, begin: usize, end: usize);
 
+/// The entry point of an n-way kernel of rows ([`NwaySpec::rows`]): elements `begin..end` of
+/// each of `rows` rows; row `r` of operand `j` starts `r * strides[j]` bytes after `ptrs[j]`
+/// (a splat's stride is not read), the output's row `r * strides[n]` bytes after `out` (`n`
+/// operands). With `rows == 1` the strides are not read.
+pub(crate) type NwayRowsFn = unsafe extern "C" fn(
+    ptrs: *const *const u8,
+    out: *mut u8,
+    begin: usize,
+    end: usize,
+    rows: usize,
+    strides: *const isize,
+);
+
+/// A kernel's entry point, by its spec's kind.
+#[derive(Clone, Copy)]
+#[cfg_attr(not(feature = "jit"), allow(dead_code))] // no-JIT builds compile none
+pub(crate) enum Entry {
+    Flat(NwayFn),
+    Rows(NwayRowsFn),
+}
+
 /// A compiled n-way kernel, owning its code.
 pub(crate) struct NwayKernel {
     tier: Tier,
-    entry: NwayFn,
+    entry: Entry,
     code_bytes: usize,
     _owner: Box<dyn CodeOwner>,
 }
@@ -124,12 +147,13 @@ impl NwayKernel {
     /// A kernel of `tier` entered at `entry`, whose code `owner` frees.
     ///
     /// # Safety
-    /// `entry` is a function with the [`NwayFn`] contract for one [`NwaySpec`], using only
-    /// instructions this host executes, callable until `owner` is dropped.
+    /// `entry` is a function with the [`NwayFn`] (or, for a spec of rows, [`NwayRowsFn`])
+    /// contract for one [`NwaySpec`], using only instructions this host executes, callable
+    /// until `owner` is dropped.
     #[cfg_attr(not(feature = "jit"), allow(dead_code))] // no-JIT builds compile none
     pub(crate) unsafe fn owned(
         tier: Tier,
-        entry: NwayFn,
+        entry: Entry,
         code_bytes: usize,
         owner: Box<dyn CodeOwner>,
     ) -> NwayKernel {
@@ -149,7 +173,46 @@ impl NwayKernel {
     /// `end` writable elements that no operand overlaps unless it is the same array read in
     /// place (same first element); `begin <= end`.
     pub(crate) unsafe fn run(&self, ptrs: &[*const u8], out: *mut u8, begin: usize, end: usize) {
-        // SAFETY: the caller's contract is the kernel's (see `owned`).
-        unsafe { (self.entry)(ptrs.as_ptr(), out, begin, end) }
+        // SAFETY: the caller's contract is the kernel's (see `owned`); a kernel of rows runs
+        // one row without reading its strides.
+        unsafe {
+            match self.entry {
+                Entry::Flat(f) => f(ptrs.as_ptr(), out, begin, end),
+                Entry::Rows(f) => f(ptrs.as_ptr(), out, begin, end, 1, std::ptr::null()),
+            }
+        }
+    }
+
+    /// Runs elements `begin..end` of `rows` rows, `strides` apart (bytes; one per operand,
+    /// then the output's). A flat kernel runs one row at a time.
+    ///
+    /// # Safety
+    /// As [`NwayKernel::run`] for every row: row `r` of a full operand starts
+    /// `r * strides[j]` bytes after `ptrs[j]`, the output's `r * strides[n]` after `out`, and
+    /// the output's rows are disjoint.
+    pub(crate) unsafe fn run_rows(
+        &self,
+        ptrs: &[*const u8],
+        out: *mut u8,
+        (begin, end): (usize, usize),
+        rows: usize,
+        strides: &[isize],
+    ) {
+        match self.entry {
+            // SAFETY: the caller's contract is the kernel's (see `owned`).
+            Entry::Rows(f) => unsafe { f(ptrs.as_ptr(), out, begin, end, rows, strides.as_ptr()) },
+            Entry::Flat(f) => {
+                let mut p: SmallVec<[*const u8; 24]> = ptrs.into();
+                let mut o = out;
+                for _ in 0..rows {
+                    // SAFETY: as above, row by row.
+                    unsafe { f(p.as_ptr(), o, begin, end) };
+                    for (q, s) in p.iter_mut().zip(strides) {
+                        *q = q.wrapping_offset(*s);
+                    }
+                    o = o.wrapping_offset(strides[ptrs.len()]);
+                }
+            }
+        }
     }
 }

@@ -9,7 +9,7 @@ use super::level::Level;
 use crate::error::Result;
 use crate::jit::generator::{Candidates, Generator, MachineCode};
 use crate::kernel::abi::{CodeRunner, KernelFn};
-use crate::kernel::nway::{NwayFn, NwayKernel, NwaySpec};
+use crate::kernel::nway::{Entry, NwayFn, NwayKernel, NwayRowsFn, NwaySpec};
 use crate::kernel::{CodeOwner, Kernel};
 use crate::plan::{RowShape, Signature};
 use crate::tier::{Tier, Variant};
@@ -186,10 +186,16 @@ impl Generator for X86Tier {
             Err(e) => return Some(Err(e)),
         };
         Some(ExecMem::new(&code).map(|mem| {
-            // SAFETY: the memory holds exactly `code`, the complete n-way function `emit_nway`
-            // returns for `spec` in the `NwayFn` convention; it stays mapped while the kernel
-            // (owner of `mem`) lives.
-            let entry: NwayFn = unsafe { std::mem::transmute::<*const u8, NwayFn>(mem.as_ptr()) };
+            let p = mem.as_ptr();
+            let entry = if spec.rows {
+                // SAFETY: the memory holds exactly `code`, the complete n-way function
+                // `emit_nway` returns for a spec of rows, in the `NwayRowsFn` convention; it
+                // stays mapped while the kernel (owner of `mem`) lives.
+                Entry::Rows(unsafe { std::mem::transmute::<*const u8, NwayRowsFn>(p) })
+            } else {
+                // SAFETY: as above, a flat spec's function in the `NwayFn` convention.
+                Entry::Flat(unsafe { std::mem::transmute::<*const u8, NwayFn>(p) })
+            };
             // SAFETY: `entry` is that function; it uses AVX-512 instructions only, which this
             // host runs (the registry builds this generator without a runner only then).
             unsafe { NwayKernel::owned(self.tier(), entry, code.len(), Box::new(Mapped(mem))) }
