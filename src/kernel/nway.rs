@@ -10,7 +10,10 @@
 
 use smallvec::SmallVec;
 
+use std::sync::Arc;
+
 use super::CodeOwner;
+use super::abi::{CodeRunner, KernelArgs, MemRegion};
 use crate::dtype::DType;
 use crate::pred::{Canon, TestOp};
 use crate::tier::Tier;
@@ -90,6 +93,17 @@ impl NwaySpec {
         f
     }
 
+    /// Each operand's form and element width, in call order.
+    pub(crate) fn operands(&self) -> SmallVec<[(Form, usize); 24]> {
+        let mut v = SmallVec::new();
+        for b in &self.branches {
+            v.extend(b.cond.forms().into_iter().map(|f| (f, b.cond.width())));
+            v.push((b.value, self.width));
+        }
+        v.push((self.default, self.width));
+        v
+    }
+
     /// Bytes a call moves per output element: the output's and every full operand's.
     pub(crate) fn bytes_per_element(&self) -> usize {
         let mut b = self.width;
@@ -121,12 +135,108 @@ pub(crate) type NwayRowsFn = unsafe extern "C" fn(
     strides: *const isize,
 );
 
-/// A kernel's entry point, by its spec's kind.
-#[derive(Clone, Copy)]
+/// A kernel's entry point, by its spec's kind, or the code a runner executes.
 #[cfg_attr(not(feature = "jit"), allow(dead_code))] // no-JIT builds compile none
 pub(crate) enum Entry {
     Flat(NwayFn),
     Rows(NwayRowsFn),
+    Emulated(Box<Emulated>),
+}
+
+/// x86 code of an n-way kernel this host cannot run, executed by a [`CodeRunner`]
+/// (verification only), with what its calls' memory regions are computed from.
+pub(crate) struct Emulated {
+    pub(crate) code: Vec<u8>,
+    pub(crate) runner: Arc<dyn CodeRunner>,
+    pub(crate) rows: bool,
+    /// Each operand's form and element width, in call order.
+    pub(crate) ops: SmallVec<[(Form, usize); 24]>,
+    /// The output's element width.
+    pub(crate) width: usize,
+}
+
+impl Emulated {
+    /// Runs the code on `ptrs` and `out` (rows of [`NwayKernel::run_rows`]), with every
+    /// operand's and the output's rows as the memory it may touch.
+    ///
+    /// # Safety
+    /// As [`NwayKernel::run_rows`].
+    unsafe fn call(
+        &self,
+        ptrs: &[*const u8],
+        out: *mut u8,
+        (begin, end): (usize, usize),
+        rows: usize,
+        strides: &[isize],
+    ) {
+        if begin >= end || rows == 0 {
+            return;
+        }
+        // The bytes `begin..end` of every row of an operand of `width`-byte elements at `p`.
+        let span = |p: u64, stride: isize, width: usize| -> (u64, u64) {
+            let last = if rows > 1 {
+                stride * (rows as isize - 1)
+            } else {
+                0
+            };
+            let lo = p.wrapping_add_signed(last.min(0) as i64) + (begin * width) as u64;
+            let hi = p.wrapping_add_signed(last.max(0) as i64) + (end * width) as u64;
+            (lo, hi - lo)
+        };
+        let n = ptrs.len();
+        let stride = |j: usize| if rows > 1 { strides[j] } else { 0 };
+        // The output first: an operand read in place is the same memory, and a runner takes the
+        // first region that holds an address.
+        let (oa, ol) = span(out as u64, stride(n), self.width);
+        let mut regions = vec![MemRegion {
+            addr: oa,
+            len: ol,
+            writable: true,
+        }];
+        for (j, (&p, &(form, w))) in ptrs.iter().zip(&self.ops).enumerate() {
+            let (addr, len) = match form {
+                Form::Full => span(p as u64, stride(j), w),
+                Form::Splat => (p as u64, w as u64),
+            };
+            regions.push(MemRegion {
+                addr,
+                len,
+                writable: false,
+            });
+        }
+        regions.push(MemRegion {
+            addr: ptrs.as_ptr() as u64,
+            len: 8 * n as u64,
+            writable: false,
+        });
+        if rows > 1 {
+            regions.push(MemRegion {
+                addr: strides.as_ptr() as u64,
+                len: 8 * (n as u64 + 1),
+                writable: false,
+            });
+        }
+        let a: KernelArgs = [
+            ptrs.as_ptr() as u64,
+            out as u64,
+            begin as u64,
+            end as u64,
+            if self.rows { rows as u64 } else { 0 },
+            if self.rows {
+                strides.as_ptr() as u64
+            } else {
+                0
+            },
+            0,
+            0,
+            0,
+        ];
+        // SAFETY: the regions are the bytes the call may touch (the caller's contract); only
+        // the output is written; the pointer and stride arrays are the caller's for the call.
+        if let Err(e) = unsafe { self.runner.call(&self.code, true, &a, &regions) } {
+            panic!("emulated x86 n-way kernel failed: {e}");
+        }
+    }
 }
 
 /// A compiled n-way kernel, owning its code.
@@ -176,9 +286,10 @@ impl NwayKernel {
         // SAFETY: the caller's contract is the kernel's (see `owned`); a kernel of rows runs
         // one row without reading its strides.
         unsafe {
-            match self.entry {
+            match &self.entry {
                 Entry::Flat(f) => f(ptrs.as_ptr(), out, begin, end),
                 Entry::Rows(f) => f(ptrs.as_ptr(), out, begin, end, 1, std::ptr::null()),
+                Entry::Emulated(e) => e.call(ptrs, out, (begin, end), 1, &[]),
             }
         }
     }
@@ -198,15 +309,19 @@ impl NwayKernel {
         rows: usize,
         strides: &[isize],
     ) {
-        match self.entry {
+        match &self.entry {
             // SAFETY: the caller's contract is the kernel's (see `owned`).
             Entry::Rows(f) => unsafe { f(ptrs.as_ptr(), out, begin, end, rows, strides.as_ptr()) },
-            Entry::Flat(f) => {
+            // SAFETY: as above.
+            Entry::Emulated(e) if e.rows => unsafe {
+                e.call(ptrs, out, (begin, end), rows, strides)
+            },
+            _ => {
                 let mut p: SmallVec<[*const u8; 24]> = ptrs.into();
                 let mut o = out;
                 for _ in 0..rows {
                     // SAFETY: as above, row by row.
-                    unsafe { f(p.as_ptr(), o, begin, end) };
+                    unsafe { self.run(&p, o, begin, end) };
                     for (q, s) in p.iter_mut().zip(strides) {
                         *q = q.wrapping_offset(*s);
                     }

@@ -9,7 +9,7 @@ use super::level::Level;
 use crate::error::Result;
 use crate::jit::generator::{Candidates, Generator, MachineCode};
 use crate::kernel::abi::{CodeRunner, KernelFn};
-use crate::kernel::nway::{Entry, NwayFn, NwayKernel, NwayRowsFn, NwaySpec};
+use crate::kernel::nway::{Emulated, Entry, NwayFn, NwayKernel, NwayRowsFn, NwaySpec};
 use crate::kernel::{CodeOwner, Kernel};
 use crate::plan::{RowShape, Signature};
 use crate::tier::{Tier, Variant};
@@ -58,6 +58,11 @@ impl X86Tier {
 
 /// A kernel's executable mapping, unmapped when the kernel is dropped.
 struct Mapped(ExecMem);
+
+/// The owner of an emulated kernel's code: none (the code is in the kernel).
+struct NoCode;
+
+impl CodeOwner for NoCode {}
 
 impl CodeOwner for Mapped {
     fn bytes(&self) -> Option<&[u8]> {
@@ -176,15 +181,31 @@ impl Generator for X86Tier {
         self.runner.is_some()
     }
 
-    /// AVX-512 only, on a host that runs it (emulated tiers run n-way calls in tiles).
+    /// AVX-512 only (on a host without it, run by the runner).
     fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
-        if self.runner.is_some() {
-            return None;
-        }
         let code = match self.x86.emit_nway(spec)? {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
         };
+        if let Some(r) = &self.runner {
+            let e = Emulated {
+                code,
+                runner: r.clone(),
+                rows: spec.rows,
+                ops: spec.operands(),
+                width: spec.width,
+            };
+            let len = e.code.len();
+            // SAFETY: emulated code is not executed by the CPU; the runner checks every access.
+            return Some(Ok(unsafe {
+                NwayKernel::owned(
+                    self.tier(),
+                    Entry::Emulated(Box::new(e)),
+                    len,
+                    Box::new(NoCode),
+                )
+            }));
+        }
         Some(ExecMem::new(&code).map(|mem| {
             let p = mem.as_ptr();
             let entry = if spec.rows {

@@ -247,15 +247,7 @@ impl Nway<'_> {
 
     /// The widths of the operands in call order.
     fn operand_widths(&self) -> Vec<usize> {
-        let mut v = Vec::new();
-        for b in &self.spec.branches {
-            for _ in b.cond.forms() {
-                v.push(b.cond.width());
-            }
-            v.push(self.spec.width);
-        }
-        v.push(self.spec.width);
-        v
+        self.spec.operands().iter().map(|&(_, w)| w).collect()
     }
 
     /// The main loop of [`UNROLL`] blocks, then one block at a time, while whole blocks remain
