@@ -23,7 +23,7 @@
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, bug};
-use super::regs::{XMM, YMM, ZMM};
+use super::regs::{K, XMM, YMM, ZMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
 use crate::pred::{Canon, TestOp};
@@ -39,7 +39,6 @@ const SPLATS: usize = 20;
 const ROWS_FRAME: i32 = 32;
 /// Blocks per main-loop iteration.
 const UNROLL: usize = 4;
-const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
 
 /// Where a kernel finds an operand.
 #[derive(Clone, Copy)]
@@ -69,26 +68,6 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     let forms = spec.forms();
     let full = forms.iter().filter(|f| **f == Form::Full).count();
     [1, 2, 4, 8].contains(&w) && conds_ok && full <= BASES.len() && forms.len() - full <= SPLATS
-}
-
-/// `$body` with `$r` the register table of `$bytes`-byte vectors (16, 32 or 64).
-macro_rules! vsize {
-    ($bytes:expr, $r:ident => $body:expr) => {
-        match $bytes {
-            16 => {
-                let $r = &XMM;
-                $body
-            }
-            32 => {
-                let $r = &YMM;
-                $body
-            }
-            _ => {
-                let $r = &ZMM;
-                $body
-            }
-        }
-    };
 }
 
 struct Nway<'s> {
@@ -385,7 +364,7 @@ impl Nway<'_> {
         };
         let m = Self::at(r, pw, disp);
         if partial {
-            vsize!(vb.max(16), t => per_width!(
+            v3!(vb.max(16), t => per_width!(
                 pw,
                 self.a,
                 [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
@@ -395,7 +374,7 @@ impl Nway<'_> {
             self.a
                 .vmovq(XMM[d], qword_ptr(r + r8 * pw as u32 + disp * pw as i32))?;
         } else {
-            vsize!(vb, t => self.a.vmovdqu64(t[d], m)?);
+            v3!(vb, t => self.a.vmovdqu64(t[d], m)?);
         }
         Ok(d)
     }
@@ -423,7 +402,7 @@ impl Nway<'_> {
         match c {
             NCond::Mask(_) => {
                 let x = self.load(f, 1, vb, ta, disp, partial)?;
-                vsize!(rb, t => self.a.vptestmb(kd, t[x], t[x])?);
+                v3!(rb, t => self.a.vptestmb(kd, t[x], t[x])?);
                 if not {
                     self.a.knotq(K[k], K[k])?;
                     within = false;
@@ -454,7 +433,7 @@ impl Nway<'_> {
                 };
                 macro_rules! cmp {
                     ($m:ident) => {
-                        vsize!(rb, t => match rhs {
+                        v3!(rb, t => match rhs {
                             B::Reg(y) => self.a.$m(kd, t[x], t[y], imm)?,
                             B::Mem(m) => self.a.$m(kd, t[x], m, imm)?,
                         })
@@ -489,7 +468,7 @@ impl Nway<'_> {
                 match op {
                     TestOp::IsNan => {
                         let imm = if not { 7 } else { 3 };
-                        vsize!(rb, t => if f32 {
+                        v3!(rb, t => if f32 {
                             self.a.vcmpps(kd, t[x], t[x], imm)?
                         } else {
                             self.a.vcmppd(kd, t[x], t[x], imm)?
@@ -501,7 +480,7 @@ impl Nway<'_> {
                             TestOp::IsInf => (0x18, not),
                             _ => (0x99, !not),
                         };
-                        vsize!(rb, t => if f32 {
+                        v3!(rb, t => if f32 {
                             self.a.vfpclassps(kd, t[x], imm)?
                         } else {
                             self.a.vfpclasspd(kd, t[x], imm)?
