@@ -4,6 +4,9 @@
 //! ([`crate::kernel::nway`]) where the engine's generator has one for its spec. Everything else
 //! (broadcasts of other shapes, strided views, a generator without n-way kernels, conditions
 //! the kernel does not take) runs in tiles of two-way passes (`nway.rs`).
+//!
+//! The types of a call both paths read (its values, a validated call's operands) live here,
+//! below `nway.rs`.
 
 use std::sync::Arc;
 
@@ -17,11 +20,72 @@ use crate::cond::Cond;
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NBranch, NCond, NwayKernel, NwaySpec};
 use crate::pred::Kind;
-use crate::tensor::TensorMut;
+use crate::shape::Dims;
+use crate::tensor::{TensorMut, TensorRef};
 use std::sync::atomic::Ordering;
 
-use super::nway::{Choice, Run, Slot, Val};
 use crate::shape::Strides;
+
+/// One value of an n-way select ([`Engine::select_n`]): a tensor of the output's dtype, or the
+/// output's own contents on entry (an in-place call: `x = select([...], [...], x)`).
+#[derive(Clone, Copy, Debug)]
+pub enum Choice<'a, T> {
+    /// A tensor, broadcast into the output.
+    Tensor(TensorRef<'a, T>),
+    /// The output's elements as they were before the call.
+    Out,
+}
+
+impl<'a, T> From<TensorRef<'a, T>> for Choice<'a, T> {
+    fn from(t: TensorRef<'a, T>) -> Self {
+        Choice::Tensor(t)
+    }
+}
+
+/// An operand validated and placed in the output's index space: its shape and element strides
+/// padded on the left to the output's rank, its first element, its bytes and element width.
+pub(super) struct Placed<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) width: usize,
+    pub(super) shape: Dims,
+    pub(super) strides: Strides,
+    pub(super) offset: usize,
+}
+
+/// Where a branch's value (or the default) comes from in a tile.
+#[derive(Clone, Copy)]
+pub(super) enum Val {
+    /// `placed[i]`.
+    Placed(usize),
+    /// The output on entry: the scratch copy of the tile, or the tile itself when it is the
+    /// default and nothing else reads the output.
+    Out,
+}
+
+/// A condition operand's source: `placed[i]`, a scalar (kept as it is), or the output on entry.
+#[derive(Clone, Copy)]
+pub(super) enum Slot {
+    Placed(usize),
+    Scalar,
+    Out,
+}
+
+/// A validated n-way call, run tile by tile.
+pub(super) struct Run<'r, 'a> {
+    pub(super) engine: &'r Engine,
+    pub(super) dtype: DType,
+    pub(super) conds: &'r [Cond<'a>],
+    pub(super) slots: &'r [[Option<Slot>; 2]],
+    pub(super) vals: &'r [Val],
+    pub(super) dflt: Val,
+    pub(super) placed: &'r [Placed<'a>],
+    pub(super) out: &'r Placed<'a>,
+    /// Whether a condition or a value (other than the default) reads the output: the tile is
+    /// copied to a scratch tile first.
+    pub(super) scratch: bool,
+    /// Whether the last branch's condition, its value and the default span the output.
+    pub(super) spans: bool,
+}
 
 /// Kernels (or the absence of one) kept per engine, by spec; cleared when full.
 pub(super) const NWAY_CACHE: usize = 256;
