@@ -1,18 +1,25 @@
-//! Cranelift n-way kernels ([`NwaySpec`]): one loop over a flat output, one element per
-//! iteration, branch-free. Each element starts as the default, then each branch from the last to
-//! the first replaces it where its condition holds (or, negated, does not), with one `select`,
-//! so that the first true condition wins; the result is stored once, after every operand of the
-//! element was read (in place, the output may be an operand).
+//! Cranelift n-way kernels ([`NwaySpec`]): one loop over a flat output, branch-free. Each
+//! element starts as the default, then each branch from the last to the first replaces it where
+//! its condition holds (or, negated, does not), so that the first true condition wins; the
+//! result is stored once, after every operand of the element was read (in place, the output may
+//! be an operand).
 //!
 //! The kernel is `fn(ptrs, out, begin, end)` ([`NwayFn`](crate::kernel::nway::NwayFn)): it
 //! runs elements `begin..end`. Every operand's pointer is read from `ptrs` once per call; a
-//! splat's element is loaded once too, before the loop, and a condition of splats alone is
-//! computed there. Conditions per dtype, as the two-way kernels' (see `codegen/pred.rs`): masks
-//! any non-zero byte; integers `icmp` with the dtype's signed or unsigned condition code;
-//! f32 / f64 `fcmp` with the ordered codes (false when either side is NaN, `-0.0 == 0.0`),
-//! isnan `fcmp uno x, x`, isinf / isfinite `fabs(x)` compared with infinity (`eq` / ordered
-//! `lt`); tests of integers are constant (isfinite true, isnan and isinf false), and a branch
-//! whose condition is constant is either taken outright or left out.
+//! splat's element is loaded (and splatted) once too, before the loops, and a condition of
+//! splats alone is computed there. Where every condition computed per element has elements of
+//! the output's width, a vector loop runs 16 bytes of output per iteration (lane masks from
+//! vector compares, one `bitselect` per branch: x86 `blendv` where the host has it), and the
+//! scalar loop (one `select` per branch) runs the rest; otherwise the scalar loop runs them all.
+//!
+//! Conditions per dtype, as the two-way kernels' (see `codegen/pred.rs`): masks any non-zero
+//! byte; integers `icmp` with the dtype's signed or unsigned condition code; f32 / f64 `fcmp`
+//! with the ordered codes (false when either side is NaN, `-0.0 == 0.0`), isnan
+//! `fcmp uno x, x`, isinf / isfinite `fabs(x)` compared with infinity (`eq` / ordered `lt`);
+//! tests of integers are constant (isfinite true, isnan and isinf false), and a branch whose
+//! condition is constant is either taken outright or left out. Conditions of bool, f16, bf16 and
+//! complex dtypes, elements of 16 bytes, and specs of rows ([`NwaySpec::rows`]) are not taken
+//! (the engine runs those calls another way).
 
 use cranelift_codegen::ir::condcodes::{FloatCC, IntCC};
 use cranelift_codegen::ir::types::{F32, F64, I8, I16, I32, I64};
@@ -88,17 +95,18 @@ pub(super) fn declare_params(func: &mut Function) {
     }
 }
 
-/// Where the loop finds an operand.
+/// Where the loops find an operand.
 #[derive(Clone, Copy)]
 enum Opnd {
     /// Elements of this many bytes from this base.
     Full(Value, usize),
-    /// This element, loaded before the loop.
-    Splat(Value),
+    /// This element, loaded before the loops, and the vector of it (the element itself when
+    /// there is no vector loop).
+    Splat(Value, Value),
 }
 
-/// A branch's condition: computed per element, known before the loop (operands all splats), or
-/// constant.
+/// A branch's condition: computed per element, known before the loops (operands all splats),
+/// or constant.
 #[derive(Clone, Copy)]
 enum Holds {
     PerElem,
@@ -111,6 +119,10 @@ struct NwayEmitter<'a, 'b> {
     b: &'a mut FunctionBuilder<'b>,
     spec: &'a NwaySpec,
     flags: MemFlagsData,
+    /// The vector loop's constants: zero bytes (masks compare with them), +infinity in f32 and
+    /// f64 lanes (tests compare with them).
+    zeros: Option<Value>,
+    inf: [Option<Value>; 2],
 }
 
 /// Builds the body of `spec`'s kernel with `b` (a function of [`declare_params`]' signature).
@@ -120,11 +132,49 @@ pub(super) fn emit(b: &mut FunctionBuilder<'_>, spec: &NwaySpec) {
         spec,
         // Operands are only guaranteed to be byte-aligned, and every access was validated.
         flags: MemFlagsData::new().with_notrap(),
+        zeros: None,
+        inf: [None; 2],
     }
     .emit();
 }
 
+/// The value of a condition that is constant for its dtype (tests of integers: isfinite true,
+/// isnan and isinf false).
+fn constant(c: NCond) -> Option<bool> {
+    match c {
+        NCond::Test(op, d, _) if matches!(Scalar::of(d), Some(Scalar::Int(..))) => {
+            Some(op == TestOp::IsFinite)
+        }
+        _ => None,
+    }
+}
+
+/// Whether the operands of `c`, from the first of `forms`, are all splats.
+fn splats_only(c: NCond, forms: &[Form]) -> bool {
+    forms[..c.forms().len()].iter().all(|f| *f == Form::Splat)
+}
+
+/// The 128-bit vector of `t` lanes.
+fn vector(t: Type) -> Type {
+    t.by(16 / t.bytes()).expect("a 128-bit vector type")
+}
+
 impl NwayEmitter<'_, '_> {
+    /// Whether the kernel has a vector loop: every condition computed per element is of the
+    /// output's width (so its lane masks are the values' lanes).
+    fn vectorizes(&self) -> bool {
+        let forms = self.spec.forms();
+        self.spec
+            .branches
+            .iter()
+            .zip(self.cond_at())
+            .all(|(br, at)| {
+                constant(br.cond).is_some()
+                    || splats_only(br.cond, &forms[at..])
+                    || br.cond.width() == self.spec.width
+            })
+    }
+
     fn emit(mut self) {
         let entry = self.b.create_block();
         self.b.append_block_params_for_function_params(entry);
@@ -132,8 +182,6 @@ impl NwayEmitter<'_, '_> {
         let p = self.b.block_params(entry).to_vec();
         let (ptrs, out, begin, end) = (p[0], p[1], p[2], p[3]);
         let work = self.b.create_block();
-        let body = self.b.create_block();
-        let i = self.b.append_block_param(body, I64);
         let exit = self.b.create_block();
         let empty = self
             .b
@@ -141,68 +189,131 @@ impl NwayEmitter<'_, '_> {
             .icmp(IntCC::UnsignedGreaterThanOrEqual, begin, end);
         self.b.ins().brif(empty, exit, &[], work, &[]);
 
-        // Before the loop: the operands' pointers, the splats, the conditions of splats.
+        // Before the loops: the operands' pointers, the splats, the conditions of splats.
         self.b.switch_to_block(work);
-        let ops = self.operands(ptrs);
-        let mut at = 0;
-        let mut holds = Vec::with_capacity(self.spec.branches.len());
-        for br in &self.spec.branches {
-            let n = br.cond.forms().len();
-            let cops = &ops[at..at + n];
-            at += n + 1;
-            let h = match br.cond {
-                NCond::Test(op, d, _) if matches!(Scalar::of(d), Some(Scalar::Int(..))) => {
-                    Holds::Always(op == TestOp::IsFinite)
+        let vec = self.vectorizes();
+        let ops = self.operands(ptrs, vec);
+        let holds: Vec<Holds> = self
+            .spec
+            .branches
+            .iter()
+            .zip(self.cond_at())
+            .map(|(br, at)| {
+                let cops = &ops[at..at + br.cond.forms().len()];
+                if let Some(c) = constant(br.cond) {
+                    Holds::Always(c)
+                } else if cops.iter().all(|o| matches!(o, Opnd::Splat(..))) {
+                    Holds::Once(self.cond(br.cond, cops, begin, false))
+                } else {
+                    Holds::PerElem
                 }
-                _ if cops.iter().all(|o| matches!(o, Opnd::Splat(_))) => {
-                    Holds::Once(self.cond(br.cond, cops, i))
-                }
-                _ => Holds::PerElem,
-            };
-            holds.push(h);
-        }
-        self.b.ins().jump(body, &[begin.into()]);
-
-        // One element per iteration.
-        self.b.switch_to_block(body);
+            })
+            .collect();
         let w = self.spec.width;
-        let ty = int_type(w);
-        let mut acc = self.fetch(*ops.last().expect("the default"), ty, i);
-        let mut at = ops.len() - 1;
-        for (br, h) in self.spec.branches.iter().zip(&holds).rev() {
-            let n = br.cond.forms().len();
-            at -= n + 1;
-            let vop = ops[at + n];
-            let c = match *h {
-                Holds::Always(c) if c != br.not => {
-                    acc = self.fetch(vop, ty, i);
-                    continue;
-                }
-                Holds::Always(_) => continue,
-                Holds::Once(c) => c,
-                Holds::PerElem => self.cond(br.cond, &ops[at..at + n], i),
-            };
-            let v = self.fetch(vop, ty, i);
-            acc = if br.not {
-                self.b.ins().select(c, acc, v)
-            } else {
-                self.b.ins().select(c, v, acc)
-            };
+        let shead = self.b.create_block();
+        let si = self.b.append_block_param(shead, I64);
+        if vec {
+            let z = self.b.ins().iconst(I8, 0);
+            self.zeros = Some(self.b.ins().splat(vector(I8), z));
+            let f = self.b.ins().f32const(f32::INFINITY);
+            self.inf[0] = Some(self.b.ins().splat(vector(F32), f));
+            let f = self.b.ins().f64const(f64::INFINITY);
+            self.inf[1] = Some(self.b.ins().splat(vector(F64), f));
+            // 16 bytes of output per iteration while a whole vector is left.
+            let lanes = (16 / w) as i64;
+            let vhead = self.b.create_block();
+            let vi = self.b.append_block_param(vhead, I64);
+            let vbody = self.b.create_block();
+            self.b.ins().jump(vhead, &[begin.into()]);
+            self.b.switch_to_block(vhead);
+            let left = self.b.ins().isub(end, vi);
+            let whole = self
+                .b
+                .ins()
+                .icmp_imm_u(IntCC::UnsignedGreaterThanOrEqual, left, lanes);
+            self.b.ins().brif(whole, vbody, &[], shead, &[vi.into()]);
+            self.b.switch_to_block(vbody);
+            let acc = self.element(&ops, &holds, vi, true);
+            let dst = self.addr(out, w, vi);
+            self.b.ins().store(self.flags, acc, dst, 0);
+            let next = self.b.ins().iadd_imm_s(vi, lanes);
+            self.b.ins().jump(vhead, &[next.into()]);
+        } else {
+            self.b.ins().jump(shead, &[begin.into()]);
         }
+
+        // One element per iteration (the vector loop's remainder).
+        self.b.switch_to_block(shead);
+        let sbody = self.b.create_block();
+        let i = self.b.append_block_param(sbody, I64);
+        let more = self.b.ins().icmp(IntCC::UnsignedLessThan, si, end);
+        self.b.ins().brif(more, sbody, &[si.into()], exit, &[]);
+        self.b.switch_to_block(sbody);
+        let acc = self.element(&ops, &holds, i, false);
         let dst = self.addr(out, w, i);
         self.b.ins().store(self.flags, acc, dst, 0);
         let next = self.b.ins().iadd_imm_s(i, 1);
         let more = self.b.ins().icmp(IntCC::UnsignedLessThan, next, end);
-        self.b.ins().brif(more, body, &[next.into()], exit, &[]);
+        self.b.ins().brif(more, sbody, &[next.into()], exit, &[]);
 
         self.b.switch_to_block(exit);
         self.b.ins().return_(&[]);
         self.b.seal_all_blocks();
     }
 
+    /// Where each branch's condition operands start in the operands.
+    fn cond_at(&self) -> Vec<usize> {
+        let mut at = 0;
+        self.spec
+            .branches
+            .iter()
+            .map(|br| {
+                let a = at;
+                at += br.cond.forms().len() + 1;
+                a
+            })
+            .collect()
+    }
+
+    /// The output element `i` (or the vector of elements from `i`): the default, then each
+    /// branch from the last to the first where its condition holds (or, `not`, does not).
+    fn element(&mut self, ops: &[Opnd], holds: &[Holds], i: Value, vec: bool) -> Value {
+        let ty = int_type(self.spec.width);
+        let mut acc = self.fetch(*ops.last().expect("the default"), ty, i, vec);
+        let at = self.cond_at();
+        for ((br, h), at) in self.spec.branches.iter().zip(holds).zip(at).rev() {
+            let n = br.cond.forms().len();
+            let vop = ops[at + n];
+            match *h {
+                Holds::Always(c) => {
+                    if c != br.not {
+                        acc = self.fetch(vop, ty, i, vec);
+                    }
+                }
+                Holds::Once(c) => {
+                    let v = self.fetch(vop, ty, i, vec);
+                    let (t, f) = if br.not { (acc, v) } else { (v, acc) };
+                    acc = self.b.ins().select(c, t, f);
+                }
+                Holds::PerElem => {
+                    let c = self.cond(br.cond, &ops[at..at + n], i, vec);
+                    let v = self.fetch(vop, ty, i, vec);
+                    let (t, f) = if br.not { (acc, v) } else { (v, acc) };
+                    acc = if vec {
+                        self.b.ins().bitselect(c, t, f)
+                    } else {
+                        self.b.ins().select(c, t, f)
+                    };
+                }
+            }
+        }
+        acc
+    }
+
     /// Every operand in call order, read from `ptrs`: a full one's base, a splat's element
-    /// (loaded as its role's type: a mask byte, a condition's dtype, a value of the output's).
-    fn operands(&mut self, ptrs: Value) -> Vec<Opnd> {
+    /// (loaded as its role's type: a mask byte, a condition's dtype, a value of the output's)
+    /// and, with a vector loop (`vec`), its vector.
+    fn operands(&mut self, ptrs: Value, vec: bool) -> Vec<Opnd> {
         let vty = int_type(self.spec.width);
         let mut tys: Vec<Type> = Vec::new();
         for br in &self.spec.branches {
@@ -227,7 +338,15 @@ impl NwayEmitter<'_, '_> {
                 let p = self.b.ins().load(I64, f, ptrs, 8 * j as i32);
                 match form {
                     Form::Full => Opnd::Full(p, ty.bytes() as usize),
-                    Form::Splat => Opnd::Splat(self.b.ins().load(ty, self.flags, p, 0)),
+                    Form::Splat => {
+                        let x = self.b.ins().load(ty, self.flags, p, 0);
+                        let v = if vec {
+                            self.b.ins().splat(vector(ty), x)
+                        } else {
+                            x
+                        };
+                        Opnd::Splat(x, v)
+                    }
                 }
             })
             .collect()
@@ -242,44 +361,58 @@ impl NwayEmitter<'_, '_> {
         self.b.ins().iadd(base, off)
     }
 
-    /// Element `i` of operand `o`, as `ty`.
-    fn fetch(&mut self, o: Opnd, ty: Type, i: Value) -> Value {
+    /// Element `i` of operand `o` as `ty` (with `vec`, the vector of `ty` from element `i`).
+    fn fetch(&mut self, o: Opnd, ty: Type, i: Value, vec: bool) -> Value {
         match o {
-            Opnd::Splat(v) => v,
+            Opnd::Splat(x, v) => {
+                if vec {
+                    v
+                } else {
+                    x
+                }
+            }
             Opnd::Full(base, w) => {
+                let ty = if vec { vector(ty) } else { ty };
                 let a = self.addr(base, w, i);
                 self.b.ins().load(ty, self.flags, a, 0)
             }
         }
     }
 
-    /// Whether `cond` holds for element `i` of its operands `ops` (non-zero: it does).
-    fn cond(&mut self, cond: NCond, ops: &[Opnd], i: Value) -> Value {
+    /// Whether `cond` holds for element `i` of its operands `ops` (non-zero: it does); with
+    /// `vec`, for the vector from element `i`, as lane masks of the operands' width.
+    fn cond(&mut self, cond: NCond, ops: &[Opnd], i: Value, vec: bool) -> Value {
         match cond {
-            NCond::Mask(_) => self.fetch(ops[0], I8, i),
+            NCond::Mask(_) => {
+                let m = self.fetch(ops[0], I8, i, vec);
+                match self.zeros.filter(|_| vec) {
+                    Some(z) => self.b.ins().icmp(IntCC::NotEqual, m, z),
+                    None => m,
+                }
+            }
             NCond::Cmp(op, d, _, _) => match Scalar::of(d).expect("covered") {
                 Scalar::Int(t, signed) => {
-                    let a = self.fetch(ops[0], t, i);
-                    let b = self.fetch(ops[1], t, i);
+                    let a = self.fetch(ops[0], t, i, vec);
+                    let b = self.fetch(ops[1], t, i, vec);
                     self.b.ins().icmp(int_cc(op, signed), a, b)
                 }
                 Scalar::Float(t) => {
-                    let a = self.fetch(ops[0], t, i);
-                    let b = self.fetch(ops[1], t, i);
+                    let a = self.fetch(ops[0], t, i, vec);
+                    let b = self.fetch(ops[1], t, i, vec);
                     self.b.ins().fcmp(float_cc(op), a, b)
                 }
             },
             NCond::Test(test, d, _) => match Scalar::of(d).expect("covered") {
-                Scalar::Int(..) => self.b.ins().iconst(I8, (test == TestOp::IsFinite) as i64),
+                Scalar::Int(..) => unreachable!("a constant condition"),
                 Scalar::Float(t) => {
-                    let x = self.fetch(ops[0], t, i);
+                    let x = self.fetch(ops[0], t, i, vec);
                     if test == TestOp::IsNan {
                         return self.b.ins().fcmp(FloatCC::Unordered, x, x);
                     }
-                    let inf = if t == F32 {
-                        self.b.ins().f32const(f32::INFINITY)
-                    } else {
-                        self.b.ins().f64const(f64::INFINITY)
+                    let inf = match (vec, t == F32) {
+                        (true, f32) => self.inf[usize::from(!f32)].expect("made with the loop"),
+                        (false, true) => self.b.ins().f32const(f32::INFINITY),
+                        (false, false) => self.b.ins().f64const(f64::INFINITY),
                     };
                     let a = self.b.ins().fabs(x);
                     let cc = if test == TestOp::IsInf {
