@@ -371,6 +371,13 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
             engines.push((format!("{name}-nt"), eng));
         }
     }
+    // Every call split across two threads where it can be (the single-pass kernels' parts).
+    let mt = EngineConfig::new().threads(2).parallel_min_bytes(0);
+    for (name, eng) in common::all_engines(&mt) {
+        if name.starts_with("jit") {
+            engines.push((format!("{name}-mt"), eng));
+        }
+    }
     // No code generator: the two-way calls of an n-way select on an ahead-of-time table's
     // shape-generic kernels of rank 1 and 2 (else the static kernels).
     engines.push((

@@ -87,6 +87,18 @@ pub(super) struct Run<'r, 'a> {
     pub(super) spans: bool,
 }
 
+/// A call's pointers, shared by the threads that run disjoint parts of it.
+struct Shared<'p> {
+    ptrs: &'p [*const u8],
+    out: *mut u8,
+}
+// SAFETY: the pointers come from validated buffers that outlive the parallel section (it ends
+// before the call returns); threads write disjoint parts of the output and only read the
+// operands.
+unsafe impl Send for Shared<'_> {}
+// SAFETY: as for `Send`; the wrapper is only read.
+unsafe impl Sync for Shared<'_> {}
+
 /// Kernels (or the absence of one) kept per engine, by spec; cleared when full.
 pub(super) const NWAY_CACHE: usize = 256;
 
@@ -291,13 +303,43 @@ impl Engine {
                 Ptr::Out => op.cast_const(),
             })
             .collect();
-        // SAFETY: `plan` checked every pointer: a full operand's buffer holds `n` elements of its
-        // width from its pointer, a splat's one, the output `n` from `op` (all in the spec's
-        // operand order); the operands are shared borrows, so none overlaps the exclusively
-        // borrowed output, except those read in place, which are the output itself (`op`).
-        unsafe { kernel.run(&ptrs, op, 0, flat.n) };
+        let shared = Shared {
+            ptrs: &ptrs,
+            out: op,
+        };
+        self.in_parts(flat.n, 64, flat.n * flat.spec.width, &|a, b| {
+            let sh = &shared;
+            // SAFETY: `plan` checked every pointer: a full operand's buffer holds `n` elements
+            // of its width from its pointer, a splat's one, the output `n` from `op` (all in
+            // the spec's operand order); the operands are shared borrows, so none overlaps the
+            // exclusively borrowed output, except those read in place, which are the output
+            // itself (`op`); parts write disjoint ranges `a..b` of `0..n`.
+            unsafe { kernel.run(sh.ptrs, sh.out, a, b) };
+        });
         self.runs[NWAY_PASS_RUNS].fetch_add(1, Ordering::Relaxed);
         None
+    }
+
+    /// Runs `f(a, b)` on parts `a..b` of `0..n` (boundaries at multiples of `align`, a power
+    /// of two) on the engine's threads where a call of `bytes` of output is split, else
+    /// `f(0, n)`.
+    fn in_parts(&self, n: usize, align: usize, bytes: usize, f: &(dyn Fn(usize, usize) + Sync)) {
+        if self.splits(bytes, n / align)
+            && let Some(pool) = self.pool()
+        {
+            let parts = pool.threads().min(n / align);
+            let cut = |i: usize| {
+                if i == parts {
+                    n
+                } else {
+                    (n * i / parts) & !(align - 1)
+                }
+            };
+            if pool.run(parts, &|i| f(cut(i), cut(i + 1))) {
+                return;
+            }
+        }
+        f(0, n);
     }
 }
 
@@ -510,18 +552,39 @@ impl Run<'_, '_> {
                     o = o.wrapping_offset(off);
                 }
             }
-            // SAFETY: every operand was validated for its shape and strides (`Views::add`) and
-            // broadcast into the output's shape, and the output is contiguous: each row the
-            // kernel reads (a full operand's `len` elements from its row start, a splat's one
-            // element) and writes (the output's `len` elements) lies inside its buffer. The
-            // operands are shared borrows apart from those read in place, which are the output
-            // itself at the same element (`out_base` with the output's strides).
-            unsafe {
-                if rows {
-                    kernel.run_rows(&ptrs, o, (0, len), row_count, &row_strides);
-                } else {
-                    kernel.run(&ptrs, o, 0, len);
-                }
+            // Sound because every operand was validated for its shape and strides
+            // (`Views::add`) and broadcast into the output's shape, and the output is
+            // contiguous: each row the kernel reads (a full operand's `len` elements from its
+            // row start, a splat's one element) and writes (the output's `len` elements) lies
+            // inside its buffer. The operands are shared borrows apart from those read in
+            // place, which are the output itself at the same element (`out_base` with the
+            // output's strides).
+            let shared = Shared {
+                ptrs: &ptrs,
+                out: o,
+            };
+            if rows {
+                // Parts of the rows.
+                let rs = &row_strides;
+                self.engine
+                    .in_parts(row_count, 1, row_count * len * w, &|a, b| {
+                        let sh = &shared;
+                        let p: SmallVec<[*const u8; 24]> = sh
+                            .ptrs
+                            .iter()
+                            .zip(rs.iter())
+                            .map(|(q, s)| q.wrapping_offset(s * a as isize))
+                            .collect();
+                        let o = sh.out.wrapping_offset(rs[ops] * a as isize);
+                        // SAFETY: see below; parts run disjoint rows `a..b`.
+                        unsafe { kernel.run_rows(&p, o, (0, len), b - a, rs) };
+                    });
+            } else {
+                self.engine.in_parts(len, 64, len * w, &|a, b| {
+                    let sh = &shared;
+                    // SAFETY: see below; parts write disjoint ranges `a..b` of the row.
+                    unsafe { kernel.run(sh.ptrs, sh.out, a, b) };
+                });
             }
             // The next index of the outer dimensions.
             let mut d = 0;
