@@ -176,7 +176,7 @@ impl Generator for X86Tier {
         self.runner.is_some()
     }
 
-    /// AVX-512 only, on a host that runs it (emulated tiers run n-way calls in tiles).
+    /// On a host that runs the level (emulated tiers run n-way calls in tiles).
     fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
         if self.runner.is_some() {
             return None;
@@ -190,8 +190,8 @@ impl Generator for X86Tier {
             // returns for `spec` in the `NwayFn` convention; it stays mapped while the kernel
             // (owner of `mem`) lives.
             let entry: NwayFn = unsafe { std::mem::transmute::<*const u8, NwayFn>(mem.as_ptr()) };
-            // SAFETY: `entry` is that function; it uses AVX-512 instructions only, which this
-            // host runs (the registry builds this generator without a runner only then).
+            // SAFETY: `entry` is that function; it uses instructions of this generator's level
+            // only, which this host runs (the registry builds it without a runner only then).
             unsafe { NwayKernel::owned(self.tier(), entry, code.len(), Box::new(Mapped(mem))) }
         }))
     }
