@@ -599,11 +599,12 @@ fn avx2_elems(r: &mut Rng, dt: DType, n: usize) -> Vec<u8> {
 
 /// A flat call of `n` elements that the AVX2 single-pass kernels take: one to three branches
 /// (at most ten operands, within the kernel's registers), conditions that are masks or of a
-/// dtype of the output's width, full and splat operands, the output read in place.
+/// dtype no wider than the output's, full and splat operands, the output read in place.
 fn avx2_case(seed: u64, n: usize) -> Case {
     let mut r = Rng(seed);
-    let same_width = AVX2_DTYPES[r.below(4)];
-    let dtype = r.pick(same_width);
+    let wi = r.below(4);
+    let dtype = r.pick(AVX2_DTYPES[wi]);
+    let narrower: Vec<DType> = AVX2_DTYPES[..=wi].concat();
     let out_shape = vec![n];
     let full = |r: &mut Rng, dt: DType| Buf {
         bytes: avx2_elems(r, dt, n),
@@ -625,7 +626,12 @@ fn avx2_case(seed: u64, n: usize) -> Case {
     let mut conds = Vec::new();
     let mut values = Vec::new();
     for _ in 0..k {
-        let cdt = r.pick(same_width);
+        // Of the output's width half of the time, else of any width up to it.
+        let cdt = if r.below(2) == 0 {
+            r.pick(AVX2_DTYPES[wi])
+        } else {
+            r.pick(&narrower)
+        };
         let c = match r.below(3) {
             0 => {
                 let m = if r.below(4) == 0 { 1 } else { n };

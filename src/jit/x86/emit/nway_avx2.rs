@@ -17,7 +17,10 @@
 //! `EQ_OQ`, `LT_OQ` and `LE_OQ` (false on NaN, and `-0.0 == 0.0`), isnan `UNORD_Q` of the
 //! operand with itself, isinf the magnitude equal to infinity, isfinite the complement of the
 //! magnitude (as an integer) above the largest finite value; tests of integers are constant.
-//! Conditions are of the output's element width (masks of any). Constants follow the code.
+//! A condition over elements narrower than the output's compares the fewer bytes a block of
+//! output covers in an xmm register (16, 8 or 4 bytes, loaded with `vmovdqu`, `vmovq` or
+//! `vmovd`), then sign-extends its lanes to the output's (`vpmovsx*`); wider ones are not
+//! taken (the engine's tiles run them). Constants follow the code.
 //!
 //! Elements outside whole blocks (the tail, and with non-temporal stores the head until the
 //! output is 32-byte aligned) run one at a time with the same code on xmm registers, loaded
@@ -134,14 +137,14 @@ fn splat0(spec: &NwaySpec) -> usize {
 }
 
 /// Whether the AVX2 n-way emitter takes `spec`: elements of 1 to 8 bytes; conditions of masks,
-/// of integer and f32 / f64 dtypes of the output's width (tests of integers of any), at most
-/// ten full operands and as many splats as vector registers remain.
+/// of integer and f32 / f64 dtypes no wider than the output's elements (tests of integers of
+/// any), at most ten full operands and as many splats as vector registers remain.
 pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     let w = spec.width;
     let conds_ok = spec.branches.iter().all(|b| match b.cond {
         NCond::Mask(_) => true,
-        NCond::Cmp(_, d, _, _) => real(d) && d.width() == w,
-        NCond::Test(_, d, _) => real(d) && (d.width() == w || !float(d)),
+        NCond::Cmp(_, d, _, _) => real(d) && d.width() <= w,
+        NCond::Test(_, d, _) => real(d) && (d.width() <= w || !float(d)),
     });
     let forms = spec.forms();
     let full = forms.iter().filter(|f| **f == Form::Full).count();
@@ -160,6 +163,9 @@ struct Nway<'s> {
     n: usize,
     /// One element at a time on xmm registers (else a block on ymm).
     one: bool,
+    /// A condition narrower than the output's elements: compared in xmm registers (the
+    /// fewer bytes that a block covers), its lane mask widened after.
+    narrow: bool,
     /// The constants read, with their labels.
     consts: Vec<(Const, CodeLabel)>,
 }
@@ -175,6 +181,7 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         locs: Vec::new(),
         n: 32 / spec.width,
         one: false,
+        narrow: false,
         consts: Vec::new(),
     };
     e.kernel()?;
@@ -189,7 +196,7 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
 /// else ymm).
 macro_rules! v {
     ($s:expr, $t:ident => $body:expr) => {
-        if $s.one {
+        if $s.one || $s.narrow {
             let $t = &XMM;
             $body
         } else {
@@ -401,18 +408,17 @@ impl Nway<'_> {
     }
 
     /// Operand `j` (elements of `ow` bytes) in a vector register: its splat's, or loaded into
-    /// `d` (a block, or element `r8` alone with its other lanes zero).
+    /// `d` (the elements of a block, or element `r8` alone, the other lanes zero).
     fn load(&mut self, j: usize, ow: usize, d: usize) -> Result<usize, EmitError> {
         let r = match self.locs[j] {
             Loc::Splat(s) => return Ok(s),
             Loc::Base(r) => r,
         };
         let m = ptr(r + r8 * ow as u32);
-        if !self.one {
-            self.a.vmovdqu(YMM[d], m)?;
-            return Ok(d);
-        }
-        match ow {
+        let bytes = if self.one { ow } else { self.n * ow };
+        match bytes {
+            32 => self.a.vmovdqu(YMM[d], m)?,
+            16 => self.a.vmovdqu(XMM[d], m)?,
             1 => {
                 self.a.movzx(eax, byte_ptr(r + r8))?;
                 self.a.vmovd(XMM[d], eax)?;
@@ -449,9 +455,42 @@ impl Nway<'_> {
     }
 
     /// The lane mask of condition `c` (its operands from operand `f` on) in [`MASK`], and where
-    /// it says the condition holds.
+    /// it says the condition holds: a condition narrower than the output's elements compared
+    /// in xmm registers, its lanes then sign-extended to the output's.
     fn cond(&mut self, c: NCond, f: usize) -> Result<Taken, EmitError> {
-        let w = self.spec.width;
+        let (w, pw) = (self.spec.width, c.width());
+        if matches!(c, NCond::Mask(_)) || pw == w {
+            return self.cond_at(c, f, w);
+        }
+        self.narrow = true;
+        let taken = self.cond_at(c, f, pw);
+        self.narrow = false;
+        let taken = taken?;
+        if matches!(taken, Taken::Set | Taken::Clear) {
+            let x = XMM[MASK];
+            macro_rules! widen {
+                ($m:ident) => {
+                    if self.one {
+                        self.a.$m(x, x)?
+                    } else {
+                        self.a.$m(YMM[MASK], x)?
+                    }
+                };
+            }
+            match (pw, w) {
+                (1, 2) => widen!(vpmovsxbw),
+                (1, 4) => widen!(vpmovsxbd),
+                (1, _) => widen!(vpmovsxbq),
+                (2, 4) => widen!(vpmovsxwd),
+                (2, _) => widen!(vpmovsxwq),
+                _ => widen!(vpmovsxdq),
+            }
+        }
+        Ok(taken)
+    }
+
+    /// [`Nway::cond`] with the condition's operands of `w` bytes.
+    fn cond_at(&mut self, c: NCond, f: usize, w: usize) -> Result<Taken, EmitError> {
         Ok(match c {
             NCond::Mask(_) => {
                 let x = self.load_mask(f, T0)?;
