@@ -608,3 +608,103 @@ impl Nway<'_> {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kernel::nway::NBranch;
+    use iced_x86::{Decoder, DecoderOptions, EncodingKind};
+
+    /// Specs of every output width with every kind of condition the emitter takes (each width
+    /// up to the output's), negated or not, full and splat operands, with and without
+    /// non-temporal stores.
+    fn specs() -> Vec<NwaySpec> {
+        let dtypes = [
+            DType::I8,
+            DType::U8,
+            DType::I16,
+            DType::U16,
+            DType::I32,
+            DType::U32,
+            DType::F32,
+            DType::I64,
+            DType::U64,
+            DType::F64,
+        ];
+        let mut v = Vec::new();
+        for w in [1, 2, 4, 8] {
+            for (i, &d) in dtypes.iter().filter(|d| d.width() <= w).enumerate() {
+                let (f, g) = if i % 2 == 0 {
+                    (Form::Full, Form::Splat)
+                } else {
+                    (Form::Splat, Form::Full)
+                };
+                let branches = [
+                    NCond::Mask(f),
+                    NCond::Cmp(Canon::Lt, d, f, g),
+                    NCond::Cmp(Canon::Le, d, g, f),
+                    NCond::Cmp(Canon::Eq, d, f, f),
+                    NCond::Test(TestOp::IsNan, d, f),
+                    NCond::Test(TestOp::IsInf, d, g),
+                    NCond::Test(TestOp::IsFinite, d, f),
+                ]
+                .into_iter()
+                .enumerate()
+                .map(|(k, cond)| NBranch {
+                    cond,
+                    not: k % 2 == i % 2,
+                    value: if k % 3 == 0 { g } else { f },
+                })
+                .collect::<Vec<_>>();
+                // Three branches a spec, within the registers.
+                for part in branches.chunks(3) {
+                    let spec = NwaySpec {
+                        width: w,
+                        nt: i % 2 == 1,
+                        branches: part.iter().copied().collect(),
+                        default: g,
+                    };
+                    assert!(covers(&spec), "{spec:?}");
+                    v.push(spec);
+                }
+            }
+        }
+        v
+    }
+
+    #[test]
+    fn code_is_avx2_only() {
+        for spec in specs() {
+            let code = emit(&spec).unwrap();
+            let mut dec = Decoder::new(64, &code, DecoderOptions::NONE);
+            // The instructions, up to the constants after the last `ret`.
+            for ins in dec.iter() {
+                assert_ne!(ins.encoding(), EncodingKind::EVEX, "{ins} in {spec:?}");
+                if ins.mnemonic() == iced_x86::Mnemonic::Ret {
+                    break;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn refuses_wider_conditions_and_too_many_operands() {
+        let cmp = |d| NBranch {
+            cond: NCond::Cmp(Canon::Eq, d, Form::Full, Form::Splat),
+            not: false,
+            value: Form::Splat,
+        };
+        let spec = |width, branches: Vec<NBranch>| NwaySpec {
+            width,
+            nt: false,
+            branches: branches.into_iter().collect(),
+            default: Form::Full,
+        };
+        assert!(covers(&spec(4, vec![cmp(DType::F32)])));
+        assert!(!covers(&spec(4, vec![cmp(DType::F64)])));
+        assert!(!covers(&spec(2, vec![cmp(DType::F16)])));
+        // Two splats a branch: six branches fit the registers above the temporaries, seven not.
+        assert!(covers(&spec(4, vec![cmp(DType::I32); 6])));
+        assert!(!covers(&spec(4, vec![cmp(DType::I32); 7])));
+    }
+}
