@@ -3,7 +3,7 @@
 //! mask from the last branch to the first (so the first true condition wins), and stored once.
 //!
 //! The kernel is `fn(ptrs, out, begin, end)` (rdi, rsi, rdx, rcx): it runs elements
-//! `begin..end`. Registers: r8 the element index, r9 `end`, rsi the output, rax and r10
+//! `begin..end`, two blocks per main-loop iteration. Registers: r8 the element index, r9 `end`, rsi the output, rax and r10
 //! scratch; the full operands' bases in rdi, rcx, rdx, rbx, rbp and r11-r15 (ten at most);
 //! ymm0 a block's output, ymm1 a branch's lane mask, ymm2-3 operands loaded, ymm4 zero when a
 //! condition is a mask, the splats (loaded once per call) in the registers above, up to ymm15.
@@ -13,7 +13,7 @@
 //! (negation swaps the blend's operands): masks are widened to the output's elements with
 //! `vpmovzxb*` and compared with zero (true where the mask byte is zero); integer `Eq` is
 //! `vpcmpeq*`, `Lt` `vpcmpgt*` with swapped operands, `Le` the complement of `vpcmpgt*`,
-//! unsigned ones on operands with their sign bits flipped; floats `vcmpps` / `vcmppd` with
+//! unsigned ones on operands with their sign bits flipped (a splat's once per call); floats `vcmpps` / `vcmppd` with
 //! `EQ_OQ`, `LT_OQ` and `LE_OQ` (false on NaN, and `-0.0 == 0.0`), isnan `UNORD_Q` of the
 //! operand with itself, isinf the magnitude equal to infinity, isfinite the complement of the
 //! magnitude (as an integer) above the largest finite value; tests of integers are constant.
@@ -122,6 +122,11 @@ fn real(d: DType) -> bool {
     )
 }
 
+/// Whether `d` is an unsigned integer.
+fn unsigned(d: DType) -> bool {
+    matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64)
+}
+
 /// Whether `d` is f32 or f64.
 fn float(d: DType) -> bool {
     matches!(d, DType::F32 | DType::F64)
@@ -159,6 +164,9 @@ struct Nway<'s> {
     spec: &'s NwaySpec,
     /// Each operand's location, in call order.
     locs: Vec<Loc>,
+    /// Whether an operand is a splat with its sign bits flipped once per call (the operands of
+    /// unsigned `Lt` and `Le`).
+    flipped: Vec<bool>,
     /// Output elements per block.
     n: usize,
     /// One element at a time on xmm registers (else a block on ymm).
@@ -166,6 +174,8 @@ struct Nway<'s> {
     /// A condition narrower than the output's elements: compared in xmm registers (the
     /// fewer bytes that a block covers), its lane mask widened after.
     narrow: bool,
+    /// The block's first element after `r8` (the main loop runs two blocks an iteration).
+    disp: i32,
     /// The constants read, with their labels.
     consts: Vec<(Const, CodeLabel)>,
 }
@@ -179,9 +189,11 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         a: CodeAssembler::new(64)?,
         spec,
         locs: Vec::new(),
+        flipped: Vec::new(),
         n: 32 / spec.width,
         one: false,
         narrow: false,
+        disp: 0,
         consts: Vec::new(),
     };
     e.kernel()?;
@@ -251,6 +263,23 @@ impl Nway<'_> {
         if splat0(self.spec) > ZERO {
             self.a.vpxor(ymm4, ymm4, ymm4)?;
         }
+        self.flipped = vec![false; self.locs.len()];
+        let mut j = 0;
+        for b in &self.spec.branches {
+            if let NCond::Cmp(op, d, _, _) = b.cond
+                && op != Canon::Eq
+                && unsigned(d)
+            {
+                for k in [j, j + 1] {
+                    if let Loc::Splat(s) = self.locs[k] {
+                        let sign = self.constant(Const::Sign(d.width()));
+                        self.a.vpxor(YMM[s], YMM[s], sign)?;
+                        self.flipped[k] = true;
+                    }
+                }
+            }
+            j += b.cond.forms().len() + 1;
+        }
         let mut tail = self.a.create_label();
         let plain = self.a.create_label();
         if self.spec.nt {
@@ -314,25 +343,54 @@ impl Nway<'_> {
         v
     }
 
-    /// The loop of whole blocks (non-temporal stores with `nt`), its first instruction bound to
-    /// `top`; it ends by jumping to `out`.
+    /// Whole blocks (non-temporal stores with `nt`), two an iteration, then one if one remains;
+    /// the first instruction bound to `top`; it ends by jumping to `out`.
     fn blocks(&mut self, nt: bool, mut top: CodeLabel, out: CodeLabel) -> R {
         let n = self.n as i32;
+        let mut one = self.a.create_label();
+        let mut two = self.a.create_label();
         self.a.set_label(&mut top)?;
+        // r10: the last index from which two blocks fit.
+        self.a.mov(r10, r9)?;
+        self.a.sub(r10, 2 * n)?;
+        self.a.jb(one)?;
+        self.a.cmp(r8, r10)?;
+        self.a.ja(one)?;
+        self.a.set_label(&mut two)?;
+        for u in 0..2 {
+            self.block(nt, u * n)?;
+        }
+        self.a.add(r8, 2 * n)?;
+        self.a.cmp(r8, r10)?;
+        self.a.jbe(two)?;
+        self.a.set_label(&mut one)?;
         self.a.lea(r10, ptr(r8 + n))?;
         self.a.cmp(r10, r9)?;
         self.a.ja(out)?;
+        self.block(nt, 0)?;
+        self.a.add(r8, n)?;
+        self.a.jmp(out)?;
+        Ok(())
+    }
+
+    /// The block of elements from `r8 + disp`, stored (non-temporally with `nt`).
+    fn block(&mut self, nt: bool, disp: i32) -> R {
         self.one = false;
+        self.disp = disp;
         self.body()?;
-        let o = ptr(rsi + r8 * self.spec.width as u32);
+        let o = self.at(rsi, self.spec.width);
         if nt {
             self.a.vmovntdq(o, ymm0)?;
         } else {
             self.a.vmovdqu(o, ymm0)?;
         }
-        self.a.add(r8, n)?;
-        self.a.jmp(top)?;
+        self.disp = 0;
         Ok(())
+    }
+
+    /// The element of `ow` bytes from `base` at the current block (or element).
+    fn at(&self, base: AsmRegister64, ow: usize) -> AsmMemoryOperand {
+        ptr(base + r8 * ow as u32 + self.disp * ow as i32)
     }
 
     /// Element `r8` on xmm registers, stored alone.
@@ -378,7 +436,7 @@ impl Nway<'_> {
                 }
                 Taken::Set => match self.locs[vj] {
                     Loc::Base(r) if !self.one => {
-                        self.a.vpblendvb(ymm0, ymm0, ptr(r + r8 * w as u32), ymm1)?;
+                        self.a.vpblendvb(ymm0, ymm0, self.at(r, w), ymm1)?;
                     }
                     _ => {
                         let x = self.load(vj, w, T0)?;
@@ -414,7 +472,7 @@ impl Nway<'_> {
             Loc::Splat(s) => return Ok(s),
             Loc::Base(r) => r,
         };
-        let m = ptr(r + r8 * ow as u32);
+        let m = self.at(r, ow);
         let bytes = if self.one { ow } else { self.n * ow };
         match bytes {
             32 => self.a.vmovdqu(YMM[d], m)?,
@@ -443,7 +501,7 @@ impl Nway<'_> {
         if self.one {
             return self.load(j, 1, d);
         }
-        let m = ptr(r + r8);
+        let m = self.at(r, 1);
         let y = YMM[d];
         match self.spec.width {
             1 => self.a.vmovdqu(y, m)?,
@@ -518,14 +576,16 @@ impl Nway<'_> {
                     });
                     return Ok(Taken::Set);
                 }
-                let signed = matches!(d, DType::I8 | DType::I16 | DType::I32 | DType::I64);
-                if !signed && op != Canon::Eq {
+                if unsigned(d) && op != Canon::Eq {
                     let s = self.constant(Const::Sign(w));
-                    v!(self, t => {
-                        self.a.vpxor(t[T0], t[x], s)?;
-                        self.a.vpxor(t[T1], t[y], s)?;
-                    });
-                    (x, y) = (T0, T1);
+                    if !self.flipped[f] {
+                        v!(self, t => self.a.vpxor(t[T0], t[x], s)?);
+                        x = T0;
+                    }
+                    if !self.flipped[f + 1] {
+                        v!(self, t => self.a.vpxor(t[T1], t[y], s)?);
+                        y = T1;
+                    }
                 }
                 match op {
                     Canon::Eq => {
