@@ -12,8 +12,9 @@
 //! condition yields a mask that either holds where the branch is taken or where it is not
 //! (negation swaps the blend's operands): masks are widened to the output's elements with
 //! `vpmovzxb*` and compared with zero (true where the mask byte is zero); integer `Eq` is
-//! `vpcmpeq*`, `Lt` `vpcmpgt*` with swapped operands, `Le` the complement of `vpcmpgt*`,
-//! unsigned ones on operands with their sign bits flipped (a splat's once per call); floats `vcmpps` / `vcmppd` with
+//! `vpcmpeq*`, `Lt` `vpcmpgt*` with swapped operands, `Le` the complement of `vpcmpgt*`;
+//! unsigned `Le` of 1 to 4 bytes is `vpmaxu*` equal to the rhs, `Lt` its complement of the lhs,
+//! of 8 bytes on operands with their sign bits flipped (a splat's once per call); floats `vcmpps` / `vcmppd` with
 //! `EQ_OQ`, `LT_OQ` and `LE_OQ` (false on NaN, and `-0.0 == 0.0`), isnan `UNORD_Q` of the
 //! operand with itself, isinf the magnitude equal to infinity, isfinite the complement of the
 //! magnitude (as an integer) above the largest finite value; tests of integers are constant.
@@ -165,7 +166,7 @@ struct Nway<'s> {
     /// Each operand's location, in call order.
     locs: Vec<Loc>,
     /// Whether an operand is a splat with its sign bits flipped once per call (the operands of
-    /// unsigned `Lt` and `Le`).
+    /// u64 `Lt` and `Le`).
     flipped: Vec<bool>,
     /// Output elements per block.
     n: usize,
@@ -268,7 +269,7 @@ impl Nway<'_> {
         for b in &self.spec.branches {
             if let NCond::Cmp(op, d, _, _) = b.cond
                 && op != Canon::Eq
-                && unsigned(d)
+                && d == DType::U64
             {
                 for k in [j, j + 1] {
                     if let Loc::Splat(s) = self.locs[k] {
@@ -575,6 +576,29 @@ impl Nway<'_> {
                         self.a.vcmppd(t[MASK], t[x], t[y], imm)?
                     });
                     return Ok(Taken::Set);
+                }
+                if unsigned(d) && op != Canon::Eq && w < 8 {
+                    // `a <= b` where `max(a, b) == b`; `a < b` where not `max(a, b) == a`.
+                    let (eq, taken) = if op == Canon::Le {
+                        (y, Taken::Set)
+                    } else {
+                        (x, Taken::Clear)
+                    };
+                    v!(self, t => {
+                        per_width!(
+                            w,
+                            self.a,
+                            [vpmaxub, vpmaxuw, vpmaxud, vpmaxud],
+                            (t[MASK], t[x], t[y])
+                        )?;
+                        per_width!(
+                            w,
+                            self.a,
+                            [vpcmpeqb, vpcmpeqw, vpcmpeqd, vpcmpeqd],
+                            (t[MASK], t[MASK], t[eq])
+                        )?;
+                    });
+                    return Ok(taken);
                 }
                 if unsigned(d) && op != Canon::Eq {
                     let s = self.constant(Const::Sign(w));
