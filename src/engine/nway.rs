@@ -16,27 +16,13 @@
 use super::Engine;
 use super::api::resolve;
 use super::config::InPlace;
+pub use super::nway_pass::Choice;
+use super::nway_pass::{Placed, Run, Slot, Val};
 use crate::cond::{Cond, Operand, Repr, Src};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
 use crate::shape::{Broadcast, Dims, Strides, broadcast_pair};
 use crate::tensor::{TensorMut, TensorRef, check_output_distinct, validate};
-
-/// One value of an n-way select ([`Engine::select_n`]): a tensor of the output's dtype, or the
-/// output's own contents on entry (an in-place call: `x = select([...], [...], x)`).
-#[derive(Clone, Copy, Debug)]
-pub enum Choice<'a, T> {
-    /// A tensor, broadcast into the output.
-    Tensor(TensorRef<'a, T>),
-    /// The output's elements as they were before the call.
-    Out,
-}
-
-impl<'a, T> From<TensorRef<'a, T>> for Choice<'a, T> {
-    fn from(t: TensorRef<'a, T>) -> Self {
-        Choice::Tensor(t)
-    }
-}
 
 /// Bytes of a tile, the output's and every operand's elements counted: they stay in the caches
 /// (L2 and the L3 slices next to it) while the k passes run over them. Measured on the n-way
@@ -45,16 +31,6 @@ impl<'a, T> From<TensorRef<'a, T>> for Choice<'a, T> {
 /// lose up to 1.3x on the 16M-element ones, and tiles of 8 KiB of output took 4x the time of
 /// 256 KiB ones on 16M f32 (the two-way call's overhead, once per branch and tile).
 const TILE_BYTES: usize = 2 << 20;
-
-/// An operand validated and placed in the output's index space: its shape and element strides
-/// padded on the left to the output's rank, its first element, its bytes and element width.
-struct Placed<'a> {
-    bytes: &'a [u8],
-    width: usize,
-    shape: Dims,
-    strides: Strides,
-    offset: usize,
-}
 
 /// The operands of a call, validated in the order they are met: their labelled shapes (for
 /// the broadcast and its messages) and views (bytes, element width, shape, strides, offset).
@@ -115,16 +91,6 @@ impl<'a> Views<'a> {
             }
         })
     }
-}
-
-/// Where a branch's value (or the default) comes from in a tile.
-#[derive(Clone, Copy)]
-enum Val {
-    /// `placed[i]`.
-    Placed(usize),
-    /// The output on entry: the scratch copy of the tile, or the tile itself when it is the
-    /// default and nothing else reads the output.
-    Out,
 }
 
 /// A tile of the output: the index of each dimension before `axis`, and `len` indices of `axis`
@@ -191,14 +157,6 @@ fn pad(rank: usize, shape: &[usize], strides: &[isize]) -> (Dims, Strides) {
     let mut st: Strides = smallvec::smallvec![0; lead];
     st.extend_from_slice(strides);
     (s, st)
-}
-
-/// A condition operand's source: `placed[i]`, a scalar (kept as it is), or the output on entry.
-#[derive(Clone, Copy)]
-enum Slot {
-    Placed(usize),
-    Scalar,
-    Out,
 }
 
 impl Engine {
@@ -559,6 +517,9 @@ impl Engine {
             scratch: reads_out,
             spans,
         };
+        if run.one_pass(ob, oshape) {
+            return Ok(());
+        }
         let per_elem = w + placed.iter().map(|p| p.width).sum::<usize>();
         let tile = tile.unwrap_or((TILE_BYTES / per_elem).max(1));
         run.tiles(ob, oshape, tile)
@@ -660,23 +621,6 @@ fn relabel(e: Error, what: &str) -> Error {
         Error::Invalid(m) => Error::Invalid(format!("{what}: {m}")),
         e => e,
     }
-}
-
-/// A validated n-way call, run tile by tile.
-struct Run<'r, 'a> {
-    engine: &'r Engine,
-    dtype: DType,
-    conds: &'r [Cond<'a>],
-    slots: &'r [[Option<Slot>; 2]],
-    vals: &'r [Val],
-    dflt: Val,
-    placed: &'r [Placed<'a>],
-    out: &'r Placed<'a>,
-    /// Whether a condition or a value (other than the default) reads the output: the tile is
-    /// copied to a scratch tile first.
-    scratch: bool,
-    /// Whether the last branch's condition, its value and the default span the output.
-    spans: bool,
 }
 
 impl Run<'_, '_> {

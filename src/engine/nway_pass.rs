@@ -4,6 +4,9 @@
 //! ([`crate::kernel::nway`]) where the engine's generator has one for its spec. Everything else
 //! (broadcasts of other shapes, strided views, a generator without n-way kernels, conditions
 //! the kernel does not take) runs in tiles of two-way passes (`nway.rs`).
+//!
+//! The types of a call both paths read (its values, a validated call's operands) live here,
+//! below `nway.rs`.
 
 use std::sync::Arc;
 
@@ -17,10 +20,72 @@ use crate::cond::Cond;
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NBranch, NCond, NwayKernel, NwaySpec};
 use crate::pred::Kind;
-use crate::tensor::TensorMut;
+use crate::shape::Dims;
+use crate::tensor::{TensorMut, TensorRef};
 use std::sync::atomic::Ordering;
 
-use super::nway::Choice;
+use crate::shape::Strides;
+
+/// One value of an n-way select ([`Engine::select_n`]): a tensor of the output's dtype, or the
+/// output's own contents on entry (an in-place call: `x = select([...], [...], x)`).
+#[derive(Clone, Copy, Debug)]
+pub enum Choice<'a, T> {
+    /// A tensor, broadcast into the output.
+    Tensor(TensorRef<'a, T>),
+    /// The output's elements as they were before the call.
+    Out,
+}
+
+impl<'a, T> From<TensorRef<'a, T>> for Choice<'a, T> {
+    fn from(t: TensorRef<'a, T>) -> Self {
+        Choice::Tensor(t)
+    }
+}
+
+/// An operand validated and placed in the output's index space: its shape and element strides
+/// padded on the left to the output's rank, its first element, its bytes and element width.
+pub(super) struct Placed<'a> {
+    pub(super) bytes: &'a [u8],
+    pub(super) width: usize,
+    pub(super) shape: Dims,
+    pub(super) strides: Strides,
+    pub(super) offset: usize,
+}
+
+/// Where a branch's value (or the default) comes from in a tile.
+#[derive(Clone, Copy)]
+pub(super) enum Val {
+    /// `placed[i]`.
+    Placed(usize),
+    /// The output on entry: the scratch copy of the tile, or the tile itself when it is the
+    /// default and nothing else reads the output.
+    Out,
+}
+
+/// A condition operand's source: `placed[i]`, a scalar (kept as it is), or the output on entry.
+#[derive(Clone, Copy)]
+pub(super) enum Slot {
+    Placed(usize),
+    Scalar,
+    Out,
+}
+
+/// A validated n-way call, run tile by tile.
+pub(super) struct Run<'r, 'a> {
+    pub(super) engine: &'r Engine,
+    pub(super) dtype: DType,
+    pub(super) conds: &'r [Cond<'a>],
+    pub(super) slots: &'r [[Option<Slot>; 2]],
+    pub(super) vals: &'r [Val],
+    pub(super) dflt: Val,
+    pub(super) placed: &'r [Placed<'a>],
+    pub(super) out: &'r Placed<'a>,
+    /// Whether a condition or a value (other than the default) reads the output: the tile is
+    /// copied to a scratch tile first.
+    pub(super) scratch: bool,
+    /// Whether the last branch's condition, its value and the default span the output.
+    pub(super) spans: bool,
+}
 
 /// Kernels (or the absence of one) kept per engine, by spec; cleared when full.
 pub(super) const NWAY_CACHE: usize = 256;
@@ -157,6 +222,7 @@ pub(super) fn plan(
         spec: NwaySpec {
             width: w,
             nt: false,
+            rows: false,
             branches,
             default: df,
         },
@@ -169,7 +235,7 @@ pub(super) fn plan(
 impl Engine {
     /// The single-pass kernel of `spec` from this engine's generators, compiled once (`None`:
     /// no generator has one; a compile error is kept as [`Engine::last_codegen_error`]).
-    fn nway_kernel(&self, spec: &NwaySpec) -> Option<Arc<NwayKernel>> {
+    pub(super) fn nway_kernel(&self, spec: &NwaySpec) -> Option<Arc<NwayKernel>> {
         let cg = self.codegen()?;
         let mut m = self.nway.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = m.get(spec) {
@@ -206,7 +272,12 @@ impl Engine {
         out: TensorMut<'o, u8>,
     ) -> Option<TensorMut<'o, u8>> {
         let nt_min = self.codegen().map_or(usize::MAX, |c| c.nt_min_bytes());
-        flat.spec.nt = flat.n.saturating_mul(flat.spec.width) >= nt_min;
+        // Non-temporal stores where the call's traffic (not only its output, as for a two-way
+        // call) reaches the threshold: the output would leave the cache before the call ends
+        // anyway. case_when_f64_1m (36 MiB of traffic, 8 MiB of output) ran in 650-700 µs so,
+        // 745-820 µs with ordinary stores.
+        let traffic = flat.n.saturating_mul(flat.spec.bytes_per_element());
+        flat.spec.nt = traffic >= nt_min;
         let Some(kernel) = self.nway_kernel(&flat.spec) else {
             return Some(out);
         };
@@ -227,5 +298,245 @@ impl Engine {
         unsafe { kernel.run(&ptrs, op, 0, flat.n) };
         self.runs[NWAY_PASS_RUNS].fetch_add(1, Ordering::Relaxed);
         None
+    }
+}
+
+/// An operand of a validated call, as a kernel of rows reads it.
+#[derive(Clone, Copy)]
+enum Src {
+    /// `placed[i]`.
+    Placed(usize),
+    /// The output on entry.
+    Out,
+    /// One element at this address.
+    Scalar(*const u8),
+}
+
+impl Run<'_, '_> {
+    /// Runs the validated call on a single-pass kernel where it has that form: the output
+    /// row-major and contiguous; over the loop nest collapsed for every operand at once, each
+    /// operand contiguous along the innermost dimension or one element for the whole call,
+    /// and rows of at least a block (64 bytes of output). The innermost dimension is the
+    /// kernel's rows, the next one its row count (with each operand's stride), the others
+    /// loops here. Whether it ran (else the tiles run the call; nothing was written).
+    pub(super) fn one_pass(&self, out: &mut [u8], oshape: &[usize]) -> bool {
+        self.try_one_pass(out, oshape).is_some()
+    }
+
+    fn try_one_pass(&self, out: &mut [u8], oshape: &[usize]) -> Option<()> {
+        let (dtype, w) = (self.dtype, self.dtype.width());
+        let rank = oshape.len();
+        if rank == 0 || !contiguous(oshape, Some(&self.out.strides)) {
+            return None;
+        }
+        // Every operand in the spec's order with its element width.
+        let mut srcs: SmallVec<[(Src, usize); 24]> = SmallVec::new();
+        let mut conds: SmallVec<[(NCond, bool); 8]> = SmallVec::new();
+        let placed_or_out = |s: Option<Slot>| match s {
+            Some(Slot::Placed(i)) => Some(Src::Placed(i)),
+            Some(Slot::Out) => Some(Src::Out),
+            _ => None,
+        };
+        let val = |v: Val| match v {
+            Val::Placed(i) => Src::Placed(i),
+            Val::Out => Src::Out,
+        };
+        for (i, c) in self.conds.iter().enumerate() {
+            let (arg, not) = resolve(c, dtype).ok()?;
+            let [a, b] = self.slots[i];
+            match arg {
+                CondArg::Mask(_) => {
+                    srcs.push((placed_or_out(a)?, 1));
+                    conds.push((NCond::Mask(Form::Full), not));
+                }
+                CondArg::Pred(p) => {
+                    let pw = p.kind.operand_width();
+                    // The slots in the canonical order of the predicate's operands.
+                    let (l, r) = if p.swapped { (b, a) } else { (a, b) };
+                    let src = |slot: Option<Slot>, ps: PredSrc<'_>| -> Option<Src> {
+                        match (slot, ps) {
+                            (Some(Slot::Scalar), PredSrc::Buf(bytes, _)) => {
+                                Some(Src::Scalar(bytes.as_ptr()))
+                            }
+                            (s, _) => placed_or_out(s),
+                        }
+                    };
+                    let k = match p.kind {
+                        Kind::Cmp(op, d) => {
+                            srcs.push((src(l, p.lhs)?, pw));
+                            srcs.push((src(r, p.rhs?)?, pw));
+                            NCond::Cmp(op, d, Form::Full, Form::Full)
+                        }
+                        Kind::Test(op, d) => {
+                            srcs.push((src(l, p.lhs)?, pw));
+                            NCond::Test(op, d, Form::Full)
+                        }
+                        Kind::Mask => return None,
+                    };
+                    conds.push((k, not));
+                }
+            }
+            srcs.push((val(self.vals[i]), w));
+        }
+        srcs.push((val(self.dflt), w));
+        // The output's and each operand's element strides over the output's dimensions
+        // (0 where broadcast), and each operand's first element.
+        let mut st: SmallVec<[Strides; 25]> = SmallVec::new();
+        let mut base: SmallVec<[*const u8; 24]> = SmallVec::new();
+        let out_base = out[self.out.offset * w..].as_mut_ptr();
+        for &(s, _) in &srcs {
+            let (strides, at) = match s {
+                Src::Placed(i) => {
+                    let p = &self.placed[i];
+                    let eff = p
+                        .shape
+                        .iter()
+                        .zip(&p.strides)
+                        .map(|(&n, &s)| if n == 1 { 0 } else { s })
+                        .collect();
+                    (eff, p.bytes[p.offset * p.width..].as_ptr())
+                }
+                Src::Out => (self.out.strides.clone(), out_base.cast_const()),
+                Src::Scalar(p) => (smallvec::smallvec![0; rank], p),
+            };
+            st.push(strides);
+            base.push(at);
+        }
+        st.push(self.out.strides.clone());
+        // The nest collapsed for every operand at once, innermost first: (size, strides).
+        let mut nest: Vec<(usize, SmallVec<[isize; 25]>)> = Vec::new();
+        for d in (0..rank).rev() {
+            let n = oshape[d];
+            if n == 1 {
+                continue;
+            }
+            let here: SmallVec<[isize; 25]> = st.iter().map(|s| s[d]).collect();
+            if let Some((size, inner)) = nest.last_mut()
+                && here
+                    .iter()
+                    .zip(inner.iter())
+                    .all(|(&o, &i)| o == i * *size as isize)
+            {
+                *size *= n;
+                continue;
+            }
+            nest.push((n, here));
+        }
+        let (len, inner) = nest.first()?;
+        let len = *len;
+        if len * w < 64 || inner[srcs.len()] != 1 {
+            return None;
+        }
+        // Each operand contiguous along the rows, or one element for the whole call.
+        let mut forms: SmallVec<[Form; 24]> = SmallVec::new();
+        for (j, &s) in inner[..srcs.len()].iter().enumerate() {
+            forms.push(match s {
+                1 => Form::Full,
+                0 if nest.iter().all(|(_, t)| t[j] == 0) => Form::Splat,
+                _ => return None,
+            });
+        }
+        // The forms into the spec.
+        let mut f = forms.iter().copied();
+        let mut branches: SmallVec<[NBranch; 8]> = SmallVec::new();
+        for &(c, not) in &conds {
+            let cond = match c {
+                NCond::Mask(_) => NCond::Mask(f.next()?),
+                NCond::Cmp(op, d, _, _) => NCond::Cmp(op, d, f.next()?, f.next()?),
+                NCond::Test(op, d, _) => NCond::Test(op, d, f.next()?),
+            };
+            let value = f.next()?;
+            branches.push(NBranch { cond, not, value });
+        }
+        let default = f.next()?;
+        let rows = nest.len() >= 2;
+        let mut spec = NwaySpec {
+            width: w,
+            nt: false,
+            rows,
+            branches,
+            default,
+        };
+        // Bytes moved: the output's, and each full operand's own elements (counted once
+        // however often broadcast).
+        let total: usize = oshape.iter().product();
+        let mut traffic = total * w;
+        for (j, &(_, ow)) in srcs.iter().enumerate() {
+            if forms[j] == Form::Full {
+                let own: usize = nest
+                    .iter()
+                    .filter(|(_, t)| t[j] != 0)
+                    .map(|(n, _)| *n)
+                    .product();
+                traffic += own * ow;
+            }
+        }
+        let nt_min = self
+            .engine
+            .codegen()
+            .map_or(usize::MAX, |c| c.nt_min_bytes());
+        spec.nt = traffic >= nt_min;
+        let kernel = self.engine.nway_kernel(&spec)?;
+        let ops = srcs.len();
+        // Bytes per step of the row dimension and of each outer one, per operand and the output.
+        let bytes_of = |t: &SmallVec<[isize; 25]>| -> SmallVec<[isize; 25]> {
+            t.iter()
+                .enumerate()
+                .map(|(j, &s)| s * if j < ops { srcs[j].1 } else { w } as isize)
+                .collect()
+        };
+        let (row_count, row_strides) = match nest.get(1) {
+            Some((n, t)) => (*n, bytes_of(t)),
+            None => (1, smallvec::smallvec![0; ops + 1]),
+        };
+        let outer: Vec<(usize, SmallVec<[isize; 25]>)> = nest[2.min(nest.len())..]
+            .iter()
+            .map(|(n, t)| (*n, bytes_of(t)))
+            .collect();
+        let mut idx = vec![0usize; outer.len()];
+        let mut ptrs: SmallVec<[*const u8; 24]> = SmallVec::new();
+        loop {
+            ptrs.clear();
+            let mut o = out_base;
+            for j in 0..=ops {
+                let off: isize = outer
+                    .iter()
+                    .zip(&idx)
+                    .map(|((_, t), &i)| t[j] * i as isize)
+                    .sum();
+                if j < ops {
+                    ptrs.push(base[j].wrapping_offset(off));
+                } else {
+                    o = o.wrapping_offset(off);
+                }
+            }
+            // SAFETY: every operand was validated for its shape and strides (`Views::add`) and
+            // broadcast into the output's shape, and the output is contiguous: each row the
+            // kernel reads (a full operand's `len` elements from its row start, a splat's one
+            // element) and writes (the output's `len` elements) lies inside its buffer. The
+            // operands are shared borrows apart from those read in place, which are the output
+            // itself at the same element (`out_base` with the output's strides).
+            unsafe {
+                if rows {
+                    kernel.run_rows(&ptrs, o, (0, len), row_count, &row_strides);
+                } else {
+                    kernel.run(&ptrs, o, 0, len);
+                }
+            }
+            // The next index of the outer dimensions.
+            let mut d = 0;
+            loop {
+                if d == outer.len() {
+                    self.engine.runs[NWAY_PASS_RUNS].fetch_add(1, Ordering::Relaxed);
+                    return Some(());
+                }
+                idx[d] += 1;
+                if idx[d] < outer[d].0 {
+                    break;
+                }
+                idx[d] = 0;
+                d += 1;
+            }
+        }
     }
 }

@@ -113,14 +113,12 @@ impl CodeGen {
         self.auto
     }
 
-    /// A single-pass n-way kernel of `spec` from the preferred generator that has one (`None`:
-    /// none has, and the engine runs such calls in tiles of two-way passes).
+    /// A single-pass n-way kernel of `spec` from the preferred generator of the engine's tier
+    /// that has one (`None`: none has, and the engine runs such calls in tiles of two-way
+    /// passes). Not from the fallback: it compiles the two-way signatures the tier does not
+    /// cover, and an n-way call of such a tier runs in tiles of its own passes.
     pub(crate) fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
-        self.gens
-            .iter()
-            .rev()
-            .chain(self.fallback.iter())
-            .find_map(|g| g.compile_nway(spec))
+        self.gens.iter().rev().find_map(|g| g.compile_nway(spec))
     }
 
     /// Outputs of at least this many bytes are stored non-temporally where a kernel can.

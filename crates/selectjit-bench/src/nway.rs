@@ -435,8 +435,8 @@ fn settle(e: &Engine, run: &mut dyn FnMut() -> Result<()>) -> Result<()> {
     Ok(())
 }
 
-/// What ran the calls on `e`, an engine that ran nothing else (its choices settled): the
-/// distinct variants `auto` chose by measuring for the two-way calls it made (for an n-way call,
+/// What ran the calls on `e`, an engine that ran nothing else (its choices settled): `1-pass`
+/// where a single-pass n-way kernel ran an n-way call, the distinct variants `auto` chose by measuring for the two-way calls it made (for an n-way call,
 /// its tiles' passes), joined by `/`, and `blocked` where the static kernels ran a predicate
 /// no tier fuses. Where `auto` measured nothing (one candidate per call), the variant of the
 /// kernel the engine holds for the case's first two-way pass as a full-size call (the last
@@ -453,6 +453,9 @@ pub fn ran(e: &Engine, inp: &NwayInputs, calls: &NwayCalls<'_>) -> Result<String
     v.dedup();
     if e.stats().blocked_runs > 0 {
         v.push("blocked".into());
+    }
+    if e.stats().nway_pass_runs > 0 {
+        v.push("1-pass".into());
     }
     if !v.is_empty() {
         return Ok(v.join("/"));
@@ -645,12 +648,14 @@ pub fn nway_row(m: &NwayMeasurement) -> String {
 
 /// What the n-way table's columns mean.
 pub const NWAY_NOTES: &str = "n-way cases: times in us per call (median of interleaved rounds), single-threaded; \
-nway = one select_n call on the auto engine (cache-sized tiles of two-way passes); chained = the same result from \
+nway = one select_n call on the auto engine (a single-pass n-way kernel where the engine has one for the call, else \
+cache-sized tiles of two-way passes); chained = the same result from \
 full-size two-way calls in place (the last branch over the default, then each earlier branch over the output), on an \
 auto engine of their own; roofline = the copy roofline of the traffic (variables + output): the fastest copy of half of it \
 from the case's variables into its output, ordinary copies timed in the same rounds, non-temporal ones in rounds of their \
-own right after; chn/nway above 1: the n-way call is faster; tier = the variants auto chose for the n-way call's tile \
-passes (blocked: a predicate no tier fuses, run by the static kernels)";
+own right after; chn/nway above 1: the n-way call is faster; tier = 1-pass where a single-pass n-way kernel ran the \
+call, else the variants auto chose for the n-way call's tile passes (blocked: a predicate no tier fuses, run by the \
+static kernels)";
 
 #[cfg(test)]
 mod tests {

@@ -1356,6 +1356,13 @@ fn explain_n_way_select() {
     assert_eq!(code, 0, "{err}");
     assert!(out.starts_with("n-way select of 2 branches"), "{out}");
     assert!(out.contains("output [4,256] f32"), "{out}");
+    // The default engine (tier auto) runs it in one pass where the host runs AVX-512.
+    if selectjit::Tier::Avx512.available() {
+        assert!(
+            out.contains("runs in one pass: a single-pass n-way kernel (avx512)"),
+            "{out}"
+        );
+    }
     let b2 = out
         .find("== branch 2 of 2: x > 0 ? value [256] : the default")
         .expect(&out);

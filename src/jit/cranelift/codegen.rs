@@ -26,7 +26,7 @@ use cranelift_frontend::{FunctionBuilder, Variable};
 use crate::plan::{COND, ELSE, OPS, OUT, RHS, RowShape, Signature, THEN};
 use crate::pred::Kind;
 
-mod pred;
+pub(super) mod pred;
 mod vector;
 
 /// How many elements a row or loop runs: known when the kernel is built, or only at run time

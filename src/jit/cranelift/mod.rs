@@ -3,9 +3,11 @@
 //!
 //! One [`Jit`] holds the host ISA (detected once with `cranelift-native`) and reusable compilation
 //! contexts; [`Jit::compile`] turns a signature into a [`Kernel`] with its own JIT module, so that
-//! dropping the kernel returns its code memory.
+//! dropping the kernel returns its code memory. Single-pass n-way kernels ([`NwaySpec`]) are
+//! built by `nway.rs` and owned the same way.
 
 pub(crate) mod codegen;
+mod nway;
 
 use std::sync::Mutex;
 
@@ -18,6 +20,7 @@ use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 
 use crate::error::{Error, Result};
 use crate::kernel::abi::KernelFn;
+use crate::kernel::nway::{Entry, NwayFn, NwayKernel, NwaySpec};
 use crate::kernel::{CodeOwner, Kernel};
 use crate::plan::{Pattern, Signature};
 use crate::tier::{Tier, Variant};
@@ -66,6 +69,30 @@ impl std::fmt::Debug for Jit {
 
 fn codegen_err(what: &str, e: impl std::error::Error + Send + Sync + 'static) -> Error {
     Error::codegen_from(what, e)
+}
+
+/// Defines the function built in `s.ctx` in `module` as `name`; returns its id and its size in
+/// bytes of machine code.
+fn define_built<M: Module>(
+    module: &mut M,
+    name: &str,
+    linkage: Linkage,
+    s: &mut Scratch,
+) -> Result<(FuncId, usize)> {
+    let id = module
+        .declare_function(name, linkage, &s.ctx.func.signature)
+        .map_err(|e| codegen_err("declare", e))?;
+    let r = module
+        .define_function(id, &mut s.ctx)
+        .map_err(|e| Error::codegen_from(format!("compile: {e:?}"), e));
+    let code_bytes = s
+        .ctx
+        .compiled_code()
+        .map(|c| c.code_buffer().len())
+        .unwrap_or(0);
+    module.clear_context(&mut s.ctx);
+    r?;
+    Ok((id, code_bytes))
 }
 
 /// The Cranelift settings every kernel is compiled with, here and by ahead-of-time exporters.
@@ -304,10 +331,7 @@ impl Jit {
     }
 
     fn compile_as(&self, sig: &Signature, generic: bool) -> Result<Kernel> {
-        let mut module = JITModule::new(JITBuilder::with_isa(
-            self.isa.clone(),
-            default_libcall_names(),
-        ));
+        let mut module = self.jit_module();
         let (id, code_bytes) =
             self.define_in(&mut module, "select_kernel", Linkage::Local, sig, generic)?;
         module
@@ -366,20 +390,44 @@ impl Jit {
         let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
         let s = &mut *guard;
         self.build_ir(sig, generic, s);
-        let id = module
-            .declare_function(name, linkage, &s.ctx.func.signature)
-            .map_err(|e| codegen_err("declare", e))?;
-        let r = module
-            .define_function(id, &mut s.ctx)
-            .map_err(|e| Error::codegen_from(format!("compile: {e:?}"), e));
-        let code_bytes = s
-            .ctx
-            .compiled_code()
-            .map(|c| c.code_buffer().len())
-            .unwrap_or(0);
-        module.clear_context(&mut s.ctx);
-        r?;
-        Ok((id, code_bytes))
+        define_built(module, name, linkage, s)
+    }
+
+    /// A JIT module of its own for one kernel, for the host's ISA.
+    fn jit_module(&self) -> JITModule {
+        JITModule::new(JITBuilder::with_isa(
+            self.isa.clone(),
+            default_libcall_names(),
+        ))
+    }
+
+    /// Compiles the single-pass n-way kernel of `spec` (one [`nway::covers`] takes).
+    fn compile_nway_kernel(&self, spec: &NwaySpec) -> Result<NwayKernel> {
+        let mut module = self.jit_module();
+        let (id, code_bytes) = {
+            let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+            let s = &mut *guard;
+            s.ctx.clear();
+            s.ctx.func.signature.call_conv = self.isa.default_call_conv();
+            nway::declare_params(&mut s.ctx.func);
+            let mut b = FunctionBuilder::new(&mut s.ctx.func, &mut s.fbc);
+            nway::emit(&mut b, spec);
+            b.finalize(self.isa.frontend_config());
+            define_built(&mut module, "nway_kernel", Linkage::Local, s)?
+        };
+        module
+            .finalize_definitions()
+            .map_err(|e| codegen_err("finalize", e))?;
+        let ptr = module.get_finalized_function(id);
+        // SAFETY: `ptr` is the finalized entry of the function just defined with the signature
+        // built by `nway::declare_params` (four i64 parameters, no return) in the ISA's default
+        // calling convention, which on this host is the C calling convention of `NwayFn`.
+        let entry: NwayFn = unsafe { std::mem::transmute::<*const u8, NwayFn>(ptr) };
+        let owner = Box::new(ModuleOwner(Mutex::new(Some(Box::new(module)))));
+        // SAFETY: `entry` is that function, built by `nway::emit` for `spec` with the `NwayFn`
+        // contract, compiled for the host's ISA; its code lives in `module`, which `owner` frees
+        // only when dropped.
+        Ok(unsafe { NwayKernel::owned(Tier::Cranelift, Entry::Flat(entry), code_bytes, owner) })
     }
 
     /// The Cranelift IR of `sig`, as text.
@@ -466,6 +514,12 @@ impl crate::jit::generator::Generator for Jit {
 
     fn describe(&self) -> Option<String> {
         Some(Jit::describe(self))
+    }
+    /// Elements of 1 to 8 bytes, conditions of masks and of integer and f32 / f64 dtypes (see
+    /// `nway.rs`), on 64-bit targets.
+    fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
+        let ok = self.isa.pointer_type() == cranelift_codegen::ir::types::I64 && nway::covers(spec);
+        ok.then(|| self.compile_nway_kernel(spec))
     }
 }
 

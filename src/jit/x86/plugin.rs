@@ -9,7 +9,7 @@ use super::level::Level;
 use crate::error::Result;
 use crate::jit::generator::{Candidates, Generator, MachineCode};
 use crate::kernel::abi::{CodeRunner, KernelFn};
-use crate::kernel::nway::{NwayFn, NwayKernel, NwaySpec};
+use crate::kernel::nway::{Emulated, Entry, NwayFn, NwayKernel, NwayRowsFn, NwaySpec};
 use crate::kernel::{CodeOwner, Kernel};
 use crate::plan::{RowShape, Signature};
 use crate::tier::{Tier, Variant};
@@ -58,6 +58,11 @@ impl X86Tier {
 
 /// A kernel's executable mapping, unmapped when the kernel is dropped.
 struct Mapped(ExecMem);
+
+/// The owner of an emulated kernel's code: none (the code is in the kernel).
+struct NoCode;
+
+impl CodeOwner for NoCode {}
 
 impl CodeOwner for Mapped {
     fn bytes(&self) -> Option<&[u8]> {
@@ -176,20 +181,46 @@ impl Generator for X86Tier {
         self.runner.is_some()
     }
 
-    /// On a host that runs the level (emulated tiers run n-way calls in tiles).
+    /// AVX-512 (on a host without it, run by the runner) and AVX2 (on a host that runs it:
+    /// emulated, its n-way calls run in tiles).
     fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
-        if self.runner.is_some() {
+        if self.runner.is_some() && self.x86.level() != Level::Avx512 {
             return None;
         }
         let code = match self.x86.emit_nway(spec)? {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
         };
+        if let Some(r) = &self.runner {
+            let e = Emulated {
+                code,
+                runner: r.clone(),
+                rows: spec.rows,
+                ops: spec.operands(),
+                width: spec.width,
+            };
+            let len = e.code.len();
+            // SAFETY: emulated code is not executed by the CPU; the runner checks every access.
+            return Some(Ok(unsafe {
+                NwayKernel::owned(
+                    self.tier(),
+                    Entry::Emulated(Box::new(e)),
+                    len,
+                    Box::new(NoCode),
+                )
+            }));
+        }
         Some(ExecMem::new(&code).map(|mem| {
-            // SAFETY: the memory holds exactly `code`, the complete n-way function `emit_nway`
-            // returns for `spec` in the `NwayFn` convention; it stays mapped while the kernel
-            // (owner of `mem`) lives.
-            let entry: NwayFn = unsafe { std::mem::transmute::<*const u8, NwayFn>(mem.as_ptr()) };
+            let p = mem.as_ptr();
+            let entry = if spec.rows {
+                // SAFETY: the memory holds exactly `code`, the complete n-way function
+                // `emit_nway` returns for a spec of rows, in the `NwayRowsFn` convention; it
+                // stays mapped while the kernel (owner of `mem`) lives.
+                Entry::Rows(unsafe { std::mem::transmute::<*const u8, NwayRowsFn>(p) })
+            } else {
+                // SAFETY: as above, a flat spec's function in the `NwayFn` convention.
+                Entry::Flat(unsafe { std::mem::transmute::<*const u8, NwayFn>(p) })
+            };
             // SAFETY: `entry` is that function; it uses instructions of this generator's level
             // only, which this host runs (the registry builds it without a runner only then).
             unsafe { NwayKernel::owned(self.tier(), entry, code.len(), Box::new(Mapped(mem))) }

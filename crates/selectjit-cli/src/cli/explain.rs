@@ -192,11 +192,50 @@ fn explain_nway(
         "n-way select of {k} branches (the first true condition wins), output {} {dtype}",
         crate::ShapeFmt(&shape)
     );
-    println!(
-        "runs in tiles of the output (at most 2 MiB of its and the operands' elements): per \
-         tile the last branch over the default, then each earlier branch in place, each a \
-         two-way call of its tier"
-    );
+    // How the engine runs it: one call on zeros of these shapes, and whether a single-pass
+    // kernel ran it.
+    let engine = selectjit::Engine::with_config(cfg.clone())?;
+    let conds = specs.iter().map(|s| s.cond()).collect::<Result<Vec<_>>>()?;
+    let zeros = |s: &[usize]| -> Result<Vec<u8>> {
+        let n: usize = s.iter().product();
+        let b = n
+            .checked_mul(dtype.width())
+            .ok_or_else(|| Error::Invalid("output too large".into()))?;
+        Ok(vec![0u8; b])
+    };
+    let vz = values
+        .iter()
+        .map(|v| zeros(v))
+        .collect::<Result<Vec<_>>>()?;
+    let choices: Vec<selectjit::Choice<'_, u8>> = vz
+        .iter()
+        .zip(&values)
+        .map(|(z, s)| selectjit::TensorRef::new(z, s).into())
+        .collect();
+    let dz = zeros(&default)?;
+    let mut out = zeros(&shape)?;
+    engine.select_n_bytes(
+        dtype,
+        &conds,
+        &choices,
+        selectjit::TensorRef::new(&dz, &default).into(),
+        selectjit::TensorMut::new(&mut out, &shape),
+        mode,
+    )?;
+    if engine.stats().nway_pass_runs > 0 {
+        println!(
+            "runs in one pass: a single-pass n-way kernel ({}) computes every condition in \
+             registers and stores each output element once; where no generator has one, the \
+             engine runs the two-way calls below in tiles of the output",
+            engine.tier().map_or("-".to_string(), |t| t.to_string())
+        );
+    } else {
+        println!(
+            "runs in tiles of the output (at most 2 MiB of its and the operands' elements): \
+             per tile the last branch over the default, then each earlier branch in place, \
+             each a two-way call of its tier"
+        );
+    }
     for (i, (spec, v)) in specs.iter().zip(&values).enumerate().rev() {
         // The inputs this branch's condition reads, and the other side of its call.
         let used: Vec<Named> = named

@@ -83,7 +83,8 @@ impl Class {
     }
 }
 
-fn int_cc(op: Canon, signed: bool) -> IntCC {
+/// The condition code of `op` on integers, signed or not.
+pub(in crate::jit::cranelift) fn int_cc(op: Canon, signed: bool) -> IntCC {
     match (op, signed) {
         (Canon::Eq, _) => IntCC::Equal,
         (Canon::Lt, true) => IntCC::SignedLessThan,
@@ -94,7 +95,7 @@ fn int_cc(op: Canon, signed: bool) -> IntCC {
 }
 
 /// The ordered condition codes: false when either side is NaN.
-fn float_cc(op: Canon) -> FloatCC {
+pub(in crate::jit::cranelift) fn float_cc(op: Canon) -> FloatCC {
     match op {
         Canon::Eq => FloatCC::Equal,
         Canon::Lt => FloatCC::LessThan,

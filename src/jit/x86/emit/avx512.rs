@@ -26,7 +26,7 @@ use super::emitter::{Bounds, EmitError, Emitter, Label, R};
 use super::isa::{SEL, UNROLL, VecIsa, splat_reg};
 use super::pred::Pol;
 use super::regs::Cc;
-use super::regs::{XMM, YMM, ZMM};
+use super::regs::{K, XMM, YMM, ZMM};
 use crate::plan::{COND, ELSE, OUT, THEN};
 
 /// The AVX-512 vector ISA.
@@ -37,7 +37,6 @@ const ONES: usize = 31;
 /// Red-zone slots of the registers a short run saves.
 const SAVE_END: i32 = -8;
 const SAVE_AT: i32 = -16;
-const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
 
 /// A vector register of one size (ymm or zmm) and the element-wise moves and blends of
 /// AVX-512 on it, for elements of `w` bytes.

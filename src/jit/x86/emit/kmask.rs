@@ -28,7 +28,7 @@ use super::avx512::Avx512;
 use super::emitter::{EmitError, Emitter, R, bug};
 use super::pred::{Num, POp, Pol};
 use super::regs::Cc;
-use super::regs::{XMM, YMM, ZMM};
+use super::regs::{K, XMM, YMM, ZMM};
 use crate::plan::{COND, RHS};
 
 /// All ones (the ISA's).
@@ -45,33 +45,12 @@ const HT: [usize; 2] = [19, 20];
 const MAG: usize = 26;
 const INF: usize = 27;
 const ZERO: usize = 28;
-const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
 
 /// A compare operand: a register, or memory read as it is.
 #[derive(Clone, Copy)]
 enum Opnd {
     Reg(usize),
     Mem(AsmMemoryOperand),
-}
-
-/// `$body` with `$r` the register table of `$bytes`-byte vectors.
-macro_rules! v3 {
-    ($bytes:expr, $r:ident => $body:expr) => {
-        match $bytes {
-            16 => {
-                let $r = &XMM;
-                $body
-            }
-            32 => {
-                let $r = &YMM;
-                $body
-            }
-            _ => {
-                let $r = &ZMM;
-                $body
-            }
-        }
-    };
 }
 
 /// `$reg` written under opmask `k$i`, merging (or, for an opmask, ANDed with it).

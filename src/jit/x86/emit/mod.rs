@@ -42,6 +42,27 @@ macro_rules! per_width {
     };
 }
 
+/// `$body` with `$r` the register table (`XMM`, `YMM` or `ZMM` of `regs.rs`, in scope where
+/// it is used) of `$bytes`-byte vectors (16, 32, or anything else for 64).
+macro_rules! v3 {
+    ($bytes:expr, $r:ident => $body:expr) => {
+        match $bytes {
+            16 => {
+                let $r = &XMM;
+                $body
+            }
+            32 => {
+                let $r = &YMM;
+                $body
+            }
+            _ => {
+                let $r = &ZMM;
+                $body
+            }
+        }
+    };
+}
+
 mod avx2;
 mod avx512;
 mod emitter;

@@ -142,7 +142,8 @@ fn splat0(spec: &NwaySpec) -> usize {
     if masks { ZERO + 1 } else { ZERO }
 }
 
-/// Whether the AVX2 n-way emitter takes `spec`: elements of 1 to 8 bytes; conditions of masks,
+/// Whether the AVX2 n-way emitter takes `spec`: flat ([`NwayFn`](crate::kernel::nway::NwayFn)
+/// kernels, not rows); elements of 1 to 8 bytes; conditions of masks,
 /// of integer and f32 / f64 dtypes no wider than the output's elements (tests of integers of
 /// any), at most ten full operands and as many splats as vector registers remain.
 pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
@@ -154,7 +155,8 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     });
     let forms = spec.forms();
     let full = forms.iter().filter(|f| **f == Form::Full).count();
-    [1, 2, 4, 8].contains(&w)
+    !spec.rows
+        && [1, 2, 4, 8].contains(&w)
         && conds_ok
         && full <= BASES.len()
         && forms.len() - full <= VREGS - splat0(spec)
@@ -745,6 +747,7 @@ mod tests {
                     let spec = NwaySpec {
                         width: w,
                         nt: i % 2 == 1,
+                        rows: false,
                         branches: part.iter().copied().collect(),
                         default: g,
                     };
@@ -781,6 +784,7 @@ mod tests {
         let spec = |width, branches: Vec<NBranch>| NwaySpec {
             width,
             nt: false,
+            rows: false,
             branches: branches.into_iter().collect(),
             default: Form::Full,
         };

@@ -24,6 +24,9 @@ pub(super) const ZMM: [AsmRegisterZmm; 32] = [
     zmm28, zmm29, zmm30, zmm31,
 ];
 
+/// `k0` .. `k7`.
+pub(super) const K: [AsmRegisterK; 8] = [k0, k1, k2, k3, k4, k5, k6, k7];
+
 /// A condition of `jcc` and `cmovcc` (its nibble in the opcode).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Cc(pub u8);
