@@ -425,6 +425,11 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
         .collect()
 }
 
+/// Whether the host runs the AVX2 tier natively (its generator has single-pass n-way kernels).
+fn avx2_host() -> bool {
+    selectjit::Tier::Avx2.available()
+}
+
 #[test]
 fn small_calls_match_the_oracle_on_every_engine() {
     check_cases(0..400, false);
@@ -441,11 +446,14 @@ fn flat_calls_match_the_oracle_on_every_engine() {
 }
 
 /// The engines whose generator has single-pass n-way kernels (AVX-512, natively or emulated;
-/// Cranelift, of flat calls only: the cases of rows include flat ones) ran calls on them, and
-/// the others none.
+/// AVX2 natively and Cranelift, of flat calls only: the cases of rows include flat ones) ran
+/// calls on them, and the others none.
 fn check_single_pass(passes: &[(String, u64)]) {
     for (name, runs) in passes {
-        if name.starts_with("jit-avx512") || name.starts_with("jit-cranelift") {
+        if name.starts_with("jit-avx512")
+            || name.starts_with("jit-cranelift")
+            || avx2_host() && name.starts_with("jit-avx2")
+        {
             assert!(*runs > 0, "{name}: no call ran on a single-pass kernel");
         } else {
             assert_eq!(
@@ -607,4 +615,190 @@ fn nan_to_num_in_place_and_exact_mode() {
     assert_eq!(y[1].to_bits(), f64::NAN.to_bits());
     assert_eq!(y[4], f64::NEG_INFINITY);
     assert_eq!([y[0], y[2], y[3], y[5]], [9.0; 4]);
+}
+
+/// The dtypes of the AVX2 single-pass kernels' outputs and conditions, by width.
+const AVX2_DTYPES: [&[DType]; 4] = [
+    &[DType::I8, DType::U8],
+    &[DType::I16, DType::U16],
+    &[DType::I32, DType::U32, DType::F32],
+    &[DType::I64, DType::U64, DType::F64],
+];
+
+/// `n` elements of `dt` from a small pool: [`specials`], the largest signed integer, and four
+/// random elements.
+fn avx2_elems(r: &mut Rng, dt: DType, n: usize) -> Vec<u8> {
+    let mut pool = specials(dt);
+    pool.push((u128::MAX >> (129 - dt.width() * 8)).to_le_bytes()[..dt.width()].to_vec());
+    for _ in 0..4 {
+        pool.push(r.bytes(dt.width()));
+    }
+    (0..n)
+        .flat_map(|_| pool[r.below(pool.len())].clone())
+        .collect()
+}
+
+/// A flat call of `n` elements that the AVX2 single-pass kernels take: one to three branches
+/// (at most ten operands, within the kernel's registers), conditions that are masks or of a
+/// dtype no wider than the output's, full and splat operands, the output read in place.
+fn avx2_case(seed: u64, n: usize) -> Case {
+    let mut r = Rng(seed);
+    let wi = r.below(4);
+    let dtype = r.pick(AVX2_DTYPES[wi]);
+    let narrower: Vec<DType> = AVX2_DTYPES[..=wi].concat();
+    let out_shape = vec![n];
+    let full = |r: &mut Rng, dt: DType| Buf {
+        bytes: avx2_elems(r, dt, n),
+        shape: vec![n],
+    };
+    let pop = |r: &mut Rng, cdt: DType| -> POp {
+        match r.below(5) {
+            0 | 1 => POp::Buf(full(r, cdt)),
+            2 | 3 => {
+                let mut s = [0u8; 16];
+                s[..cdt.width()].copy_from_slice(&avx2_elems(r, cdt, 1));
+                POp::Scalar(s)
+            }
+            _ if cdt == dtype => POp::Out,
+            _ => POp::Buf(full(r, cdt)),
+        }
+    };
+    let k = 1 + r.below(3);
+    let mut conds = Vec::new();
+    let mut values = Vec::new();
+    for _ in 0..k {
+        // Of the output's width half of the time, else of any width up to it.
+        let cdt = if r.below(2) == 0 {
+            r.pick(AVX2_DTYPES[wi])
+        } else {
+            r.pick(&narrower)
+        };
+        let c = match r.below(3) {
+            0 => {
+                let m = if r.below(4) == 0 { 1 } else { n };
+                let mode = r.next();
+                CondSpec::Mask(Buf {
+                    bytes: r.cond(m, mode, &[0, 1, 0x80, 0xff], &[1, 0x80, 0xff]),
+                    shape: if m == 1 { Vec::new() } else { vec![n] },
+                })
+            }
+            1 => {
+                let op = r.pick(&CmpOp::ALL);
+                let l = pop(&mut r, cdt);
+                CondSpec::Cmp(op, cdt, l, pop(&mut r, cdt))
+            }
+            _ => CondSpec::Test(r.pick(&TestOp::ALL), cdt, pop(&mut r, cdt)),
+        };
+        conds.push((c, r.below(3) == 0));
+        values.push(match r.below(4) {
+            0 => ValSpec::Out,
+            1 => ValSpec::Buf(Buf {
+                bytes: avx2_elems(&mut r, dtype, 1),
+                shape: Vec::new(),
+            }),
+            _ => ValSpec::Buf(full(&mut r, dtype)),
+        });
+    }
+    let default = match r.below(3) {
+        0 => ValSpec::Out,
+        1 => ValSpec::Buf(Buf {
+            bytes: avx2_elems(&mut r, dtype, 1),
+            shape: Vec::new(),
+        }),
+        _ => ValSpec::Buf(full(&mut r, dtype)),
+    };
+    // At least one operand spans the output, so that the broadcast gives its shape.
+    let spans = |b: &Buf| b.shape == out_shape;
+    let pop_spans = |p: &POp| matches!(p, POp::Buf(b) if spans(b));
+    let val_spans = |v: &ValSpec| matches!(v, ValSpec::Buf(b) if spans(b));
+    let any = conds.iter().any(|(c, _)| match c {
+        CondSpec::Mask(b) => spans(b),
+        CondSpec::Cmp(_, _, l, r) => pop_spans(l) || pop_spans(r),
+        CondSpec::Test(_, _, v) => pop_spans(v),
+    }) || values.iter().any(val_spans)
+        || val_spans(&default);
+    if !any {
+        values[0] = ValSpec::Buf(full(&mut r, dtype));
+    }
+    Case {
+        init: avx2_elems(&mut r, dtype, n),
+        dtype,
+        out_shape,
+        conds,
+        values,
+        default,
+    }
+}
+
+/// [`run`] with the output `off` bytes into a buffer (its alignment varies); checks that no byte
+/// of the buffer around it is written.
+fn run_at(eng: &Engine, c: &Case, off: usize) -> Result<Vec<u8>, String> {
+    let conds: Vec<Cond<'_>> = c.conds.iter().map(|(s, n)| cond(s, *n, None)).collect();
+    let values: Vec<Choice<'_, u8>> = c.values.iter().map(choice).collect();
+    let len = c.init.len();
+    let mut buf = vec![0u8; off + len + 64];
+    buf[off..off + len].copy_from_slice(&c.init);
+    eng.select_n_bytes(
+        c.dtype,
+        &conds,
+        &values,
+        choice(&c.default),
+        TensorMut::new(&mut buf[off..off + len], &c.out_shape),
+        Broadcast::Numpy,
+    )
+    .map_err(|e| e.to_string())?;
+    let mut outside = buf[..off].iter().chain(&buf[off + len..]);
+    assert!(
+        outside.all(|&b| b == 0),
+        "a byte written outside the output"
+    );
+    Ok(buf[off..off + len].to_vec())
+}
+
+#[test]
+fn avx2_single_pass_covers_its_specs() {
+    if !avx2_host() {
+        eprintln!("this host has no AVX2: its single-pass n-way kernels not run");
+        return;
+    }
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
+    let avx2 = |cfg: EngineConfig| {
+        Engine::with_config(cfg.backend(Backend::Jit).tier(selectjit::Tier::Avx2)).unwrap()
+    };
+    let engines = [
+        ("jit-avx2", avx2(EngineConfig::new())),
+        ("jit-avx2-nt", avx2(EngineConfig::new().nt_min_bytes(0))),
+    ];
+    let lengths: Vec<usize> = (0..300)
+        .chain([9_999, 10_000, 10_001, 10_013, 10_240])
+        .collect();
+    let mut flat = 0;
+    for (i, &n) in lengths.iter().enumerate() {
+        for rep in 0..3 {
+            let seed = 7_000 + 3 * i as u64 + rep;
+            let c = avx2_case(seed, n);
+            let off = (seed as usize * 7) % 64;
+            let want =
+                run_at(&interp, &c, off).unwrap_or_else(|e| panic!("interp seed {seed}: {e}"));
+            for (name, eng) in &engines {
+                let got =
+                    run_at(eng, &c, off).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}"));
+                assert!(
+                    got == want,
+                    "{name}: seed {seed}, dtype {}, n {n}, offset {off}\n{c:?}",
+                    c.dtype
+                );
+            }
+            flat += usize::from(n > 0);
+        }
+    }
+    for (name, eng) in &engines {
+        let s = eng.stats();
+        assert_eq!(
+            s.nway_pass_runs, flat as u64,
+            "{name}: a call the AVX2 kernels take ran in tiles"
+        );
+        assert!(s.nway_compiles > 0, "{name}");
+    }
+    eprintln!("{flat} flat calls on the AVX2 single-pass kernels");
 }

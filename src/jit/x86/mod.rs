@@ -262,19 +262,18 @@ impl X86Gen {
 }
 
 impl X86Gen {
-    /// The machine code of an n-way kernel of `spec` (AVX-512 only; `None` where this level
-    /// has no n-way kernel for it).
+    /// The machine code of an n-way kernel of `spec` (`None` where this level has no n-way
+    /// kernel for it).
     pub(crate) fn emit_nway(
         &self,
         spec: &crate::kernel::nway::NwaySpec,
     ) -> Option<Result<Vec<u8>>> {
-        if self.level != Level::Avx512 || !emit::covers_nway(spec) {
-            return None;
-        }
-        Some(
-            emit::emit_nway(spec)
-                .map_err(|e| Error::codegen_from("x86 Avx512 n-way code".to_string(), e)),
-        )
+        let code = match self.level {
+            Level::Avx2 if emit::covers_nway_avx2(spec) => emit::emit_nway_avx2(spec),
+            Level::Avx512 if emit::covers_nway(spec) => emit::emit_nway(spec),
+            _ => return None,
+        };
+        Some(code.map_err(|e| Error::codegen_from(format!("x86 {:?} n-way code", self.level), e)))
     }
 }
 

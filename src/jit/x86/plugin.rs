@@ -181,8 +181,12 @@ impl Generator for X86Tier {
         self.runner.is_some()
     }
 
-    /// AVX-512 only (on a host without it, run by the runner).
+    /// AVX-512 (on a host without it, run by the runner) and AVX2 (on a host that runs it:
+    /// emulated, its n-way calls run in tiles).
     fn compile_nway(&self, spec: &NwaySpec) -> Option<Result<NwayKernel>> {
+        if self.runner.is_some() && self.x86.level() != Level::Avx512 {
+            return None;
+        }
         let code = match self.x86.emit_nway(spec)? {
             Ok(c) => c,
             Err(e) => return Some(Err(e)),
@@ -217,8 +221,8 @@ impl Generator for X86Tier {
                 // SAFETY: as above, a flat spec's function in the `NwayFn` convention.
                 Entry::Flat(unsafe { std::mem::transmute::<*const u8, NwayFn>(p) })
             };
-            // SAFETY: `entry` is that function; it uses AVX-512 instructions only, which this
-            // host runs (the registry builds this generator without a runner only then).
+            // SAFETY: `entry` is that function; it uses instructions of this generator's level
+            // only, which this host runs (the registry builds it without a runner only then).
             unsafe { NwayKernel::owned(self.tier(), entry, code.len(), Box::new(Mapped(mem))) }
         }))
     }

@@ -72,6 +72,7 @@ mod kmask;
 mod lanes;
 mod nest;
 mod nway;
+mod nway_avx2;
 mod pred;
 mod pred_emit;
 mod regs;
@@ -89,6 +90,7 @@ pub(super) use emitter::{EmitError, Kind};
 use encode::{Encoded, MAX_CACHED, SCRATCH, Scratch};
 use isa::VecIsa;
 pub(super) use nway::{covers as covers_nway, emit as emit_nway};
+pub(super) use nway_avx2::{covers as covers_nway_avx2, emit as emit_nway_avx2};
 pub(super) use pred::supported as covers_cond;
 
 /// Bytes of output per main-loop block of a vector row.
