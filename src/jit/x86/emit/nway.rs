@@ -30,8 +30,8 @@ use crate::pred::{Canon, TestOp};
 
 type R = Result<(), EmitError>;
 
-/// Registers of the full operands' bases.
-const BASES: [AsmRegister64; 10] = [rdi, rcx, rdx, rbx, rbp, r11, r12, r13, r14, r15];
+/// Registers of the full operands' bases (the AVX2 n-way kernels' too).
+pub(super) const BASES: [AsmRegister64; 10] = [rdi, rcx, rdx, rbx, rbp, r11, r12, r13, r14, r15];
 /// The first splat register, and how many there are.
 const SPLAT0: usize = 12;
 const SPLATS: usize = 20;
@@ -40,9 +40,9 @@ const ROWS_FRAME: i32 = 32;
 /// Blocks per main-loop iteration.
 const UNROLL: usize = 4;
 
-/// Where a kernel finds an operand.
+/// Where a kernel finds an operand (the AVX2 n-way kernels' too).
 #[derive(Clone, Copy)]
-enum Loc {
+pub(super) enum Loc {
     /// Elements from the base in this register.
     Base(AsmRegister64),
     /// The splat in this vector register.

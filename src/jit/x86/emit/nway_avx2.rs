@@ -30,6 +30,7 @@
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, bug};
+use super::nway::{BASES, Loc};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -37,8 +38,6 @@ use crate::pred::{Canon, TestOp};
 
 type R = Result<(), EmitError>;
 
-/// Registers of the full operands' bases.
-const BASES: [AsmRegister64; 10] = [rdi, rcx, rdx, rbx, rbp, r11, r12, r13, r14, r15];
 /// The output, a lane mask, two operands.
 const ACC: usize = 0;
 const MASK: usize = 1;
@@ -48,15 +47,6 @@ const T1: usize = 3;
 const ZERO: usize = 4;
 /// Vector registers without an AVX-512 encoding.
 const VREGS: usize = 16;
-
-/// Where a kernel finds an operand.
-#[derive(Clone, Copy)]
-enum Loc {
-    /// Elements from the base in this register.
-    Base(AsmRegister64),
-    /// The splat in this vector register.
-    Splat(usize),
-}
 
 /// Where a branch's lane mask (in [`MASK`]) says the branch is taken.
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -335,15 +325,7 @@ impl Nway<'_> {
 
     /// The widths of the operands in call order.
     fn operand_widths(&self) -> Vec<usize> {
-        let mut v = Vec::new();
-        for b in &self.spec.branches {
-            for _ in b.cond.forms() {
-                v.push(b.cond.width());
-            }
-            v.push(self.spec.width);
-        }
-        v.push(self.spec.width);
-        v
+        self.spec.operands().iter().map(|&(_, w)| w).collect()
     }
 
     /// Whole blocks (non-temporal stores with `nt`), two an iteration, then one if one remains;
