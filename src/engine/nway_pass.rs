@@ -99,6 +99,13 @@ unsafe impl Send for Shared<'_> {}
 // SAFETY: as for `Send`; the wrapper is only read.
 unsafe impl Sync for Shared<'_> {}
 
+thread_local! {
+    /// The n-way kernel this thread ran last, with its engine's id and its spec: calls that
+    /// repeat one pattern skip the engine's lock and the spec's hash.
+    static LAST: std::cell::RefCell<Option<(u64, NwaySpec, Arc<NwayKernel>)>> =
+        const { std::cell::RefCell::new(None) };
+}
+
 /// Kernels (or the absence of one) kept per engine, by spec; cleared when full.
 pub(super) const NWAY_CACHE: usize = 256;
 
@@ -249,8 +256,18 @@ impl Engine {
     /// no generator has one; a compile error is kept as [`Engine::last_codegen_error`]).
     pub(super) fn nway_kernel(&self, spec: &NwaySpec) -> Option<Arc<NwayKernel>> {
         let cg = self.codegen()?;
+        let hit = LAST.with(|l| match &*l.borrow() {
+            Some((id, s, k)) if *id == self.id && s == spec => Some(k.clone()),
+            _ => None,
+        });
+        if hit.is_some() {
+            return hit;
+        }
         let mut m = self.nway.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = m.get(spec) {
+            if let Some(k) = k {
+                LAST.with(|l| *l.borrow_mut() = Some((self.id, spec.clone(), k.clone())));
+            }
             return k.clone();
         }
         let t0 = std::time::Instant::now();
