@@ -17,7 +17,7 @@ use super::Engine;
 use super::api::resolve;
 use super::config::InPlace;
 pub use super::nway_pass::Choice;
-use super::nway_pass::{Placed, Run, Slot, Val};
+use super::nway_pass::{Placed, Run, Slot, Val, contiguous};
 use crate::cond::{Cond, Operand, Repr, Src};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
@@ -125,15 +125,7 @@ impl Placed<'_> {
                 shape.push(1);
             }
         }
-        let mut expect = 1isize;
-        let mut contiguous = true;
-        for (&n, &s) in shape.iter().zip(&self.strides).rev() {
-            if n > 1 {
-                contiguous &= s == expect;
-                expect *= n as isize;
-            }
-        }
-        (off as usize, contiguous)
+        (off as usize, contiguous(shape, Some(&self.strides)))
     }
 
     /// This operand as a byte tensor over `t`'s view (`shape`, `off`, `contiguous` from

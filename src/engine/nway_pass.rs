@@ -126,7 +126,7 @@ pub(super) struct Flat {
 }
 
 /// Whether `shape` with `strides` (elements; `None`: row-major) is row-major contiguous.
-fn contiguous(shape: &[usize], strides: Option<&[isize]>) -> bool {
+pub(super) fn contiguous(shape: &[usize], strides: Option<&[isize]>) -> bool {
     let Some(st) = strides else {
         return true;
     };

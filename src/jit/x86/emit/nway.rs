@@ -30,6 +30,8 @@ use crate::pred::{Canon, TestOp};
 
 type R = Result<(), EmitError>;
 
+/// The callee-saved registers a kernel saves on entry (the AVX2 n-way kernels' too).
+pub(super) const SAVED: [AsmRegister64; 6] = [rbx, rbp, r12, r13, r14, r15];
 /// Registers of the full operands' bases (the AVX2 n-way kernels' too).
 pub(super) const BASES: [AsmRegister64; 10] = [rdi, rcx, rdx, rbx, rbp, r11, r12, r13, r14, r15];
 /// The first splat register, and how many there are.
@@ -107,7 +109,7 @@ impl Nway<'_> {
             self.a.test(r8, r8)?;
             self.a.jz(early)?;
         }
-        for r in [rbx, rbp, r12, r13, r14, r15] {
+        for r in SAVED {
             self.a.push(r)?;
         }
         if rows {
@@ -122,7 +124,7 @@ impl Nway<'_> {
         self.a.mov(rax, rdi)?;
         // Splats first (rcx as the pointer), then the bases (which reuse rdi, rcx and rdx).
         let forms = self.spec.forms();
-        let widths = self.operand_widths();
+        let widths: Vec<usize> = self.spec.operands().iter().map(|&(_, w)| w).collect();
         let (mut splats, mut bases) = (0, 0);
         for (j, (&f, &ow)) in forms.iter().zip(&widths).enumerate() {
             let at = qword_ptr(rax + 8 * j as i32);
@@ -216,17 +218,12 @@ impl Nway<'_> {
             self.a.sfence()?;
         }
         self.a.vzeroupper()?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
+        for r in SAVED.into_iter().rev() {
             self.a.pop(r)?;
         }
         self.a.set_label(&mut early)?;
         self.a.ret()?;
         Ok(())
-    }
-
-    /// The widths of the operands in call order.
-    fn operand_widths(&self) -> Vec<usize> {
-        self.spec.operands().iter().map(|&(_, w)| w).collect()
     }
 
     /// The main loop of [`UNROLL`] blocks, then one block at a time, while whole blocks remain

@@ -30,7 +30,7 @@
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, bug};
-use super::nway::{BASES, Loc};
+use super::nway::{BASES, Loc, SAVED};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -217,7 +217,7 @@ impl Nway<'_> {
         let mut early = self.a.create_label();
         self.a.cmp(rdx, rcx)?;
         self.a.jae(early)?;
-        for r in [rbx, rbp, r12, r13, r14, r15] {
+        for r in SAVED {
             self.a.push(r)?;
         }
         self.a.mov(r8, rdx)?;
@@ -225,7 +225,7 @@ impl Nway<'_> {
         self.a.mov(rax, rdi)?;
         // Splats first (r10 as the pointer), then the bases (which reuse rdi, rcx and rdx).
         let forms = self.spec.forms();
-        let widths = self.operand_widths();
+        let widths: Vec<usize> = self.spec.operands().iter().map(|&(_, w)| w).collect();
         let mut splats = splat0(self.spec);
         let mut bases = 0;
         for (j, (&f, &ow)) in forms.iter().zip(&widths).enumerate() {
@@ -315,17 +315,12 @@ impl Nway<'_> {
         self.a.jmp(tail)?;
         self.a.set_label(&mut done)?;
         self.a.vzeroupper()?;
-        for r in [r15, r14, r13, r12, rbp, rbx] {
+        for r in SAVED.into_iter().rev() {
             self.a.pop(r)?;
         }
         self.a.set_label(&mut early)?;
         self.a.ret()?;
         Ok(())
-    }
-
-    /// The widths of the operands in call order.
-    fn operand_widths(&self) -> Vec<usize> {
-        self.spec.operands().iter().map(|&(_, w)| w).collect()
     }
 
     /// Whole blocks (non-temporal stores with `nt`), two an iteration, then one if one remains;
