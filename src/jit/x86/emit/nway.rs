@@ -51,6 +51,17 @@ pub(super) enum Loc {
     Splat(usize),
 }
 
+/// Whether the x86 n-way emitters compare conditions of dtype `d` (integers, f32 and f64; an
+/// exhaustive match, so that a new dtype is decided here rather than taken by default).
+pub(super) fn compared(d: DType) -> bool {
+    match d {
+        DType::I8 | DType::I16 | DType::I32 | DType::I64 => true,
+        DType::U8 | DType::U16 | DType::U32 | DType::U64 => true,
+        DType::F32 | DType::F64 => true,
+        DType::Bool | DType::F16 | DType::BF16 | DType::Complex64 | DType::Complex128 => false,
+    }
+}
+
 /// Whether the AVX-512 n-way emitter takes `spec`: elements of 1 to 8 bytes, conditions of
 /// masks and of integer and f32 / f64 dtypes no wider than the output's elements, at most ten
 /// full operands and twenty splats.
@@ -60,10 +71,7 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
         let pw = b.cond.width();
         let dtype_ok = match b.cond {
             NCond::Mask(_) => true,
-            NCond::Cmp(_, d, _, _) | NCond::Test(_, d, _) => !matches!(
-                d,
-                DType::Bool | DType::F16 | DType::BF16 | DType::Complex64 | DType::Complex128
-            ),
+            NCond::Cmp(_, d, _, _) | NCond::Test(_, d, _) => compared(d),
         };
         dtype_ok && pw <= w
     });

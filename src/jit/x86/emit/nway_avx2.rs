@@ -30,7 +30,7 @@
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, bug};
-use super::nway::{BASES, Loc, SAVED};
+use super::nway::{BASES, Loc, SAVED, compared};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -105,14 +105,6 @@ impl Const {
     }
 }
 
-/// Whether a condition is of a dtype this emitter compares.
-fn real(d: DType) -> bool {
-    !matches!(
-        d,
-        DType::Bool | DType::F16 | DType::BF16 | DType::Complex64 | DType::Complex128
-    )
-}
-
 /// Whether `d` is an unsigned integer.
 fn unsigned(d: DType) -> bool {
     matches!(d, DType::U8 | DType::U16 | DType::U32 | DType::U64)
@@ -140,8 +132,8 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     let w = spec.width;
     let conds_ok = spec.branches.iter().all(|b| match b.cond {
         NCond::Mask(_) => true,
-        NCond::Cmp(_, d, _, _) => real(d) && d.width() <= w,
-        NCond::Test(_, d, _) => real(d) && (d.width() <= w || !float(d)),
+        NCond::Cmp(_, d, _, _) => compared(d) && d.width() <= w,
+        NCond::Test(_, d, _) => compared(d) && (d.width() <= w || !float(d)),
     });
     let forms = spec.forms();
     let full = forms.iter().filter(|f| **f == Form::Full).count();
