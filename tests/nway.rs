@@ -22,10 +22,11 @@ use selectjit::{
 };
 
 /// One operand of a generated call: a contiguous buffer of `shape` (dtype as the role says).
+/// Clones share the bytes: a case may pass one buffer as several operands.
 #[derive(Clone, Debug)]
 struct Buf {
     shape: Vec<usize>,
-    bytes: Vec<u8>,
+    bytes: std::sync::Arc<[u8]>,
 }
 
 /// A predicate's operand: a buffer of the compared dtype, a scalar, or the output on entry.
@@ -147,7 +148,7 @@ fn buf(r: &mut Rng, dt: DType, out: &[usize]) -> Buf {
     let shape = sub_shape(r, out);
     let n = shape.iter().product();
     Buf {
-        bytes: elems(r, dt, n),
+        bytes: elems(r, dt, n).into(),
         shape,
     }
 }
@@ -204,7 +205,9 @@ fn gen_case(seed: u64, big: bool) -> Case {
                 let m = shape.iter().product();
                 let mode = r.next();
                 CondSpec::Mask(Buf {
-                    bytes: r.cond(m, mode, &[0, 1, 2, 0x80, 0xff], &[1, 2, 0x80, 0xff]),
+                    bytes: r
+                        .cond(m, mode, &[0, 1, 2, 0x80, 0xff], &[1, 2, 0x80, 0xff])
+                        .into(),
                     shape,
                 })
             }
@@ -240,16 +243,58 @@ fn gen_case(seed: u64, big: bool) -> Case {
     };
     // At least one operand spans the output, so that the broadcast gives its shape.
     values[0] = ValSpec::Buf(Buf {
-        bytes: elems(&mut r, dtype, n),
+        bytes: elems(&mut r, dtype, n).into(),
         shape: out_shape.clone(),
     });
-    Case {
+    let mut c = Case {
         init: elems(&mut r, dtype, n),
         dtype,
         out_shape,
         conds,
         values,
         default,
+    };
+    share(&mut r, &mut c);
+    c
+}
+
+/// Makes some of `c`'s buffers one: each (but the first value, which spans the output) with a
+/// chance of a quarter becomes an earlier buffer of its element width, so that one buffer is
+/// several operands of the call (a kernel may load it once for all).
+fn share(r: &mut Rng, c: &mut Case) {
+    let dw = c.dtype.width();
+    let mut bufs: Vec<(usize, &mut Buf)> = Vec::new();
+    for (i, ((cs, _), v)) in c.conds.iter_mut().zip(c.values.iter_mut()).enumerate() {
+        match cs {
+            CondSpec::Mask(b) => bufs.push((1, b)),
+            CondSpec::Cmp(_, dt, l, rr) => {
+                for p in [l, rr] {
+                    if let POp::Buf(b) = p {
+                        bufs.push((dt.width(), b));
+                    }
+                }
+            }
+            CondSpec::Test(_, dt, POp::Buf(b)) => bufs.push((dt.width(), b)),
+            CondSpec::Test(..) => {}
+        }
+        if let ValSpec::Buf(b) = v
+            && i > 0
+        {
+            bufs.push((dw, b));
+        }
+    }
+    if let ValSpec::Buf(b) = &mut c.default {
+        bufs.push((dw, b));
+    }
+    for j in 1..bufs.len() {
+        if r.below(4) != 0 {
+            continue;
+        }
+        let w = bufs[j].0;
+        if let Some(i) = (0..j).find(|&i| bufs[i].0 == w) {
+            let b = bufs[i].1.clone();
+            *bufs[j].1 = b;
+        }
     }
 }
 
@@ -648,7 +693,7 @@ fn avx2_case(seed: u64, n: usize) -> Case {
     let narrower: Vec<DType> = AVX2_DTYPES[..=wi].concat();
     let out_shape = vec![n];
     let full = |r: &mut Rng, dt: DType| Buf {
-        bytes: avx2_elems(r, dt, n),
+        bytes: avx2_elems(r, dt, n).into(),
         shape: vec![n],
     };
     let pop = |r: &mut Rng, cdt: DType| -> POp {
@@ -678,7 +723,9 @@ fn avx2_case(seed: u64, n: usize) -> Case {
                 let m = if r.below(4) == 0 { 1 } else { n };
                 let mode = r.next();
                 CondSpec::Mask(Buf {
-                    bytes: r.cond(m, mode, &[0, 1, 0x80, 0xff], &[1, 0x80, 0xff]),
+                    bytes: r
+                        .cond(m, mode, &[0, 1, 0x80, 0xff], &[1, 0x80, 0xff])
+                        .into(),
                     shape: if m == 1 { Vec::new() } else { vec![n] },
                 })
             }
@@ -693,7 +740,7 @@ fn avx2_case(seed: u64, n: usize) -> Case {
         values.push(match r.below(4) {
             0 => ValSpec::Out,
             1 => ValSpec::Buf(Buf {
-                bytes: avx2_elems(&mut r, dtype, 1),
+                bytes: avx2_elems(&mut r, dtype, 1).into(),
                 shape: Vec::new(),
             }),
             _ => ValSpec::Buf(full(&mut r, dtype)),
@@ -702,7 +749,7 @@ fn avx2_case(seed: u64, n: usize) -> Case {
     let default = match r.below(3) {
         0 => ValSpec::Out,
         1 => ValSpec::Buf(Buf {
-            bytes: avx2_elems(&mut r, dtype, 1),
+            bytes: avx2_elems(&mut r, dtype, 1).into(),
             shape: Vec::new(),
         }),
         _ => ValSpec::Buf(full(&mut r, dtype)),

@@ -262,9 +262,9 @@ impl Engine {
         // A flat call on a single-pass kernel, where the engine has one for it.
         let mut out = out;
         if mode == Broadcast::Numpy
-            && let Some(flat) = super::nway_pass::plan(dtype, conds, values, default, &out)
+            && let Some(mut flat) = super::nway_pass::plan(dtype, conds, values, default, &out)
         {
-            match self.run_nway_pass(flat, out) {
+            match self.run_nway_pass(&mut flat, out) {
                 None => return Ok(()),
                 Some(o) => out = o,
             }

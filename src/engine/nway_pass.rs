@@ -109,18 +109,15 @@ thread_local! {
 /// Kernels (or the absence of one) kept per engine, by spec; cleared when full.
 pub(super) const NWAY_CACHE: usize = 256;
 
-/// Where an operand's elements start: at a byte offset of its own buffer, or of the output.
-#[derive(Clone, Copy)]
-enum Ptr {
-    At(*const u8),
-    Out,
-}
+/// Where an operand's elements start: an address in its own buffer, or null for the output's
+/// first element (an operand read in place; a buffer's address is never null).
+type Ptr = *const u8;
 
 /// A flat call, planned: its kernel's spec, each operand's pointer in the spec's order, and the
 /// output's length in elements and first byte.
 pub(super) struct Flat {
     spec: NwaySpec,
-    ptrs: SmallVec<[Ptr; 24]>,
+    ptrs: SmallVec<[Ptr; 16]>,
     n: usize,
     out_at: usize,
 }
@@ -155,13 +152,34 @@ fn operand(
     n: usize,
 ) -> Option<(Form, Ptr)> {
     let len = bytes.len() / width;
-    if shape == oshape && contiguous(shape, strides) && offset.checked_add(n)? <= len {
-        Some((Form::Full, Ptr::At(bytes[offset * width..].as_ptr())))
+    // (Compared element by element: a call of `memcmp` costs more than these few dims.)
+    let same = shape.len() == oshape.len() && shape.iter().zip(oshape).all(|(a, b)| a == b);
+    if same && contiguous(shape, strides) && offset.checked_add(n)? <= len {
+        Some((Form::Full, bytes[offset * width..].as_ptr()))
     } else if shape.len() <= oshape.len() && shape.iter().all(|&d| d == 1) && offset < len {
-        Some((Form::Splat, Ptr::At(bytes[offset * width..].as_ptr())))
+        Some((Form::Splat, bytes[offset * width..].as_ptr()))
     } else {
         None
     }
+}
+
+/// [`NwaySpec::same`] of a flat call's operands at `ptrs` (null: the output on entry), each
+/// full of `full[j]`-byte elements or (0) a splat: full operands of one width at one address
+/// share a buffer.
+fn same(ptrs: &[Ptr], full: &[u8]) -> SmallVec<[u8; 16]> {
+    let mut same: SmallVec<[u8; 16]> = SmallVec::new();
+    for j in 1..ptrs.len() {
+        if full[j] == 0 {
+            continue;
+        }
+        if let Some(i) = (0..j).find(|&i| full[i] == full[j] && ptrs[i] == ptrs[j]) {
+            if same.is_empty() {
+                same.extend((0..ptrs.len()).map(|k| k as u8));
+            }
+            same[j] = same[i];
+        }
+    }
+    same
 }
 
 /// `call`'s flat plan, when it has one: the output contiguous, every operand full or one
@@ -185,14 +203,17 @@ pub(super) fn plan(
     if n == 0 || out.offset().checked_add(n)? > out_len {
         return None;
     }
-    let mut ptrs: SmallVec<[Ptr; 24]> = SmallVec::new();
+    let mut ptrs: SmallVec<[Ptr; 16]> = SmallVec::new();
+    // Per operand, its element width when full, 0 for a splat (for `same`).
+    let mut full: SmallVec<[u8; 16]> = SmallVec::new();
+    let fw = |f: Form, w: usize| if f == Form::Full { w as u8 } else { 0 };
     let mut branches: SmallVec<[NBranch; 8]> = SmallVec::new();
     let value = |v: &Choice<'_, u8>| -> Option<(Form, Ptr)> {
         match v {
             Choice::Tensor(t) => {
                 operand(t.data(), w, (t.shape(), t.strides(), t.offset()), oshape, n)
             }
-            Choice::Out => Some((Form::Full, Ptr::Out)),
+            Choice::Out => Some((Form::Full, std::ptr::null())),
         }
     };
     for (c, v) in conds.iter().zip(values) {
@@ -201,6 +222,7 @@ pub(super) fn plan(
             CondArg::Mask(m) => {
                 let (f, p) = operand(m.data(), 1, (m.shape(), m.strides(), m.offset()), oshape, n)?;
                 ptrs.push(p);
+                full.push(fw(f, 1));
                 NCond::Mask(f)
             }
             CondArg::Pred(p) => {
@@ -210,10 +232,11 @@ pub(super) fn plan(
                         PredSrc::Buf(bytes, d) => {
                             operand(bytes, pw, (d.shape, d.strides, d.offset), oshape, n)?
                         }
-                        PredSrc::Out if pw == w => (Form::Full, Ptr::Out),
+                        PredSrc::Out if pw == w => (Form::Full, std::ptr::null()),
                         PredSrc::Out => return None,
                     };
                     ptrs.push(ptr);
+                    full.push(fw(f, pw));
                     Some(f)
                 };
                 match p.kind {
@@ -229,6 +252,7 @@ pub(super) fn plan(
         };
         let (vf, vp) = value(v)?;
         ptrs.push(vp);
+        full.push(fw(vf, w));
         branches.push(NBranch {
             cond,
             not,
@@ -237,14 +261,18 @@ pub(super) fn plan(
     }
     let (df, dp) = value(&default)?;
     ptrs.push(dp);
+    full.push(fw(df, w));
+    let mut spec = NwaySpec {
+        width: w,
+        nt: false,
+        rows: false,
+        same: SmallVec::new(),
+        branches,
+        default: df,
+    };
+    spec.same = same(&ptrs, &full);
     Some(Flat {
-        spec: NwaySpec {
-            width: w,
-            nt: false,
-            rows: false,
-            branches,
-            default: df,
-        },
+        spec,
         ptrs,
         n,
         out_at: out.offset() * w,
@@ -297,33 +325,27 @@ impl Engine {
     /// back for the tiles).
     pub(super) fn run_nway_pass<'o>(
         &self,
-        mut flat: Flat,
+        flat: &mut Flat,
         out: TensorMut<'o, u8>,
     ) -> Option<TensorMut<'o, u8>> {
         let nt_min = self.codegen().map_or(usize::MAX, |c| c.nt_min_bytes());
         // Non-temporal stores where the call's traffic (not only its output, as for a two-way
         // call) reaches the threshold: the output would leave the cache before the call ends
         // anyway. case_when_f64_1m (36 MiB of traffic, 8 MiB of output) ran in 650-700 µs so,
-        // 745-820 µs with ordinary stores.
-        let traffic = flat.n.saturating_mul(flat.spec.bytes_per_element());
-        flat.spec.nt = traffic >= nt_min;
+        // 745-820 µs with ordinary stores. (A call whose output is below 1/256 of the
+        // threshold never reaches it: at most 25 operands of at most the output's width.)
+        flat.spec.nt = flat.n.saturating_mul(flat.spec.width) >= nt_min / 256
+            && flat.n.saturating_mul(flat.spec.bytes_per_element()) >= nt_min;
         let Some(kernel) = self.nway_kernel(&flat.spec) else {
             return Some(out);
         };
         let (ob, _, _, _) = out.into_parts();
         let op = ob[flat.out_at..].as_mut_ptr();
-        let ptrs: SmallVec<[*const u8; 24]> = flat
-            .ptrs
-            .iter()
-            .map(|p| match p {
-                Ptr::At(p) => *p,
-                Ptr::Out => op.cast_const(),
-            })
-            .collect();
-        let shared = Shared {
-            ptrs: &ptrs,
-            out: op,
-        };
+        for p in flat.ptrs.iter_mut().filter(|p| p.is_null()) {
+            *p = op.cast_const();
+        }
+        let ptrs = &flat.ptrs[..];
+        let shared = Shared { ptrs, out: op };
         self.in_parts(flat.n, 64, flat.n * flat.spec.width, &|a, b| {
             let sh = &shared;
             // SAFETY: `plan` checked every pointer: a full operand's buffer holds `n` elements
@@ -515,6 +537,7 @@ impl Run<'_, '_> {
             rows,
             branches,
             default,
+            same: SmallVec::new(),
         };
         // Bytes moved: the output's, and each full operand's own elements (counted once
         // however often broadcast).

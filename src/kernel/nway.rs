@@ -77,6 +77,12 @@ pub(crate) struct NwaySpec {
     /// The branches, the first true one wins.
     pub(crate) branches: SmallVec<[NBranch; 8]>,
     pub(crate) default: Form,
+    /// Full operands that are one buffer (the same first element, width and layout): `same[j]`
+    /// is the first operand (in call order) operand `j` shares its buffer with, `j` itself when
+    /// none; empty when no two share one. A kernel may load such operands once per block
+    /// (`nan_to_num`'s `x` is three conditions' operand and the default); one that loads each
+    /// on its own is as right.
+    pub(crate) same: SmallVec<[u8; 16]>,
 }
 
 #[cfg_attr(not(feature = "jit"), allow(dead_code))] // used by the generators

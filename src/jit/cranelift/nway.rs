@@ -450,6 +450,7 @@ mod tests {
             width,
             nt: false,
             rows: false,
+            same: smallvec::SmallVec::new(),
             branches: smallvec![
                 b(cond, false),
                 b(cond, true),

@@ -8,8 +8,15 @@
 //! stack frame, the bases and the output moved by the strides after each row. Registers: r8 the element index, r9 `end`, rsi the output, rax and r10
 //! scratch; the full operands' bases in rdi, rcx, rdx, rbx, rbp and r11-r15 (ten at most); zmm0-3
 //! a block's output (four blocks per main-loop iteration), zmm4-11 the condition operands
-//! loaded, zmm12-31 the splats (loaded once per call); k1-k4 the blocks' opmasks, k7 the lane
-//! mask of a partial block (the head that aligns non-temporal stores, and the tail).
+//! loaded, from zmm12 four registers per held buffer, then the splats (loaded once per call);
+//! k1-k4 the blocks' opmasks, k7 the lane mask of a partial block (the head that aligns
+//! non-temporal stores, and the tail).
+//!
+//! A buffer that is several operands ([`NwaySpec::same`]), one of them a condition's (numpy's
+//! `nan_to_num`: `x` in three tests and the default), is held: loaded once per block into a
+//! register of its own, from which its conditions compare and its values merge, where the
+//! registers allow (four blocks' worth per buffer besides the splats). With `x` loaded four
+//! times per block, nan_to_num over 4096 f32 in L1 ran slower than three two-way passes.
 //!
 //! One opmask bit per element whatever its width: a condition over elements of `pw` bytes
 //! compares the `64 / w * pw` bytes of its operands that a block of `w`-byte output elements
@@ -41,6 +48,9 @@ const SPLATS: usize = 20;
 const ROWS_FRAME: i32 = 32;
 /// Blocks per main-loop iteration.
 const UNROLL: usize = 4;
+/// Bytes of output per block: a zmm. The emitter also writes ymm blocks (32): in one run of
+/// the bench's n-way cases (a Zen 4 host, 2026-11-27) they were no faster.
+const BLOCK_BYTES: usize = 64;
 
 /// Where a kernel finds an operand (the AVX2 n-way kernels' too).
 #[derive(Clone, Copy)]
@@ -80,6 +90,44 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     [1, 2, 4, 8].contains(&w) && conds_ok && full <= BASES.len() && forms.len() - full <= SPLATS
 }
 
+/// The operands [`Nway`] holds in registers: per operand its group, per group its first
+/// operand and element width. Groups of [`NwaySpec::same`] with a condition's operand among
+/// them, as many as leave room for four blocks' registers of each and the splats.
+fn held_groups(spec: &NwaySpec) -> (Vec<Option<usize>>, Vec<(usize, usize)>) {
+    let ops = spec.operands();
+    let mut held = vec![None; ops.len()];
+    let mut groups = Vec::new();
+    if spec.same.len() != ops.len() {
+        return (held, groups);
+    }
+    // Which operands are conditions'.
+    let mut is_cond = Vec::with_capacity(ops.len());
+    for b in &spec.branches {
+        is_cond.extend(b.cond.forms().iter().map(|_| true));
+        is_cond.push(false);
+    }
+    is_cond.push(false);
+    let splats = ops.iter().filter(|(f, _)| *f == Form::Splat).count();
+    for j in 0..ops.len() {
+        let first = spec.same[j] as usize;
+        let members = (0..ops.len()).filter(|&i| spec.same[i] as usize == first);
+        let (count, cond) = members.fold((0, false), |(c, k), i| (c + 1, k || is_cond[i]));
+        if first != j || count < 2 || !cond || ops[j].0 != Form::Full {
+            continue;
+        }
+        if SPLAT0 + UNROLL * (groups.len() + 1) + splats > 32 {
+            break;
+        }
+        groups.push((j, ops[j].1));
+    }
+    for (j, h) in held.iter_mut().enumerate() {
+        *h = groups
+            .iter()
+            .position(|&(first, _)| first == spec.same[j] as usize);
+    }
+    (held, groups)
+}
+
 struct Nway<'s> {
     a: CodeAssembler,
     spec: &'s NwaySpec,
@@ -87,6 +135,13 @@ struct Nway<'s> {
     locs: Vec<Loc>,
     /// Output elements per block.
     n: usize,
+    /// Bytes of output per block (a zmm or a ymm).
+    vbytes: usize,
+    /// Each operand's held group: a buffer several operands share, at least one of them a
+    /// condition's, loaded once per block into a register of its own ([`Nway::held_reg`]).
+    held: Vec<Option<usize>>,
+    /// Each held group's first operand and its element width.
+    groups: Vec<(usize, usize)>,
 }
 
 /// The machine code of `spec`'s kernel.
@@ -96,17 +151,32 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
     }
     let mut a = CodeAssembler::new(64)?;
     a.set_prefer_vex(false);
+    let vbytes = BLOCK_BYTES;
+    let (held, groups) = held_groups(spec);
     let mut e = Nway {
         a,
         spec,
         locs: Vec::new(),
-        n: 64 / spec.width,
+        n: vbytes / spec.width,
+        vbytes,
+        held,
+        groups,
     };
     e.kernel()?;
     Ok(e.a.assemble(0)?)
 }
 
 impl Nway<'_> {
+    /// The first splat register (after the held groups' registers).
+    fn splat0(&self) -> usize {
+        SPLAT0 + UNROLL * self.groups.len()
+    }
+
+    /// The register of held group `h` in block `u`.
+    fn held_reg(h: usize, u: usize) -> usize {
+        SPLAT0 + UNROLL * h + u
+    }
+
     fn kernel(&mut self) -> R {
         let w = self.spec.width;
         let mut early = self.a.create_label();
@@ -138,7 +208,7 @@ impl Nway<'_> {
             let at = qword_ptr(rax + 8 * j as i32);
             match f {
                 Form::Splat => {
-                    let z = ZMM[SPLAT0 + splats];
+                    let z = ZMM[self.splat0() + splats];
                     self.a.mov(rcx, at)?;
                     match ow {
                         1 => self.a.vpbroadcastb(z, byte_ptr(rcx))?,
@@ -146,7 +216,7 @@ impl Nway<'_> {
                         4 => self.a.vpbroadcastd(z, dword_ptr(rcx))?,
                         _ => self.a.vpbroadcastq(z, qword_ptr(rcx))?,
                     }
-                    self.locs.push(Loc::Splat(SPLAT0 + splats));
+                    self.locs.push(Loc::Splat(self.splat0() + splats));
                     splats += 1;
                 }
                 Form::Full => {
@@ -277,7 +347,7 @@ impl Nway<'_> {
     /// `partial`, non-temporally with `nt`).
     fn block(&mut self, u: usize, disp: i32, partial: bool, nt: bool) -> R {
         let w = self.spec.width;
-        let acc = ZMM[u];
+        let vbytes = self.vbytes;
         let nb = self.spec.branches.len();
         // Operand index of each branch's first operand, and of the default.
         let mut first = Vec::with_capacity(nb);
@@ -286,21 +356,31 @@ impl Nway<'_> {
             first.push(j);
             j += b.cond.forms().len() + 1;
         }
-        match self.locs[j] {
-            Loc::Base(r) => {
-                let m = Self::at(r, w, disp);
-                if partial {
-                    per_width!(
-                        w,
-                        self.a,
-                        [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
-                        (acc.k7().z(), m)
-                    )?
-                } else {
-                    self.a.vmovdqu64(acc, m)?
+        // The held groups' registers, each loaded once for the block.
+        for h in 0..self.groups.len() {
+            let (g, gw) = self.groups[h];
+            self.fill(g, gw, self.n * gw, Self::held_reg(h, u), disp, partial)?;
+        }
+        if let Some(h) = self.held[j] {
+            let r = Self::held_reg(h, u);
+            v3!(vbytes, t => self.a.vmovdqa64(t[u], t[r])?);
+        } else {
+            match self.locs[j] {
+                Loc::Base(r) => {
+                    let m = Self::at(r, w, disp);
+                    v3!(vbytes, t => if partial {
+                        per_width!(
+                            w,
+                            self.a,
+                            [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                            (t[u].k7().z(), m)
+                        )?
+                    } else {
+                        self.a.vmovdqu64(t[u], m)?
+                    })
                 }
+                Loc::Splat(s) => v3!(vbytes, t => self.a.vmovdqa64(t[u], t[s])?),
             }
-            Loc::Splat(s) => self.a.vmovdqa64(acc, ZMM[s])?,
         }
         for bi in (0..nb).rev() {
             let b = self.spec.branches[bi];
@@ -309,46 +389,51 @@ impl Nway<'_> {
             let Some(within) = self.cond(b.cond, b.not, f, k, u, disp, partial)? else {
                 continue; // never taken
             };
-            let vloc = self.locs[f + b.cond.forms().len()];
+            let vj = f + b.cond.forms().len();
+            let vloc = match self.held[vj] {
+                // Zeroed beyond the block: merged from, a masked-off lane is never read.
+                Some(h) => Loc::Splat(Self::held_reg(h, u)),
+                None => self.locs[vj],
+            };
             if partial && !within && matches!(vloc, Loc::Base(_)) {
                 self.a.kandq(K[k], K[k], k7)?;
             }
-            let dst = match k {
-                1 => acc.k1(),
-                2 => acc.k2(),
-                3 => acc.k3(),
-                _ => acc.k4(),
-            };
-            match vloc {
-                Loc::Base(r) => per_width!(
-                    w,
-                    self.a,
-                    [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
-                    (dst, Self::at(r, w, disp))
-                )?,
-                Loc::Splat(s) => per_width!(
-                    w,
-                    self.a,
-                    [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
-                    (dst, ZMM[s])
-                )?,
-            }
+            v3!(vbytes, t => {
+                let dst = match k {
+                    1 => t[u].k1(),
+                    2 => t[u].k2(),
+                    3 => t[u].k3(),
+                    _ => t[u].k4(),
+                };
+                match vloc {
+                    Loc::Base(r) => per_width!(
+                        w,
+                        self.a,
+                        [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                        (dst, Self::at(r, w, disp))
+                    )?,
+                    Loc::Splat(s) => per_width!(
+                        w,
+                        self.a,
+                        [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
+                        (dst, t[s])
+                    )?,
+                }
+            });
         }
         let o = Self::at(rsi, w, disp);
-        if partial {
+        v3!(vbytes, t => if partial {
             per_width!(
                 w,
                 self.a,
                 [vmovdqu8, vmovdqu16, vmovdqu32, vmovdqu64],
-                (o.k7(), acc)
+                (o.k7(), t[u])
             )?;
         } else if nt {
-            self.a
-                .vmovntdq(zmmword_ptr(rsi + r8 * w as u32 + disp * w as i32), acc)?;
+            self.a.vmovntdq(o, t[u])?;
         } else {
-            self.a
-                .vmovdqu64(zmmword_ptr(rsi + r8 * w as u32 + disp * w as i32), acc)?;
-        }
+            self.a.vmovdqu64(o, t[u])?;
+        });
         Ok(())
     }
 
@@ -363,9 +448,26 @@ impl Nway<'_> {
         disp: i32,
         partial: bool,
     ) -> Result<usize, EmitError> {
-        let r = match self.locs[j] {
-            Loc::Splat(s) => return Ok(s),
-            Loc::Base(r) => r,
+        if let Some(h) = self.held[j] {
+            return Ok(Self::held_reg(h, self.block_of(d)));
+        }
+        if let Loc::Splat(s) = self.locs[j] {
+            return Ok(s);
+        }
+        self.fill(j, pw, vb, d, disp, partial)?;
+        Ok(d)
+    }
+
+    /// The block whose temporary register `d` is (`4 + u` or `8 + u`).
+    fn block_of(&self, d: usize) -> usize {
+        (d - 4) % UNROLL
+    }
+
+    /// Loads full operand `j` (of `pw`-byte elements, `vb` bytes per block) into vector
+    /// register `d` at the block's size (under k7, zeroing, in a partial block).
+    fn fill(&mut self, j: usize, pw: usize, vb: usize, d: usize, disp: i32, partial: bool) -> R {
+        let Loc::Base(r) = self.locs[j] else {
+            return Err(bug("a held n-way operand that is not a full one"));
         };
         let m = Self::at(r, pw, disp);
         if partial {
@@ -378,10 +480,13 @@ impl Nway<'_> {
         } else if vb == 8 {
             self.a
                 .vmovq(XMM[d], qword_ptr(r + r8 * pw as u32 + disp * pw as i32))?;
+        } else if vb == 4 {
+            self.a
+                .vmovd(XMM[d], dword_ptr(r + r8 * pw as u32 + disp * pw as i32))?;
         } else {
             v3!(vb, t => self.a.vmovdqu64(t[d], m)?);
         }
-        Ok(d)
+        Ok(())
     }
 
     /// The opmask k`k` of branch condition `c` (negated with `not`) for the block at `disp`,
@@ -426,6 +531,9 @@ impl Nway<'_> {
                     Mem(AsmMemoryOperand),
                 }
                 let rhs = match self.locs[f + 1] {
+                    _ if self.held[f + 1].is_some() => {
+                        B::Reg(self.load(f + 1, pw, vb, tb, disp, partial)?)
+                    }
                     Loc::Splat(s) => B::Reg(s),
                     Loc::Base(r) if !partial && vb >= 16 => B::Mem(Self::at(r, pw, disp)),
                     Loc::Base(_) => B::Reg(self.load(f + 1, pw, vb, tb, disp, partial)?),

@@ -717,6 +717,7 @@ mod tests {
                         width: w,
                         nt: i % 2 == 1,
                         rows: false,
+                        same: smallvec::SmallVec::new(),
                         branches: part.iter().copied().collect(),
                         default: g,
                     };
@@ -754,6 +755,7 @@ mod tests {
             width,
             nt: false,
             rows: false,
+            same: smallvec::SmallVec::new(),
             branches: branches.into_iter().collect(),
             default: Form::Full,
         };
