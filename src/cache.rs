@@ -81,7 +81,8 @@ pub struct CacheStats {
     /// See [`CacheStats::trial_compiles`].
     pub trial_compile_us: u64,
     /// N-way calls run by a single-pass n-way kernel ([`crate::Engine::select_n`]); the
-    /// others ran in tiles of two-way calls.
+    /// others ran in tiles of two-way calls. A thread adds its runs to the count 64 at a time,
+    /// and when it ends or asks for stats: another thread's latest runs may not be in it yet.
     pub nway_pass_runs: u64,
     /// Single-pass n-way kernels compiled, and their time in microseconds.
     pub nway_compiles: u64,

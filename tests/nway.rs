@@ -849,3 +849,73 @@ fn avx2_single_pass_covers_its_specs() {
     }
     eprintln!("{flat} flat calls on the AVX2 single-pass kernels");
 }
+
+/// Every run of a single-pass kernel is in the engine's stats: those of the asking thread, and
+/// those of a thread that has ended (threads add theirs to the count in batches), and the
+/// results stay right when a thread's last kernel is another engine's or another spec's.
+#[test]
+fn single_pass_runs_are_counted_and_right_across_engines() {
+    let x: Vec<f32> = (0..100)
+        .map(|i| match i % 4 {
+            0 => f32::NAN,
+            1 => f32::INFINITY,
+            _ => i as f32,
+        })
+        .collect();
+    let want: Vec<u32> = x
+        .iter()
+        .map(|v| {
+            let r = if v.is_nan() {
+                0.0
+            } else if *v == f32::INFINITY {
+                7.0
+            } else {
+                *v
+            };
+            r.to_bits()
+        })
+        .collect();
+    let (zero, seven) = ([0.0f32], [7.0f32]);
+    let call = |eng: &Engine, n: usize| {
+        let shape = [n];
+        let xv = TensorRef::new(&x[..n], &shape);
+        let mut y = vec![1.0f32; n];
+        eng.select_n(
+            &[Cond::isnan(xv), Cond::eq(xv, f32::INFINITY)],
+            &[
+                TensorRef::scalar(&zero).into(),
+                TensorRef::scalar(&seven).into(),
+            ],
+            xv.into(),
+            TensorMut::new(&mut y, &[n]),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        let bits: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(bits, want[..n]);
+    };
+    let (a, b) = (Engine::new(), Engine::new());
+    call(&a, 100);
+    if a.stats().nway_pass_runs == 0 {
+        eprintln!("skipped: no single-pass n-way kernel on this host's default engine");
+        return;
+    }
+    // Alternating engines and lengths (one kernel serves every length of a spec).
+    for i in 0..149 {
+        call(&a, 100 - i % 7);
+        call(&b, 50 + i % 3);
+    }
+    // In a row: counted in batches on this thread and on one that ends.
+    for _ in 0..130 {
+        call(&a, 100);
+    }
+    std::thread::scope(|s| {
+        s.spawn(|| {
+            for _ in 0..70 {
+                call(&a, 100);
+            }
+        });
+    });
+    assert_eq!(a.stats().nway_pass_runs, 1 + 149 + 130 + 70);
+    assert_eq!(b.stats().nway_pass_runs, 149);
+}

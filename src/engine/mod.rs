@@ -51,7 +51,9 @@ pub struct Engine {
     memo_hits: Arc<AtomicU64>,
     /// Calls run by an exact kernel of the AOT table, by a shape-generic kernel of the table,
     /// by the static kernels, and of those by blocks of a predicate.
-    runs: [AtomicU64; 7],
+    runs: [AtomicU64; 6],
+    /// Runs of single-pass n-way kernels (shared with the threads' counts, `nway_pass`).
+    nway_runs: Arc<AtomicU64>,
     /// Times the calls behind measured choices.
     timer: Arc<dyn crate::trial::CallTimer>,
     /// The wisdom file, when the engine has one and measures (`Auto`).
@@ -85,9 +87,8 @@ const AOT_EXACT_RUNS: usize = 0;
 const AOT_GENERIC_RUNS: usize = 1;
 const STATIC_RUNS: usize = 2;
 const BLOCKED_RUNS: usize = 3;
-const NWAY_PASS_RUNS: usize = 4;
-const NWAY_COMPILES: usize = 5;
-const NWAY_COMPILE_US: usize = 6;
+const NWAY_COMPILES: usize = 4;
+const NWAY_COMPILE_US: usize = 5;
 
 static NEXT_ENGINE_ID: AtomicU64 = AtomicU64::new(0);
 
@@ -228,6 +229,7 @@ impl Engine {
             id: NEXT_ENGINE_ID.fetch_add(1, Ordering::Relaxed),
             memo_hits: Arc::new(AtomicU64::new(0)),
             runs: Default::default(),
+            nway_runs: Arc::new(AtomicU64::new(0)),
             timer: config
                 .timer
                 .clone()
@@ -370,6 +372,7 @@ impl Engine {
     /// ```
     pub fn stats(&self) -> CacheStats {
         self.flush_memo_hits();
+        self.flush_nway_runs();
         let mut s = self.lock_cache().stats();
         let load = |a: &AtomicU64| a.load(Ordering::Relaxed);
         s.hits += load(&self.memo_hits);
@@ -377,7 +380,7 @@ impl Engine {
         s.aot_generic_runs = load(&self.runs[AOT_GENERIC_RUNS]);
         s.static_runs = load(&self.runs[STATIC_RUNS]);
         s.blocked_runs = load(&self.runs[BLOCKED_RUNS]);
-        s.nway_pass_runs = load(&self.runs[NWAY_PASS_RUNS]);
+        s.nway_pass_runs = load(&self.nway_runs);
         s.nway_compiles = load(&self.runs[NWAY_COMPILES]);
         s.nway_compile_us = load(&self.runs[NWAY_COMPILE_US]);
         if let Some(t) = &self.config.aot {

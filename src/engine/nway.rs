@@ -262,7 +262,8 @@ impl Engine {
         // A flat call on a single-pass kernel, where the engine has one for it.
         let mut out = out;
         if mode == Broadcast::Numpy
-            && let Some(mut flat) = super::nway_pass::plan(dtype, conds, values, default, &out)
+            && let mut flat = super::nway_pass::Flat::new()
+            && super::nway_pass::plan(&mut flat, dtype, conds, values, default, &out).is_some()
         {
             match self.run_nway_pass(&mut flat, out) {
                 None => return Ok(()),

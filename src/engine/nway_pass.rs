@@ -15,14 +15,14 @@ use smallvec::SmallVec;
 use super::api::resolve;
 use super::exec::CondArg;
 use super::validate::PredSrc;
-use super::{Engine, NWAY_COMPILE_US, NWAY_COMPILES, NWAY_PASS_RUNS};
-use crate::cond::Cond;
+use super::{Engine, NWAY_COMPILE_US, NWAY_COMPILES};
+use crate::cond::{Cond, Operand, Repr, Src as OpSrc};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NBranch, NCond, NwayKernel, NwaySpec};
 use crate::pred::Kind;
 use crate::shape::Dims;
 use crate::tensor::{TensorMut, TensorRef};
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use crate::shape::Strides;
 
@@ -99,11 +99,32 @@ unsafe impl Send for Shared<'_> {}
 // SAFETY: as for `Send`; the wrapper is only read.
 unsafe impl Sync for Shared<'_> {}
 
+/// The n-way kernel a thread ran last, with its engine's id and its spec: calls that repeat
+/// one pattern skip the engine's lock and the spec's hash. It also counts the thread's runs of
+/// single-pass kernels of that engine, added to the engine's count [`RUNS_BATCH`] at a time
+/// (an atomic add per call was 7% of a 16-element call), when it is replaced or its thread
+/// ends, and when the thread asks for stats.
+struct Last {
+    engine: u64,
+    spec: NwaySpec,
+    kernel: Arc<NwayKernel>,
+    /// The engine's count of runs ([`Engine::nway_runs`]).
+    counter: Arc<AtomicU64>,
+    pending: std::cell::Cell<u64>,
+}
+
+/// Runs a thread counts before adding them to its engine's count.
+const RUNS_BATCH: u64 = 64;
+
+impl Drop for Last {
+    fn drop(&mut self) {
+        self.counter
+            .fetch_add(self.pending.replace(0), Ordering::Relaxed);
+    }
+}
+
 thread_local! {
-    /// The n-way kernel this thread ran last, with its engine's id and its spec: calls that
-    /// repeat one pattern skip the engine's lock and the spec's hash.
-    static LAST: std::cell::RefCell<Option<(u64, NwaySpec, Arc<NwayKernel>)>> =
-        const { std::cell::RefCell::new(None) };
+    static LAST: std::cell::RefCell<Option<Last>> = const { std::cell::RefCell::new(None) };
 }
 
 /// Kernels (or the absence of one) kept per engine, by spec; cleared when full.
@@ -120,6 +141,25 @@ pub(super) struct Flat {
     ptrs: SmallVec<[Ptr; 16]>,
     n: usize,
     out_at: usize,
+}
+
+impl Flat {
+    /// An empty plan, for [`plan`] to fill.
+    pub(super) fn new() -> Flat {
+        Flat {
+            spec: NwaySpec {
+                width: 1,
+                nt: false,
+                rows: false,
+                branches: SmallVec::new(),
+                default: Form::Full,
+                same: SmallVec::new(),
+            },
+            ptrs: SmallVec::new(),
+            n: 0,
+            out_at: 0,
+        }
+    }
 }
 
 /// Whether `shape` with `strides` (elements; `None`: row-major) is row-major contiguous.
@@ -186,12 +226,13 @@ fn same(ptrs: &[Ptr], full: &[u8]) -> SmallVec<[u8; 16]> {
 /// element, every condition valid for `dtype` and of a kind a single-pass kernel may take.
 /// `None`: the tiles run the call (and make its errors).
 pub(super) fn plan(
+    flat: &mut Flat,
     dtype: DType,
     conds: &[Cond<'_>],
     values: &[Choice<'_, u8>],
     default: Choice<'_, u8>,
     out: &TensorMut<'_, u8>,
-) -> Option<Flat> {
+) -> Option<()> {
     let k = conds.len();
     let w = dtype.width();
     if k == 0 || values.len() != k || !contiguous(out.shape(), out.strides()) {
@@ -203,11 +244,14 @@ pub(super) fn plan(
     if n == 0 || out.offset().checked_add(n)? > out_len {
         return None;
     }
-    let mut ptrs: SmallVec<[Ptr; 16]> = SmallVec::new();
+    // Filled in place: a call this small moves little else.
+    let ptrs = &mut flat.ptrs;
+    ptrs.clear();
     // Per operand, its element width when full, 0 for a splat (for `same`).
     let mut full: SmallVec<[u8; 16]> = SmallVec::new();
     let fw = |f: Form, w: usize| if f == Form::Full { w as u8 } else { 0 };
-    let mut branches: SmallVec<[NBranch; 8]> = SmallVec::new();
+    let branches = &mut flat.spec.branches;
+    branches.clear();
     let value = |v: &Choice<'_, u8>| -> Option<(Form, Ptr)> {
         match v {
             Choice::Tensor(t) => {
@@ -217,37 +261,49 @@ pub(super) fn plan(
         }
     };
     for (c, v) in conds.iter().zip(values) {
-        let (arg, not) = resolve(c, dtype).ok()?;
-        let cond = match arg {
-            CondArg::Mask(m) => {
+        // The condition as its kernel reads it (what `api::resolve` makes of it, read here
+        // without its intermediate values: a flat call's planning is most of a small call).
+        let (cond, not) = match &c.repr {
+            Repr::Mask(m) => {
                 let (f, p) = operand(m.data(), 1, (m.shape(), m.strides(), m.offset()), oshape, n)?;
                 ptrs.push(p);
                 full.push(fw(f, 1));
-                NCond::Mask(f)
+                (NCond::Mask(f), c.not)
             }
-            CondArg::Pred(p) => {
-                let pw = p.kind.operand_width();
-                let mut src = |s: PredSrc<'_>| -> Option<Form> {
-                    let (f, ptr) = match s {
-                        PredSrc::Buf(bytes, d) => {
-                            operand(bytes, pw, (d.shape, d.strides, d.offset), oshape, n)?
-                        }
-                        PredSrc::Out if pw == w => (Form::Full, std::ptr::null()),
-                        PredSrc::Out => return None,
+            Repr::Cmp(_, l, r) | Repr::Test(_, l @ r) => {
+                let (kind, swap, not) = c.canonical(dtype)?;
+                let dt = |o: &Operand<'_>| o.dtype().unwrap_or(dtype);
+                if dt(l) != dt(r) {
+                    return None; // (the tiles make the error)
+                }
+                let pw = kind.operand_width();
+                let mut src = |o: &Operand<'_>| -> Option<Form> {
+                    let (f, ptr) = match &o.src {
+                        OpSrc::View {
+                            bytes,
+                            shape,
+                            strides,
+                            offset,
+                            ..
+                        } => operand(bytes, pw, (shape, *strides, *offset), oshape, n)?,
+                        OpSrc::Scalar { bytes, .. } => (Form::Splat, bytes.as_ptr()),
+                        OpSrc::InPlace if pw == w => (Form::Full, std::ptr::null()),
+                        OpSrc::InPlace | OpSrc::Placeholder { .. } => return None,
                     };
                     ptrs.push(ptr);
                     full.push(fw(f, pw));
                     Some(f)
                 };
-                match p.kind {
+                let cond = match kind {
                     Kind::Cmp(op, d) => {
-                        let l = src(p.lhs)?;
-                        let r = src(p.rhs?)?;
-                        NCond::Cmp(op, d, l, r)
+                        let (l, r) = if swap { (r, l) } else { (l, r) };
+                        let l = src(l)?;
+                        NCond::Cmp(op, d, l, src(r)?)
                     }
-                    Kind::Test(op, d) => NCond::Test(op, d, src(p.lhs)?),
+                    Kind::Test(op, d) => NCond::Test(op, d, src(l)?),
                     Kind::Mask => return None,
-                }
+                };
+                (cond, not)
             }
         };
         let (vf, vp) = value(v)?;
@@ -262,21 +318,14 @@ pub(super) fn plan(
     let (df, dp) = value(&default)?;
     ptrs.push(dp);
     full.push(fw(df, w));
-    let mut spec = NwaySpec {
-        width: w,
-        nt: false,
-        rows: false,
-        same: SmallVec::new(),
-        branches,
-        default: df,
-    };
-    spec.same = same(&ptrs, &full);
-    Some(Flat {
-        spec,
-        ptrs,
-        n,
-        out_at: out.offset() * w,
-    })
+    flat.spec.width = w;
+    flat.spec.nt = false;
+    flat.spec.rows = false;
+    flat.spec.default = df;
+    flat.spec.same = same(&flat.ptrs, &full);
+    flat.n = n;
+    flat.out_at = out.offset() * w;
+    Some(())
 }
 
 impl Engine {
@@ -285,7 +334,7 @@ impl Engine {
     pub(super) fn nway_kernel(&self, spec: &NwaySpec) -> Option<Arc<NwayKernel>> {
         let cg = self.codegen()?;
         let hit = LAST.with(|l| match &*l.borrow() {
-            Some((id, s, k)) if *id == self.id && s == spec => Some(k.clone()),
+            Some(last) if last.engine == self.id && last.spec == *spec => Some(last.kernel.clone()),
             _ => None,
         });
         if hit.is_some() {
@@ -294,7 +343,17 @@ impl Engine {
         let mut m = self.nway.lock().unwrap_or_else(|p| p.into_inner());
         if let Some(k) = m.get(spec) {
             if let Some(k) = k {
-                LAST.with(|l| *l.borrow_mut() = Some((self.id, spec.clone(), k.clone())));
+                let last = Last {
+                    engine: self.id,
+                    spec: spec.clone(),
+                    kernel: k.clone(),
+                    counter: self.nway_runs.clone(),
+                    pending: std::cell::Cell::new(0),
+                };
+                // The one replaced adds its pending runs to its engine's count when dropped,
+                // after the borrow.
+                let old = LAST.with(|l| l.borrow_mut().replace(last));
+                drop(old);
             }
             return k.clone();
         }
@@ -321,6 +380,38 @@ impl Engine {
         k
     }
 
+    /// Counts a run of a single-pass kernel: on the thread's [`Last`] when it is this engine's.
+    fn count_nway_run(&self) {
+        let counted = LAST.with(|l| match &*l.borrow() {
+            Some(last) if last.engine == self.id => {
+                let n = last.pending.get() + 1;
+                if n == RUNS_BATCH {
+                    last.counter.fetch_add(n, Ordering::Relaxed);
+                    last.pending.set(0);
+                } else {
+                    last.pending.set(n);
+                }
+                true
+            }
+            _ => false,
+        });
+        if !counted {
+            self.nway_runs.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
+    /// Adds this thread's pending runs of single-pass kernels of this engine to its count.
+    pub(super) fn flush_nway_runs(&self) {
+        LAST.with(|l| {
+            if let Some(last) = &*l.borrow()
+                && last.engine == self.id
+            {
+                last.counter
+                    .fetch_add(last.pending.replace(0), Ordering::Relaxed);
+            }
+        });
+    }
+
     /// Runs `flat` on its single-pass kernel, if the engine has one (else gives the output
     /// back for the tiles).
     pub(super) fn run_nway_pass<'o>(
@@ -336,26 +427,51 @@ impl Engine {
         // threshold never reaches it: at most 25 operands of at most the output's width.)
         flat.spec.nt = flat.n.saturating_mul(flat.spec.width) >= nt_min / 256
             && flat.n.saturating_mul(flat.spec.bytes_per_element()) >= nt_min;
-        let Some(kernel) = self.nway_kernel(&flat.spec) else {
-            return Some(out);
-        };
-        let (ob, _, _, _) = out.into_parts();
-        let op = ob[flat.out_at..].as_mut_ptr();
+        // SAFETY (every kernel call below): `plan` checked every pointer: a full operand's
+        // buffer holds `n` elements of its width from its pointer, a splat's one, the output
+        // `n` from `op` (all in the spec's operand order); the operands are shared borrows, so
+        // none overlaps the exclusively borrowed output, except those read in place, which
+        // are the output itself (`op`); parts write disjoint ranges `a..b` of `0..n`; the
+        // kernel is `flat.spec`'s.
+        let mut out = out;
+        let op = out.data_mut()[flat.out_at..].as_mut_ptr();
         for p in flat.ptrs.iter_mut().filter(|p| p.is_null()) {
             *p = op.cast_const();
         }
         let ptrs = &flat.ptrs[..];
+        let bytes = flat.n * flat.spec.width;
+        // A call on one thread of the kernel the thread ran last runs it where the thread keeps
+        // it (no reference counting: two atomic operations were 8% of a 16-element call).
+        if !self.splits(bytes, flat.n / 64) {
+            let ran = LAST.with(|l| match &*l.borrow() {
+                Some(last) if last.engine == self.id && last.spec == flat.spec => {
+                    // SAFETY: see above (the thread's last kernel is of this spec).
+                    unsafe { last.kernel.run(ptrs, op, 0, flat.n) };
+                    let n = last.pending.get() + 1;
+                    if n == RUNS_BATCH {
+                        last.counter.fetch_add(n, Ordering::Relaxed);
+                        last.pending.set(0);
+                    } else {
+                        last.pending.set(n);
+                    }
+                    true
+                }
+                _ => false,
+            });
+            if ran {
+                return None;
+            }
+        }
+        let Some(kernel) = self.nway_kernel(&flat.spec) else {
+            return Some(out);
+        };
         let shared = Shared { ptrs, out: op };
-        self.in_parts(flat.n, 64, flat.n * flat.spec.width, &|a, b| {
+        self.in_parts(flat.n, 64, bytes, &|a, b| {
             let sh = &shared;
-            // SAFETY: `plan` checked every pointer: a full operand's buffer holds `n` elements
-            // of its width from its pointer, a splat's one, the output `n` from `op` (all in
-            // the spec's operand order); the operands are shared borrows, so none overlaps the
-            // exclusively borrowed output, except those read in place, which are the output
-            // itself (`op`); parts write disjoint ranges `a..b` of `0..n`.
+            // SAFETY: see above.
             unsafe { kernel.run(sh.ptrs, sh.out, a, b) };
         });
-        self.runs[NWAY_PASS_RUNS].fetch_add(1, Ordering::Relaxed);
+        self.count_nway_run();
         None
     }
 
@@ -630,7 +746,7 @@ impl Run<'_, '_> {
             let mut d = 0;
             loop {
                 if d == outer.len() {
-                    self.engine.runs[NWAY_PASS_RUNS].fetch_add(1, Ordering::Relaxed);
+                    self.engine.count_nway_run();
                     return Some(());
                 }
                 idx[d] += 1;
