@@ -48,8 +48,15 @@ const SPLATS: usize = 20;
 const ROWS_FRAME: i32 = 32;
 /// Blocks per main-loop iteration.
 const UNROLL: usize = 4;
-/// Bytes of output per block: a zmm. The emitter also writes ymm blocks (32): in one run of
-/// the bench's n-way cases (a Zen 4 host, 2026-11-27) they were no faster.
+/// The red-zone byte that says the partial block runs the non-temporal head (leaf code: the
+/// 128 bytes below `rsp` are the kernel's).
+const HEAD_FLAG: i32 = -8;
+/// Bytes of output per block: a zmm. The emitter also writes ymm blocks (32): on the bench's
+/// n-way cases (a Zen 4 host, 2026-11-27, two runs each way) they were no faster on any, and
+/// slower on case_when_f64_1m (2.1-2.3x its copy roofline against 1.45) and clip_u8_image
+/// (1.19-1.22x against 1.02-1.04). Neither a four-way walk of non-temporal calls (a block of
+/// each quarter in turn, as the two-way kernels' `+4way`) nor `prefetchw` of the output 1 or
+/// 2 KiB ahead of ordinary stores (the two-way `+pfw`) measured faster there.
 const BLOCK_BYTES: usize = 64;
 
 /// Where a kernel finds an operand (the AVX2 n-way kernels' too).
@@ -230,17 +237,23 @@ impl Nway<'_> {
                 self.a.mov(r, qword_ptr(rax + 8 * j as i32))?;
             }
         }
-        let mut tail = self.a.create_label();
+        // One partial block's code serves the non-temporal head, the whole blocks the main
+        // loop leaves and the tail: each of them a block of `rax` elements, at most one
+        // block's, under a lane mask; after the head (a flag in the red zone says so) the
+        // non-temporal main loop follows. (Kernels half as long assemble in less time.)
+        let mut rest = self.a.create_label();
         let plain = self.a.create_label();
         let mut row = self.a.create_label();
+        let mut part = self.a.create_label();
+        let nt = self.spec.nt;
         if rows {
             self.a.set_label(&mut row)?;
             self.a.mov(r8, qword_ptr(rsp + 16))?;
         }
-        if self.spec.nt {
+        let main = self.a.create_label();
+        if nt {
             // The head: elements until the output is 64-byte aligned (never, when its
             // elements are not aligned to their width: then no non-temporal store at all).
-            let main = self.a.create_label();
             self.a.lea(r10, ptr(rsi + r8 * w as u32))?;
             if w > 1 {
                 self.a.test(r10, (w - 1) as i32)?;
@@ -258,20 +271,36 @@ impl Nway<'_> {
             self.a.cmova(rax, r10)?;
             self.a.test(rax, rax)?;
             self.a.jz(main)?;
-            self.partial()?;
-            self.a.add(r8, rax)?;
-            let mut nt_out = self.a.create_label();
-            self.loops(true, main, nt_out)?;
-            self.a.set_label(&mut nt_out)?;
-            self.a.jmp(tail)?;
+            self.a.mov(byte_ptr(rsp + HEAD_FLAG), 1)?;
+            self.a.jmp(part)?;
+            self.loops(true, main, rest)?;
         }
-        self.loops(false, plain, tail)?;
-        self.a.set_label(&mut tail)?;
+        self.loops(false, plain, rest)?;
+        self.a.set_label(&mut rest)?;
+        // (One label per instruction: `more` is `rest` unless the flag is cleared first.)
+        let more = if nt {
+            self.a.mov(byte_ptr(rsp + HEAD_FLAG), 0)?;
+            let mut m = self.a.create_label();
+            self.a.set_label(&mut m)?;
+            m
+        } else {
+            rest
+        };
         let mut done = self.a.create_label();
         self.a.mov(rax, r9)?;
         self.a.sub(rax, r8)?;
         self.a.jz(done)?;
+        self.a.mov(r10, self.n as i32 as i64)?;
+        self.a.cmp(rax, r10)?;
+        self.a.cmova(rax, r10)?;
+        self.a.set_label(&mut part)?;
         self.partial()?;
+        self.a.add(r8, rax)?;
+        if nt {
+            self.a.cmp(byte_ptr(rsp + HEAD_FLAG), 0)?;
+            self.a.jne(main)?;
+        }
+        self.a.jmp(more)?;
         self.a.set_label(&mut done)?;
         if rows {
             // The next row: every full operand's base and the output move by their strides.
@@ -304,33 +333,23 @@ impl Nway<'_> {
         Ok(())
     }
 
-    /// The main loop of [`UNROLL`] blocks, then one block at a time, while whole blocks remain
-    /// (non-temporal stores with `nt`).
-    /// `four` is bound to its first instruction; it ends by jumping to `out` (or falling through
-    /// to it).
+    /// The main loop of [`UNROLL`] blocks (non-temporal stores with `nt`), bound to `four`,
+    /// while that many whole blocks remain; it ends by jumping to `out`.
     fn loops(&mut self, nt: bool, mut four: CodeLabel, out: CodeLabel) -> R {
         let n = self.n as i32;
-        let mut one = self.a.create_label();
         self.a.set_label(&mut four)?;
         self.a.lea(rax, ptr(r8 + UNROLL as i32 * n))?;
         self.a.cmp(rax, r9)?;
-        self.a.ja(one)?;
+        self.a.ja(out)?;
         for u in 0..UNROLL {
             self.block(u, (u as i32) * n, false, nt)?;
         }
         self.a.add(r8, UNROLL as i32 * n)?;
         self.a.jmp(four)?;
-        self.a.set_label(&mut one)?;
-        self.a.lea(rax, ptr(r8 + n))?;
-        self.a.cmp(rax, r9)?;
-        self.a.ja(out)?;
-        self.block(0, 0, false, nt)?;
-        self.a.add(r8, n)?;
-        self.a.jmp(one)?;
         Ok(())
     }
 
-    /// `rax` (1 to a block less one) elements from `r8`, under the lane mask k7; keeps rax.
+    /// `rax` (1 to a block) elements from `r8`, under the lane mask k7; keeps rax.
     fn partial(&mut self) -> R {
         self.a.mov(r10, -1i64)?;
         self.a.bzhi(r10, r10, rax)?;
