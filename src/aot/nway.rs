@@ -35,8 +35,10 @@ pub struct NwayKernelSpec(pub(crate) NwaySpec);
 
 /// The condition of one branch of a described n-way call: a mask of this shape, a comparison
 /// of two operands of this dtype and these shapes, or a test of one. An operand of the output's
-/// shape is a full contiguous array (the output itself, read in place, is one), an operand all
-/// of whose dims are 1 (a scalar: `&[]`) one element; no other shape has a single-pass kernel.
+/// shape is a full contiguous array (the output itself, read in place, is one; so is an operand
+/// of as many elements that broadcasts into the output, its shape differing by dims of 1), an
+/// operand all of whose dims are 1 (a scalar: `&[]`) one element; no other shape has a flat
+/// single-pass kernel.
 ///
 /// ```
 /// use selectjit::aot::nway::NwayCond;
@@ -86,10 +88,14 @@ impl NwayKernelSpec {
     /// one condition names one kernel. The spec has ordinary stores; a table's kernel serves
     /// calls that plan non-temporal ones too.
     ///
-    /// An error when no single-pass kernel runs such a call: no branch, an empty output, or an
-    /// operand neither of the output's shape nor of one element (the engine runs those in
-    /// tiles of two-way kernels, or, where its code generator has them, on kernels of rows that
-    /// tables do not hold).
+    /// A call whose operands all have the output's shape or one element runs on the kernel
+    /// whatever its length; one whose operands differ from the output's shape by dims of 1
+    /// runs on it where its output is at least 64 bytes (else in tiles of two-way kernels).
+    ///
+    /// An error when no flat single-pass kernel runs such a call: no branch, an empty output,
+    /// or an operand neither of the output's elements nor of one element (the engine runs
+    /// those in tiles of two-way kernels, or, where its code generator has them, on kernels of
+    /// rows that tables do not hold).
     ///
     /// ```
     /// use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
@@ -110,6 +116,11 @@ impl NwayKernelSpec {
     ///     NwayKernelSpec::for_call(DType::F64, x, &[ne], x)?,
     ///     NwayKernelSpec::for_call(DType::F64, x, &[not_eq], x)?
     /// );
+    /// // The output's elements in another shape of them: the same kernel.
+    /// let x1: &[usize] = &[4096];
+    /// let b1 = NwayBranch { cond: NwayCond::Test(TestOp::IsNan, DType::F64, x1), ..branches[0] };
+    /// let flat = NwayKernelSpec::for_call(DType::F64, &[1, 4096], &[b1], x1)?;
+    /// assert_eq!(NwayKernelSpec::for_call(DType::F64, x1, &[b1], x1)?, flat);
     /// // A row broadcast over the output: no flat kernel.
     /// let row = NwayBranch { value: &[64], ..branches[0] };
     /// let e = NwayKernelSpec::for_call(DType::F64, x, &[row], x).unwrap_err();
@@ -135,16 +146,28 @@ impl NwayKernelSpec {
                 "output shape {out_shape:?} is empty: no kernel runs"
             )));
         }
-        // As the engine's flat plan: the output's shape is a full array, dims all 1 one element.
+        // As the engine plans: the output's shape is a full array, dims all 1 one element; a
+        // shape that broadcasts into the output with all its elements is a full array too (the
+        // dims of 1 collapse away).
+        let broadcasts = |shape: &[usize]| {
+            shape.len() <= out_shape.len()
+                && shape
+                    .iter()
+                    .rev()
+                    .zip(out_shape.iter().rev())
+                    .all(|(&d, &o)| d == o || d == 1)
+        };
         let form = |shape: &[usize], what: &dyn Fn() -> String| -> Result<Form> {
             if shape == out_shape {
                 Ok(Form::Full)
             } else if shape.len() <= out_shape.len() && shape.iter().all(|&d| d == 1) {
                 Ok(Form::Splat)
+            } else if broadcasts(shape) && shape.iter().product::<usize>() == n {
+                Ok(Form::Full)
             } else {
                 Err(bad(format!(
-                    "{} has shape {shape:?}, neither the output's {out_shape:?} nor one \
-                     element: the engine runs such a call in tiles of two-way kernels or on a \
+                    "{} has shape {shape:?}, neither the output's {out_shape:?} elements nor \
+                     one: the engine runs such a call in tiles of two-way kernels or on a \
                      kernel of rows, and tables hold flat n-way kernels only",
                     what()
                 )))
