@@ -162,7 +162,9 @@ impl NwayKernelSpec {
                 Ok(Form::Full)
             } else if shape.len() <= out_shape.len() && shape.iter().all(|&d| d == 1) {
                 Ok(Form::Splat)
-            } else if broadcasts(shape) && shape.iter().product::<usize>() == n {
+            } else if broadcasts(shape)
+                && shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d)) == Some(n)
+            {
                 Ok(Form::Full)
             } else {
                 Err(bad(format!(
@@ -238,5 +240,77 @@ impl std::fmt::Display for NwayKernelSpec {
             write!(f, " ? {} :", form(b.value))?;
         }
         write!(f, " {}", form(s.default))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn mask<'a>(s: &'a [usize], v: &'a [usize]) -> NwayBranch<'a> {
+        NwayBranch {
+            cond: NwayCond::Mask(s),
+            not: false,
+            value: v,
+        }
+    }
+
+    /// Calls without a flat kernel are errors that say why, never panics.
+    #[test]
+    fn calls_without_a_flat_kernel_are_errors() {
+        let x: &[usize] = &[4, 5];
+        let err = |out: &[usize], b: &[NwayBranch<'_>], d: &[usize]| {
+            NwayKernelSpec::for_call(DType::F32, out, b, d)
+                .unwrap_err()
+                .to_string()
+        };
+        assert!(err(x, &[], x).contains("at least one branch"));
+        assert!(err(&[4, 0], &[mask(&[4, 0], &[])], &[]).contains("empty"));
+        assert!(err(&[usize::MAX, 3], &[mask(&[], &[])], &[]).contains("overflows"));
+        for (m, v, d, needle) in [
+            (&[5][..], &[][..], &[][..], "branch 0's mask"), // a row broadcast
+            (&[4, 1][..], &[][..], &[][..], "branch 0's mask"), // a column
+            (x, &[2, 4, 5][..], &[][..], "branch 0's value"), // more dims than the output
+            (x, x, &[5, 4][..], "the default"),              // transposed
+        ] {
+            let e = err(x, &[mask(m, v)], d);
+            assert!(e.contains(needle), "{e}");
+        }
+        // An operand with the output's elements and dims of 1 added or left out is full.
+        let full = NwayKernelSpec::for_call(DType::F32, x, &[mask(x, x)], x).unwrap();
+        let out: &[usize] = &[1, 4, 1, 5];
+        let same = NwayKernelSpec::for_call(DType::F32, out, &[mask(&[4, 1, 5], out)], &[4, 1, 5]);
+        assert_eq!(same.unwrap(), full);
+    }
+
+    /// Comparisons are planned in the kernels' canonical form: `>` / `>=` swap the operands,
+    /// `!=` negates `==`.
+    #[test]
+    fn comparisons_are_canonical() {
+        let x: &[usize] = &[9];
+        let spec = |op, not| {
+            let b = NwayBranch {
+                cond: NwayCond::Cmp(op, DType::I64, x, &[]),
+                not,
+                value: x,
+            };
+            NwayKernelSpec::for_call(DType::I8, x, &[b], &[])
+                .unwrap()
+                .to_string()
+        };
+        assert_eq!(
+            spec(CmpOp::Lt, false),
+            "width 1: i64 < (full, one) ? full : one"
+        );
+        assert_eq!(
+            spec(CmpOp::Gt, false),
+            "width 1: i64 < (one, full) ? full : one"
+        );
+        assert_eq!(
+            spec(CmpOp::Ge, true),
+            "width 1: !i64 <= (one, full) ? full : one"
+        );
+        assert_eq!(spec(CmpOp::Ne, false), spec(CmpOp::Eq, true));
+        assert_eq!(spec(CmpOp::Ne, true), spec(CmpOp::Eq, false));
     }
 }
