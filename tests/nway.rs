@@ -4,7 +4,9 @@
 //!   predicates of every comparison and test over every real dtype, with NaN payloads, ±0 and
 //!   ±inf among the compared values; negation; broadcast operands and scalars; values and the
 //!   default read from the output in place, predicates over the output; outputs spanning
-//!   several tiles) on every engine (an engine on an ahead-of-time table too), bytewise against an oracle written here: each condition
+//!   several tiles) on every engine (an engine on an ahead-of-time table too, whose table holds
+//!   the single-pass n-way kernels of the cases' flat calls), bytewise against an oracle written
+//!   here: each condition
 //!   computed alone by the interpreter as a 0/1 mask, each value broadcast alone by the
 //!   interpreter, then the first true condition picked element by element.
 //! * Errors: nothing is written.
@@ -15,7 +17,12 @@ mod common;
 #[path = "common/rng.rs"]
 mod rng;
 
+use std::collections::HashSet;
+use std::sync::OnceLock;
+
 use rng::Rng;
+use selectjit::aot::AotTable;
+use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
 use selectjit::{
     Backend, Broadcast, Choice, CmpOp, Cond, DType, Engine, EngineConfig, Operand, TensorMut,
     TensorRef, TestOp,
@@ -405,6 +412,129 @@ fn oracle(c: &Case) -> Result<Vec<u8>, String> {
     Ok(out)
 }
 
+/// The spec of the single-pass n-way kernel of `c`'s call, as `NwayKernelSpec::for_call` plans
+/// it from the call's shapes (`None`: no flat kernel runs it).
+fn case_spec(c: &Case) -> Option<NwayKernelSpec> {
+    let out = &c.out_shape[..];
+    let pop = |p: &'_ POp| -> Vec<usize> {
+        match p {
+            POp::Buf(b) => b.shape.clone(),
+            POp::Scalar(_) => Vec::new(),
+            POp::Out => out.to_vec(),
+        }
+    };
+    let val = |v: &ValSpec| match v {
+        ValSpec::Buf(b) => b.shape.clone(),
+        ValSpec::Out => out.to_vec(),
+    };
+    // Every shape first, then the borrowed descriptions.
+    let shapes: Vec<[Vec<usize>; 3]> = c
+        .conds
+        .iter()
+        .zip(&c.values)
+        .map(|((cs, _), v)| match cs {
+            CondSpec::Mask(b) => [b.shape.clone(), vec![], val(v)],
+            CondSpec::Cmp(_, _, l, r) => [pop(l), pop(r), val(v)],
+            CondSpec::Test(_, _, x) => [pop(x), vec![], val(v)],
+        })
+        .collect();
+    let branches: Vec<NwayBranch<'_>> = c
+        .conds
+        .iter()
+        .zip(&shapes)
+        .map(|((cs, not), [a, b, v])| NwayBranch {
+            cond: match cs {
+                CondSpec::Mask(_) => NwayCond::Mask(a),
+                CondSpec::Cmp(op, d, _, _) => NwayCond::Cmp(*op, *d, a, b),
+                CondSpec::Test(op, d, _) => NwayCond::Test(*op, *d, a),
+            },
+            not: *not,
+            value: v,
+        })
+        .collect();
+    NwayKernelSpec::for_call(c.dtype, out, &branches, &val(&c.default)).ok()
+}
+
+/// Whether every operand of `c` has the output's shape or one element (a scalar, dims all 1).
+fn exact_shapes(c: &Case) -> bool {
+    let out = &c.out_shape;
+    let ok = |s: &[usize]| s == &out[..] || s.len() <= out.len() && s.iter().all(|&d| d == 1);
+    let pop = |p: &POp| match p {
+        POp::Buf(b) => ok(&b.shape),
+        _ => true,
+    };
+    let val = |v: &ValSpec| match v {
+        ValSpec::Buf(b) => ok(&b.shape),
+        ValSpec::Out => true,
+    };
+    val(&c.default)
+        && c.values.iter().all(val)
+        && c.conds.iter().all(|(cs, _)| match cs {
+            CondSpec::Mask(b) => ok(&b.shape),
+            CondSpec::Cmp(_, _, l, r) => pop(l) && pop(r),
+            CondSpec::Test(_, _, x) => pop(x),
+        })
+}
+
+/// Whether the Cranelift generator compiles the n-way kernel of `c` (see
+/// `src/jit/cranelift/nway.rs`): elements of up to 8 bytes, conditions of masks, integers,
+/// f32 and f64.
+fn cranelift_covers(c: &Case) -> bool {
+    let ok = |d: &DType| {
+        !matches!(
+            d,
+            DType::Bool | DType::F16 | DType::BF16 | DType::Complex64 | DType::Complex128
+        )
+    };
+    c.dtype.width() <= 8
+        && c.conds.iter().all(|(cs, _)| match cs {
+            CondSpec::Mask(_) => true,
+            CondSpec::Cmp(_, d, _, _) | CondSpec::Test(_, d, _) => ok(d),
+        })
+}
+
+/// `gen_case(seed, big)` as a thread of the given mode (flat, rows) makes it.
+fn case_in_mode(seed: u64, big: bool, flat: bool, rows: bool) -> Case {
+    let (f0, r0) = (
+        FLAT.with(|f| f.replace(flat)),
+        ROWS.with(|r| r.replace(rows)),
+    );
+    let c = gen_case(seed, big);
+    FLAT.with(|f| f.set(f0));
+    ROWS.with(|r| r.set(r0));
+    c
+}
+
+/// The ahead-of-time table of the "aot" engine, built once: every shape-generic kernel of rank
+/// 1 and 2 (the two-way calls of n-way selects run on them), and the single-pass n-way kernel
+/// of every flat call of the seeds the tests below run, where Cranelift compiles it; with the
+/// set of those specs.
+fn nway_table() -> &'static (AotTable, HashSet<NwayKernelSpec>) {
+    static T: OnceLock<(AotTable, HashSet<NwayKernelSpec>)> = OnceLock::new();
+    T.get_or_init(|| {
+        let mut set = aot_host::generic_rank2_set();
+        let modes = [
+            (0..400, false, false, false),
+            (2000..2400, false, true, false),
+            (3000..3016, true, true, false),
+            (5000..5300, false, false, true),
+            (1000..1016, true, false, false),
+        ];
+        let mut specs = HashSet::new();
+        for (seeds, big, flat, rows) in modes {
+            for seed in seeds {
+                let c = case_in_mode(seed, big, flat, rows);
+                if let Some(spec) = case_spec(&c).filter(|_| cranelift_covers(&c)) {
+                    set.add_nway(spec.clone());
+                    specs.insert(spec);
+                }
+            }
+        }
+        assert!(specs.len() > 100, "only {} n-way kernels", specs.len());
+        (aot_host::host_table(&set), specs)
+    })
+}
+
 /// Runs the cases of `seeds` on every engine; the engines' n-way calls run by a single-pass
 /// kernel, by engine name.
 fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
@@ -423,11 +553,14 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
             engines.push((format!("{name}-mt"), eng));
         }
     }
-    // No code generator: the two-way calls of an n-way select on an ahead-of-time table's
+    // No code generator: a flat call on the ahead-of-time table's single-pass kernel of its
+    // spec where the table has it, else the two-way calls of an n-way select on its
     // shape-generic kernels of rank 1 and 2 (else the static kernels).
+    let (table, specs) = nway_table();
+    assert_eq!(table.nway_len(), specs.len());
     engines.push((
         "aot".to_string(),
-        aot_host::aot_only_engine(EngineConfig::new(), aot_host::generic_rank2_table()),
+        aot_host::aot_only_engine(EngineConfig::new(), table.clone()),
     ));
     let mut checked = 0;
     for seed in seeds {
@@ -448,6 +581,14 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
             }
             continue;
         };
+        // The table's single-pass kernel runs the call exactly when the table has the spec
+        // `for_call` derives from the call's shapes (the engine plans as it does), if every
+        // operand has the output's shape or one element; else (shapes that differ from the
+        // output's by dims of 1) it may run, where the rows are long enough, never another.
+        let aot = &engines.last().expect("engines").1;
+        let before = aot.stats().nway_pass_runs;
+        let in_table = case_spec(&c).is_some_and(|s| specs.contains(&s));
+        let exact_shapes = exact_shapes(&c);
         for (name, eng) in &engines {
             let got = run(eng, &c).unwrap_or_else(|e| panic!("{name} seed {seed}: {e}\n{c:?}"));
             assert!(
@@ -458,11 +599,30 @@ fn check_cases(seeds: std::ops::Range<u64>, big: bool) -> Vec<(String, u64)> {
                 c.conds.len()
             );
         }
+        let ran = aot.stats().nway_pass_runs - before;
+        assert!(
+            ran == u64::from(in_table) || !exact_shapes && ran == 0,
+            "seed {seed}: the table's n-way kernel {} (spec {:?})",
+            if in_table { "did not run" } else { "ran" },
+            case_spec(&c).map(|s| s.to_string())
+        );
         checked += 1;
     }
     eprintln!("{checked} cases checked on {} engines", engines.len());
     let aot = &engines.last().expect("engines").1;
-    assert!(aot.stats().aot_generic_runs > 0, "the table ran no call");
+    let s = aot.stats();
+    assert!(
+        s.aot_generic_runs + s.nway_pass_runs > 0,
+        "the table ran no call"
+    );
+    // The table holds every flat kernel Cranelift compiles for these calls: the engine without
+    // a code generator ran exactly the calls the Cranelift engine ran in one pass.
+    let cranelift = &engines
+        .iter()
+        .find(|(n, _)| n == "jit-cranelift")
+        .expect("cranelift")
+        .1;
+    assert_eq!(s.nway_pass_runs, cranelift.stats().nway_pass_runs);
     assert!(checked > 0, "every case was refused");
     engines
         .iter()
@@ -491,12 +651,13 @@ fn flat_calls_match_the_oracle_on_every_engine() {
 }
 
 /// The engines whose generator has single-pass n-way kernels (AVX-512, natively or emulated;
-/// AVX2 natively and Cranelift, of flat calls only: the cases of rows include flat ones) ran
-/// calls on them, and the others none.
+/// AVX2 natively and Cranelift, of flat calls only: the cases of rows include flat ones), and
+/// the engine on an ahead-of-time table with them, ran calls on them, and the others none.
 fn check_single_pass(passes: &[(String, u64)]) {
     for (name, runs) in passes {
         if name.starts_with("jit-avx512")
             || name.starts_with("jit-cranelift")
+            || name == "aot"
             || avx2_host() && name.starts_with("jit-avx2")
         {
             assert!(*runs > 0, "{name}: no call ran on a single-pass kernel");

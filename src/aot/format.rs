@@ -4,7 +4,8 @@
 
 use target_lexicon::{Architecture, Triple};
 
-use super::key::{parse_pattern_key, parse_signature_key};
+use super::key::{parse_nway_key, parse_pattern_key, parse_signature_key};
+use super::nway::NwayKernelSpec;
 use crate::error::{Error, Result};
 use crate::kernel::abi::KernelFn;
 use crate::plan::{Pattern, Signature};
@@ -14,14 +15,22 @@ pub const AOT_MAGIC: [u8; 8] = *b"SJITAOT\0";
 /// The table format this library writes. It changes whenever the layout, the key format or the
 /// kernels' calling contract changes. Version 3 added the keys of predicate kernels (see
 /// [`super::key`]); mask keys are those of version 2, so version 2 tables are read too
-/// ([`AOT_MIN_VERSION`]).
-pub const AOT_VERSION: u32 = 3;
+/// ([`AOT_MIN_VERSION`]). Version 4 added single-pass n-way kernels ([`AOT_NWAY`] entries);
+/// the other entries are those of version 3, so versions 2 and 3 are read too (an n-way entry
+/// in a table of an older version is an error).
+pub const AOT_VERSION: u32 = 4;
 /// The oldest table format this library reads.
 pub const AOT_MIN_VERSION: u32 = 2;
 /// [`SelectjitAotEntry::kind`] of an exact kernel.
 pub const AOT_EXACT: u32 = 0;
 /// [`SelectjitAotEntry::kind`] of a shape-generic kernel.
 pub const AOT_GENERIC: u32 = 1;
+/// [`SelectjitAotEntry::kind`] of a single-pass n-way kernel (format version 4 on): its key is
+/// an n-way key ([`super::key::nway_key`]) and its `func` a [`SelectjitNwayFn`], stored in the
+/// entry's function field (cast to [`SelectjitKernelFn`]; call it as what it is).
+pub const AOT_NWAY: u32 = 2;
+/// The first format version with [`AOT_NWAY`] entries.
+pub const AOT_NWAY_MIN_VERSION: u32 = 4;
 /// Most entries a table may have.
 pub const AOT_MAX_ENTRIES: u32 = 1 << 20;
 /// Most key bytes a table may have.
@@ -33,8 +42,18 @@ pub const AOT_MAX_KEY_BYTES: u32 = 1 << 28;
 /// (kernels of masks and tests ignore it). Version 2 of the format added `rhs`.
 pub type SelectjitKernelFn = KernelFn;
 
+/// A single-pass n-way kernel's entry point (an [`AOT_NWAY`] entry's function): elements
+/// `begin..end` of the output at `out`; `ptrs` holds one pointer per operand of its spec, in
+/// call order (each branch's condition operands, a comparison's lhs then rhs, then its value;
+/// the default last), each at the operand's first element: a full operand has the output's
+/// length, a one-element operand is read once. An operand may be the output itself (the same
+/// first element: read in place); no other operand overlaps the output.
+pub type SelectjitNwayFn =
+    unsafe extern "C" fn(ptrs: *const *const u8, out: *mut u8, begin: usize, end: usize);
+
 /// One kernel of a table: its key (`key_len` bytes at `keys + key_offset`), its kind
-/// ([`AOT_EXACT`] or [`AOT_GENERIC`]), its size in bytes of machine code, and its function.
+/// ([`AOT_EXACT`], [`AOT_GENERIC`] or [`AOT_NWAY`]), its size in bytes of machine code, and its
+/// function (for an [`AOT_NWAY`] entry a [`SelectjitNwayFn`] in this field's type).
 #[repr(C)]
 #[derive(Debug, Clone, Copy)]
 pub struct SelectjitAotEntry {
@@ -42,11 +61,11 @@ pub struct SelectjitAotEntry {
     pub key_offset: u32,
     /// The key's length in bytes.
     pub key_len: u32,
-    /// [`AOT_EXACT`] or [`AOT_GENERIC`].
+    /// [`AOT_EXACT`], [`AOT_GENERIC`] or [`AOT_NWAY`].
     pub kind: u32,
     /// Bytes of machine code of the kernel.
     pub code_bytes: u32,
-    /// The kernel.
+    /// The kernel (of an [`AOT_NWAY`] entry: a [`SelectjitNwayFn`], cast).
     pub func: Option<SelectjitKernelFn>,
 }
 
@@ -91,15 +110,24 @@ pub const C_TYPES: &str = r#"#ifndef SELECTJIT_AOT_TYPES
 typedef void (*SelectjitKernelFn)(const uint8_t *cond, const uint8_t *then_, const uint8_t *else_,
                                   uint8_t *out, size_t begin, size_t end, const uint64_t *dims,
                                   const int64_t *byte_strides, const uint8_t *rhs);
-#define SELECTJIT_AOT_VERSION 3
+/* A single-pass n-way kernel (entries of kind SELECTJIT_AOT_NWAY, format version 4 on; the
+ * entry's func holds it: cast it back, e.g. (SelectjitNwayFn)(void (*)(void))e->func). It runs
+ * output elements [begin, end); ptrs holds one pointer per operand in call order (each branch's
+ * condition operands, a comparison's lhs then rhs, then its value; the default last), each at
+ * the operand's first element: a full operand has the output's length, a one-element operand
+ * is read once. An operand may be the output itself (read in place). */
+typedef void (*SelectjitNwayFn)(const uint8_t *const *ptrs, uint8_t *out, size_t begin,
+                                size_t end);
+#define SELECTJIT_AOT_VERSION 4
 #define SELECTJIT_AOT_EXACT 0
 #define SELECTJIT_AOT_GENERIC 1
+#define SELECTJIT_AOT_NWAY 2
 typedef struct SelectjitAotEntry {
     uint32_t key_offset; /* the key is key_len bytes at keys + key_offset */
     uint32_t key_len;
-    uint32_t kind;       /* SELECTJIT_AOT_EXACT or SELECTJIT_AOT_GENERIC */
+    uint32_t kind;       /* SELECTJIT_AOT_EXACT, SELECTJIT_AOT_GENERIC or SELECTJIT_AOT_NWAY */
     uint32_t code_bytes;
-    SelectjitKernelFn func;
+    SelectjitKernelFn func; /* a SelectjitNwayFn for SELECTJIT_AOT_NWAY */
 } SelectjitAotEntry;
 typedef struct SelectjitAotTable {
     uint8_t magic[8];    /* "SJITAOT\0" */
@@ -295,15 +323,18 @@ pub enum Named {
     Exact(Box<Signature>),
     /// The shape-generic kernel of this pattern.
     Generic(Pattern),
+    /// The single-pass n-way kernel of this spec.
+    Nway(NwayKernelSpec),
 }
 
-/// Checks every entry against the key bytes: kinds, key bounds and syntax, duplicates, and the
-/// checksum. `func_ok(i)` says whether entry `i` has a function.
+/// Checks every entry of a table of format `version` against the key bytes: kinds (n-way
+/// entries from version [`AOT_NWAY_MIN_VERSION`] on, and flat ones only), key bounds and
+/// syntax, duplicates, and the checksum. `func_ok(i)` says whether entry `i` has a function.
 ///
 /// ```
 /// use selectjit::aot::format::{Fnv, Named, check_entries};
 /// use selectjit::aot::key::{pattern_key, signature_key};
-/// use selectjit::aot::{AOT_EXACT, AOT_GENERIC, SelectjitAotEntry};
+/// use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_VERSION, SelectjitAotEntry};
 /// use selectjit::plan::{Pattern, plan_contiguous};
 /// let sig = plan_contiguous(4, 100).unwrap();
 /// let (sk, pk) = (signature_key(&sig), pattern_key(&Pattern::of(&sig)));
@@ -319,15 +350,16 @@ pub enum Named {
 /// let mut sum = Fnv::new();
 /// sum.entry(AOT_EXACT, &sk);
 /// sum.entry(AOT_GENERIC, &pk);
-/// let named = check_entries(sum.0, &entries, &keys, |_| true)?;
+/// let named = check_entries(AOT_VERSION, sum.0, &entries, &keys, |_| true)?;
 /// assert!(matches!(&named[0], Named::Exact(s) if **s == sig));
 /// assert!(matches!(named[1], Named::Generic(p) if p == Pattern::of(&sig)));
 /// // A wrong checksum, or an entry without a function, is refused.
-/// assert!(check_entries(sum.0 ^ 1, &entries, &keys, |_| true).is_err());
-/// assert!(check_entries(sum.0, &entries, &keys, |i| i == 0).is_err());
+/// assert!(check_entries(AOT_VERSION, sum.0 ^ 1, &entries, &keys, |_| true).is_err());
+/// assert!(check_entries(AOT_VERSION, sum.0, &entries, &keys, |i| i == 0).is_err());
 /// # Ok::<(), selectjit::Error>(())
 /// ```
 pub fn check_entries(
+    version: u32,
     checksum: u64,
     entries: &[SelectjitAotEntry],
     keys: &[u8],
@@ -337,6 +369,7 @@ pub fn check_entries(
     let mut out = Vec::with_capacity(entries.len());
     let mut seen_exact = std::collections::HashSet::new();
     let mut seen_generic = std::collections::HashSet::new();
+    let mut seen_nway = std::collections::HashSet::new();
     for (i, e) in entries.iter().enumerate() {
         let key = (e.key_offset as usize)
             .checked_add(e.key_len as usize)
@@ -366,6 +399,24 @@ pub fn check_entries(
                     return Err(Error::Aot(format!("entry {i}: duplicate kernel {p}")));
                 }
                 Named::Generic(p)
+            }
+            AOT_NWAY if version < AOT_NWAY_MIN_VERSION => {
+                return Err(Error::Aot(format!(
+                    "entry {i}: an n-way kernel in a table of version {version} (n-way kernels \
+                     came with version {AOT_NWAY_MIN_VERSION})"
+                )));
+            }
+            AOT_NWAY => {
+                let s = parse_nway_key(key).map_err(|x| Error::Aot(format!("entry {i}: {x}")))?;
+                if s.0.rows {
+                    return Err(Error::Aot(format!(
+                        "entry {i}: n-way kernel {s} of rows (tables hold flat n-way kernels)"
+                    )));
+                }
+                if !seen_nway.insert(s.clone()) {
+                    return Err(Error::Aot(format!("entry {i}: duplicate n-way kernel {s}")));
+                }
+                Named::Nway(s)
             }
             k => return Err(Error::Aot(format!("entry {i}: unknown kernel kind {k}"))),
         };

@@ -21,9 +21,24 @@
 //!   dtype's [code](dtype_code)), then rhs's strides (`rank` i64, all 0 for a test);
 //! * generic, [`PRED_PATTERN_KEY_LEN`] bytes: the mask key, then the condition (two u8), rhs's
 //!   inner-stride class (u8) and its mask of zero outer strides (u64).
+//!
+//! A **single-pass n-way kernel** ([`NwayKernelSpec`], format version 4; its entries have a
+//! kind of their own, so its key needs no length of its own) has a key of `5 + 4 * k` bytes,
+//! every field one byte (so the same on every target):
+//!
+//! * the n-way key format, [`NWAY_KEY_FORMAT`] (1);
+//! * `width` (1, 2, 4, 8 or 16), then flags (bit 0 non-temporal stores, bit 1 a kernel of rows;
+//!   the other bits 0), then `k`, the branch count (1 to 255), then the default's form (0 a full
+//!   array, 1 one element);
+//! * per branch, in call order: its condition's [code](cond_code) (0 a mask) and compared
+//!   dtype's [code](dtype_code) (0 for a mask), its flags (bit 0 the first operand is one
+//!   element, bit 1 the second (a comparison's rhs) is, bit 2 the condition is negated; the
+//!   other bits 0), and its value's form (0 or 1).
 
+use super::nway::NwayKernelSpec;
 use crate::dtype::DType;
 use crate::error::{Error, Result};
+use crate::kernel::nway::{Form, NBranch, NCond, NwaySpec};
 use crate::plan::{OPS, Pattern, RHS, Signature};
 use crate::pred::{Canon, Kind, TestOp};
 use crate::shape::{MAX_RANK, Strides};
@@ -166,6 +181,139 @@ pub fn pattern_key(p: &Pattern) -> Vec<u8> {
         k.extend_from_slice(&p.outer_zero[RHS].to_le_bytes());
     }
     k
+}
+
+/// The first byte of every n-way key: the layout of the bytes after it.
+pub const NWAY_KEY_FORMAT: u8 = 1;
+
+/// The key of a single-pass n-way kernel (see the module docs).
+///
+/// ```
+/// use selectjit::aot::key::{NWAY_KEY_FORMAT, nway_key, parse_nway_key};
+/// use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
+/// use selectjit::DType;
+/// let x: &[usize] = &[100];
+/// let mask = NwayBranch { cond: NwayCond::Mask(x), not: true, value: &[] };
+/// let spec = NwayKernelSpec::for_call(DType::I16, x, &[mask], x)?;
+/// let key = nway_key(&spec);
+/// // Format, width 2, no flags, one branch, a full default; a mask (0, 0), negated, of a scalar.
+/// assert_eq!(key, [NWAY_KEY_FORMAT, 2, 0, 1, 0, 0, 0, 0b100, 1]);
+/// assert_eq!(parse_nway_key(&key)?, spec);
+/// # Ok::<(), selectjit::Error>(())
+/// ```
+pub fn nway_key(spec: &NwayKernelSpec) -> Vec<u8> {
+    let s = &spec.0;
+    let splat = |f: Form| u8::from(f == Form::Splat);
+    let mut k = Vec::with_capacity(5 + 4 * s.branches.len());
+    k.extend_from_slice(&[
+        NWAY_KEY_FORMAT,
+        s.width as u8,
+        u8::from(s.nt) | (u8::from(s.rows) << 1),
+        // More branches than a key holds cannot be exported: `parse_nway_key` refuses 0.
+        u8::try_from(s.branches.len()).unwrap_or(0),
+        splat(s.default),
+    ]);
+    for b in &s.branches {
+        let (code, dtype, forms) = match b.cond {
+            NCond::Mask(f) => (0, 0, splat(f)),
+            NCond::Cmp(op, d, l, r) => (
+                cond_code(Kind::Cmp(op, d)),
+                dtype_code(d),
+                splat(l) | (splat(r) << 1),
+            ),
+            NCond::Test(op, d, f) => (cond_code(Kind::Test(op, d)), dtype_code(d), splat(f)),
+        };
+        k.extend_from_slice(&[code, dtype, forms | (u8::from(b.not) << 2), splat(b.value)]);
+    }
+    k
+}
+
+/// The n-way kernel a key names. Rejects other key formats, wrong lengths, widths, branch
+/// counts, forms, condition and dtype codes, and flag bits that mean nothing.
+///
+/// ```
+/// use selectjit::aot::key::{nway_key, parse_nway_key};
+/// use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
+/// use selectjit::{CmpOp, DType};
+/// let x: &[usize] = &[8];
+/// let lt = NwayBranch { cond: NwayCond::Cmp(CmpOp::Lt, DType::U8, x, x), not: false, value: x };
+/// let key = nway_key(&NwayKernelSpec::for_call(DType::U8, x, &[lt, lt], &[])?);
+/// assert_eq!(key.len(), 5 + 4 * 2);
+/// assert!(parse_nway_key(&key[..key.len() - 1]).is_err()); // truncated
+/// let mut bad = key.clone();
+/// bad[5 + 4] = 9; // no condition code 9
+/// assert!(parse_nway_key(&bad).is_err());
+/// # Ok::<(), selectjit::Error>(())
+/// ```
+pub fn parse_nway_key(key: &[u8]) -> Result<NwayKernelSpec> {
+    let [fmt, w, flags, k, dflt, ref rest @ ..] = *key else {
+        return Err(bad(format!(
+            "n-way key of {} bytes, fewer than 5",
+            key.len()
+        )));
+    };
+    if fmt != NWAY_KEY_FORMAT {
+        return Err(bad(format!(
+            "n-way key format {fmt} (this library reads format {NWAY_KEY_FORMAT})"
+        )));
+    }
+    if !WIDTHS.contains(&(w as usize)) {
+        return Err(bad(format!("element width {w}")));
+    }
+    if flags & !0b11 != 0 {
+        return Err(bad(format!("n-way flags {flags:#x}")));
+    }
+    if k == 0 {
+        return Err(bad("an n-way key without branches"));
+    }
+    if rest.len() != 4 * k as usize {
+        return Err(bad(format!(
+            "n-way key of {k} branches has {} bytes, expected {}",
+            key.len(),
+            5 + 4 * k as usize
+        )));
+    }
+    let form = |b: u8, what: &str| match b {
+        0 => Ok(Form::Full),
+        1 => Ok(Form::Splat),
+        _ => Err(bad(format!("form {b} of {what}"))),
+    };
+    let bit = |b: u8, i: u8| {
+        if (b >> i) & 1 == 1 {
+            Form::Splat
+        } else {
+            Form::Full
+        }
+    };
+    let mut branches = smallvec::SmallVec::new();
+    for (i, b) in rest.chunks_exact(4).enumerate() {
+        let [code, dtype, f, value] = [b[0], b[1], b[2], b[3]];
+        let (cond, used) = match code {
+            0 if dtype == 0 => (NCond::Mask(bit(f, 0)), 0b1),
+            0 => return Err(bad(format!("branch {i}: a mask with dtype code {dtype}"))),
+            _ => match parse_cond(code, dtype).map_err(|e| bad(format!("branch {i}: {e}")))? {
+                Kind::Cmp(op, d) => (NCond::Cmp(op, d, bit(f, 0), bit(f, 1)), 0b11),
+                Kind::Test(op, d) => (NCond::Test(op, d, bit(f, 0)), 0b1),
+                Kind::Mask => return Err(bad(format!("branch {i}: condition code {code}"))),
+            },
+        };
+        if f & !(used | 0b100) != 0 {
+            return Err(bad(format!("branch {i}: flags {f:#x}")));
+        }
+        branches.push(NBranch {
+            cond,
+            not: f & 0b100 != 0,
+            value: form(value, &format!("branch {i}'s value"))?,
+        });
+    }
+    Ok(NwayKernelSpec(NwaySpec {
+        width: w as usize,
+        nt: flags & 1 != 0,
+        rows: flags & 2 != 0,
+        branches,
+        default: form(dflt, "the default")?,
+        same: smallvec::SmallVec::new(),
+    }))
 }
 
 fn bad(msg: impl Into<String>) -> Error {
@@ -442,6 +590,136 @@ mod tests {
             [&[0, 1], &[16384, 1], &[0, 0], &[16384, 1]],
         )
         .unwrap()
+    }
+
+    /// Every n-way spec shape round trips: each condition kind of every dtype, each form,
+    /// negation, the store kinds, up to 255 branches; the key is the same bytes everywhere.
+    #[test]
+    fn nway_keys_round_trip() {
+        use crate::kernel::nway::{Form, NBranch, NCond, NwaySpec};
+        let forms = [Form::Full, Form::Splat];
+        let mut conds = vec![NCond::Mask(Form::Full), NCond::Mask(Form::Splat)];
+        for d in DType::ALL {
+            for op in [Canon::Eq, Canon::Lt, Canon::Le] {
+                for (l, r) in [(0, 0), (0, 1), (1, 0), (1, 1)] {
+                    conds.push(NCond::Cmp(op, d, forms[l], forms[r]));
+                }
+            }
+            for t in TestOp::ALL {
+                conds.push(NCond::Test(t, d, Form::Splat));
+            }
+        }
+        let mut keys = std::collections::HashSet::new();
+        for (i, &cond) in conds.iter().enumerate() {
+            for w in WIDTHS {
+                let spec = NwayKernelSpec(NwaySpec {
+                    width: w,
+                    nt: i % 2 == 0,
+                    rows: i % 3 == 0,
+                    branches: smallvec::smallvec![
+                        NBranch {
+                            cond,
+                            not: i % 5 == 0,
+                            value: forms[i % 2],
+                        },
+                        NBranch {
+                            cond: conds[(i * 7) % conds.len()],
+                            not: true,
+                            value: Form::Full,
+                        },
+                    ],
+                    default: forms[(i / 2) % 2],
+                    same: smallvec::SmallVec::new(),
+                });
+                let k = nway_key(&spec);
+                assert_eq!(k.len(), 5 + 4 * 2);
+                assert_eq!(parse_nway_key(&k).unwrap(), spec, "{spec}");
+                assert!(keys.insert(k), "{spec}: two specs, one key");
+            }
+        }
+        // 255 branches, the most a key holds.
+        let many = NwayKernelSpec(NwaySpec {
+            width: 8,
+            nt: false,
+            rows: false,
+            branches: (0..255)
+                .map(|i| NBranch {
+                    cond: conds[i % conds.len()],
+                    not: false,
+                    value: Form::Splat,
+                })
+                .collect(),
+            default: Form::Full,
+            same: smallvec::SmallVec::new(),
+        });
+        assert_eq!(parse_nway_key(&nway_key(&many)).unwrap(), many);
+    }
+
+    #[test]
+    fn malformed_nway_keys_are_errors() {
+        use super::super::nway::{NwayBranch, NwayCond};
+        use crate::pred::CmpOp;
+        let x: &[usize] = &[9];
+        let b = [
+            NwayBranch {
+                cond: NwayCond::Cmp(CmpOp::Le, DType::F32, x, &[]),
+                not: false,
+                value: x,
+            },
+            NwayBranch {
+                cond: NwayCond::Test(TestOp::IsInf, DType::F64, x),
+                not: true,
+                value: &[],
+            },
+            NwayBranch {
+                cond: NwayCond::Mask(&[1]),
+                not: false,
+                value: x,
+            },
+        ];
+        let spec = NwayKernelSpec::for_call(DType::I16, x, &b, &[]).unwrap();
+        let k = nway_key(&spec);
+        assert_eq!(
+            k,
+            [1, 2, 0, 3, 1, 3, 11, 0b10, 0, 5, 12, 0b100, 1, 0, 0, 1, 0],
+            "a stable layout"
+        );
+        assert_eq!(parse_nway_key(&k).unwrap(), spec);
+        let reject = |b: &[u8], needle: &str| {
+            let e = parse_nway_key(b).unwrap_err().to_string();
+            assert!(
+                e.contains("malformed kernel key") && e.contains(needle),
+                "{b:?}: {e}"
+            );
+        };
+        reject(&[], "fewer than 5");
+        reject(&k[..k.len() - 1], "expected 17");
+        reject(&[&k[..], &[0]].concat(), "expected 17");
+        for (at, v, needle) in [
+            (0, 2, "format 2"),
+            (1, 3, "width 3"),
+            (2, 4, "flags"),
+            (3, 0, "without branches"),
+            (3, 2, "expected 13"),
+            (4, 2, "form 2 of the default"),
+            (5, 7, "condition code 7"),
+            (6, 15, "dtype code 15"),
+            (7, 0b1000, "flags"),
+            (11, 0b10, "flags"),   // a test has no second operand
+            (13, 0, "flags"),      // a mask's flags: the mask's form only
+            (14, 0, "dtype code"), // a mask with a dtype code
+            (16, 2, "form 2 of branch 2's value"),
+        ] {
+            let mut b = k.clone();
+            b[at] = v;
+            if at == 13 {
+                b[15] = 0b10;
+            }
+            if at == 14 {
+                b[14] = 3;
+            }
+            reject(&b, needle);
+        }
     }
 
     #[test]

@@ -8,7 +8,9 @@
 //! (a table for another machine or format is an error), and given to an engine
 //! ([`crate::EngineConfig::aot`]): the engine then runs the exact kernel of a signature when
 //! the table has it, else the shape-generic kernel of its pattern, else the static kernels (or
-//! its code generator, if it has one).
+//! its code generator, if it has one). A table may also hold single-pass n-way kernels (by
+//! [`nway::NwayKernelSpec`]): an n-way select ([`crate::Engine::select_n`]) whose flat call
+//! has one runs on it in one pass, before the engine's code generator is asked.
 //!
 //! ```no_run
 //! use selectjit::aot::{AotTable, SelectjitAotTable};
@@ -35,11 +37,13 @@
 pub mod format;
 mod host;
 pub mod key;
+pub mod nway;
 mod table;
 
 pub use format::{
     AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_MAX_KEY_BYTES, AOT_MIN_VERSION,
-    AOT_VERSION, C_TYPES, SelectjitAotEntry, SelectjitAotTable, SelectjitKernelFn,
+    AOT_NWAY, AOT_VERSION, C_TYPES, SelectjitAotEntry, SelectjitAotTable, SelectjitKernelFn,
+    SelectjitNwayFn,
 };
 pub use table::AotTable;
 

@@ -11,6 +11,7 @@ use super::format::{Header, Named, SelectjitAotEntry, SelectjitAotTable, arch_na
 use super::format::{check_entries, check_format};
 use crate::error::{Error, Result};
 use crate::kernel::Kernel;
+use crate::kernel::nway::{NwayFn, NwayKernel, NwaySpec};
 use crate::plan::{Pattern, Signature};
 
 /// A validated table: the kernels of a linked object, by signature and by pattern.
@@ -25,6 +26,8 @@ struct Inner {
     features: Vec<String>,
     exact: HashMap<Signature, Arc<Kernel>, FxBuildHasher>,
     generic: HashMap<Pattern, Arc<Kernel>, FxBuildHasher>,
+    /// Single-pass n-way kernels (flat) by spec, as exported (ordinary or non-temporal stores).
+    nway: HashMap<NwaySpec, Arc<NwayKernel>, FxBuildHasher>,
     code_bytes: usize,
 }
 
@@ -32,10 +35,11 @@ impl std::fmt::Debug for AotTable {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "AotTable({}, {} exact + {} generic kernels)",
+            "AotTable({}, {} exact + {} generic + {} n-way kernels)",
             self.inner.triple,
             self.inner.exact.len(),
-            self.inner.generic.len()
+            self.inner.generic.len(),
+            self.inner.nway.len()
         )
     }
 }
@@ -171,9 +175,12 @@ impl AotTable {
             // SAFETY: non-NULL and `keys_len` (bounded above) bytes per the caller's contract.
             unsafe { std::slice::from_raw_parts(t.keys, t.keys_len as usize) }
         };
-        let named = check_entries(t.checksum, entries, keys, |i| entries[i].func.is_some())?;
+        let named = check_entries(t.version, t.checksum, entries, keys, |i| {
+            entries[i].func.is_some()
+        })?;
         let mut exact = HashMap::with_hasher(FxBuildHasher);
         let mut generic = HashMap::with_hasher(FxBuildHasher);
+        let mut nway = HashMap::with_hasher(FxBuildHasher);
         let mut code_bytes = 0;
         // Tables are exported by the Cranelift tier (`selectjit-aot`).
         let made_by = crate::tier::Variant::of(crate::tier::Tier::Cranelift);
@@ -195,6 +202,17 @@ impl AotTable {
                     };
                     generic.insert(p, Arc::new(k));
                 }
+                Named::Nway(spec) => {
+                    // SAFETY: the entry is of kind AOT_NWAY (`check_entries` named it so), whose
+                    // function field holds an `NwayFn` by the table format and the caller's
+                    // contract; both are `extern "C"` function pointers of one size.
+                    let f =
+                        unsafe { std::mem::transmute::<crate::kernel::abi::KernelFn, NwayFn>(f) };
+                    // SAFETY: as above: `f` is the flat n-way kernel of `spec` (checked not of
+                    // rows), linked into the program for good, for this host.
+                    let k = unsafe { NwayKernel::linked(f, e.code_bytes as usize) };
+                    nway.insert(spec.0, Arc::new(k));
+                }
             }
         }
         Ok(AotTable {
@@ -203,6 +221,7 @@ impl AotTable {
                 features: h.features,
                 exact,
                 generic,
+                nway,
                 code_bytes,
             }),
         })
@@ -311,6 +330,56 @@ impl AotTable {
     /// ```
     pub fn generic_len(&self) -> usize {
         self.inner.generic.len()
+    }
+
+    /// Number of single-pass n-way kernels.
+    ///
+    /// ```
+    /// # use selectjit::aot::{AotTable, SelectjitAotTable, AOT_MAGIC, AOT_VERSION};
+    /// # fn empty_table() -> selectjit::Result<AotTable> {
+    /// #     let host = format!("{}-unknown-{}", std::env::consts::ARCH, std::env::consts::OS);
+    /// #     let mut triple = [0u8; 64];
+    /// #     triple[..host.len()].copy_from_slice(host.as_bytes());
+    /// #     let raw = Box::leak(Box::new(SelectjitAotTable {
+    /// #         magic: AOT_MAGIC, version: AOT_VERSION, entry_count: 0, keys_len: 0, reserved: 0,
+    /// #         checksum: 0xcbf2_9ce4_8422_2325, triple, features: [0; 256],
+    /// #         entries: std::ptr::null(), keys: std::ptr::null(),
+    /// #     }));
+    /// #     // SAFETY: a table without entries that lives for the rest of the program.
+    /// #     unsafe { AotTable::from_raw(raw) }
+    /// # }
+    /// # fn main() -> selectjit::Result<()> {
+    /// let table = empty_table()?; // a table without kernels (see `AotTable::from_raw`)
+    /// assert_eq!(table.nway_len(), 0);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn nway_len(&self) -> usize {
+        self.inner.nway.len()
+    }
+
+    /// The single-pass n-way kernel of `spec`, if the table has it. Tables hold specs without
+    /// shared operands ([`NwaySpec::same`] empty: the exported kernels load every operand on
+    /// its own, which is right whichever operands share a buffer), so the lookup is of `spec`
+    /// without them: the kernel exported for it, else the one of the other store kind
+    /// (non-temporal or ordinary: the same bytes result, so a table need not hold both). Flat
+    /// specs only.
+    pub(crate) fn nway(&self, spec: &NwaySpec) -> Option<&Arc<NwayKernel>> {
+        let m = &self.inner.nway;
+        if m.is_empty() || spec.rows {
+            return None;
+        }
+        if spec.same.is_empty()
+            && let Some(k) = m.get(spec)
+        {
+            return Some(k);
+        }
+        let mut other = spec.clone();
+        other.same.clear();
+        m.get(&other).or_else(|| {
+            other.nt = !other.nt;
+            m.get(&other)
+        })
     }
 
     /// Bytes of machine code of all kernels.

@@ -329,9 +329,15 @@ pub(super) fn plan(
 }
 
 impl Engine {
-    /// The single-pass kernel of `spec` from this engine's generators, compiled once (`None`:
-    /// no generator has one; a compile error is kept as [`Engine::last_codegen_error`]).
+    /// The single-pass kernel of `spec`: the AOT table's, where the engine has a table with
+    /// it (of either store kind: see `AotTable::nway`), else from this engine's generators,
+    /// compiled once (`None`: no generator has one; a compile error is kept as
+    /// [`Engine::last_codegen_error`]). The table comes first, as for two-way calls, and
+    /// serves engines without a code generator too.
     pub(super) fn nway_kernel(&self, spec: &NwaySpec) -> Option<Arc<NwayKernel>> {
+        if let Some(k) = self.config.aot.as_ref().and_then(|t| t.nway(spec)) {
+            return Some(k.clone());
+        }
         let cg = self.codegen()?;
         let hit = LAST.with(|l| match &*l.borrow() {
             Some(last) if last.engine == self.id && last.spec == *spec => Some(last.kernel.clone()),

@@ -281,6 +281,24 @@ impl NwayKernel {
         }
     }
 
+    /// A flat kernel linked into the program ahead of time (an exported table's): nothing to
+    /// free.
+    ///
+    /// # Safety
+    /// `entry` is a function with the [`NwayFn`] contract for one flat [`NwaySpec`], compiled
+    /// for this host, that stays in the program for good.
+    pub(crate) unsafe fn linked(entry: NwayFn, code_bytes: usize) -> NwayKernel {
+        /// Linked code: part of the program.
+        struct Linked;
+        impl CodeOwner for Linked {}
+        NwayKernel {
+            tier: Tier::Cranelift,
+            entry: Entry::Flat(entry),
+            code_bytes,
+            _owner: Box::new(Linked),
+        }
+    }
+
     /// Runs elements `begin..end`.
     ///
     /// # Safety

@@ -9,6 +9,7 @@ use cranelift_module::{DataDescription, Linkage, Module, default_libcall_names};
 use cranelift_object::{ObjectBuilder, ObjectModule};
 use target_lexicon::{Architecture, Endianness, PointerWidth, Triple};
 
+use selectjit::aot::AOT_NWAY;
 use selectjit::aot::format::AOT_MAX_KEY_BYTES;
 use selectjit::aot::format::ENTRIES_AT;
 use selectjit::aot::format::ENTRY_SIZE;
@@ -17,8 +18,10 @@ use selectjit::aot::format::Fnv;
 use selectjit::aot::format::KEYS_AT;
 use selectjit::aot::format::TABLE_SIZE;
 use selectjit::aot::format::arch_name;
+use selectjit::aot::key::nway_key;
 use selectjit::aot::key::pattern_key;
 use selectjit::aot::key::signature_key;
+use selectjit::aot::nway::NwayKernelSpec;
 use selectjit::aot::{AOT_EXACT, AOT_GENERIC, AOT_MAGIC, AOT_MAX_ENTRIES, AOT_VERSION, C_TYPES};
 use selectjit::codegen::cranelift::Jit;
 use selectjit::codegen::cranelift::shared_flags;
@@ -74,14 +77,16 @@ pub enum Kinds {
     Generic,
 }
 
-/// The kernels to export: exact kernels by signature, shape-generic kernels by pattern. Kept in
-/// insertion order, without duplicates.
+/// The kernels to export: exact kernels by signature, shape-generic kernels by pattern,
+/// single-pass n-way kernels by spec. Kept in insertion order, without duplicates.
 #[derive(Debug, Clone, Default)]
 pub struct KernelSet {
     exact: Vec<Signature>,
     generic: Vec<Pattern>,
+    nway: Vec<NwayKernelSpec>,
     seen_exact: HashSet<Signature>,
     seen_generic: HashSet<Pattern>,
+    seen_nway: HashSet<NwayKernelSpec>,
 }
 
 impl KernelSet {
@@ -104,6 +109,34 @@ impl KernelSet {
     pub fn add_pattern(&mut self, p: Pattern) -> bool {
         if self.seen_generic.insert(p) {
             self.generic.push(p);
+            true
+        } else {
+            false
+        }
+    }
+
+    /// Adds the single-pass n-way kernel of `spec` (from
+    /// [`NwayKernelSpec::for_call`](selectjit::aot::nway::NwayKernelSpec::for_call)); false
+    /// when it is already in the set. Whether the Cranelift generator compiles it is checked by
+    /// [`export`], which fails with an error naming the spec if not.
+    ///
+    /// ```
+    /// use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
+    /// use selectjit::{DType, TestOp};
+    /// use selectjit_aot::KernelSet;
+    /// // x = isnan(x) ? 0 : x, in place over f32 (the output is the tested operand and default).
+    /// let nan = |x| NwayBranch { cond: NwayCond::Test(TestOp::IsNan, DType::F32, x), not: false, value: &[] };
+    /// let x: &[usize] = &[4096];
+    /// let mut set = KernelSet::new();
+    /// assert!(set.add_nway(NwayKernelSpec::for_call(DType::F32, x, &[nan(x)], x)?));
+    /// // Every length (and every 4-byte dtype) is the same kernel.
+    /// assert!(!set.add_nway(NwayKernelSpec::for_call(DType::I32, &[3], &[nan(&[3])], &[3])?));
+    /// assert_eq!((set.nway().len(), set.len()), (1, 1));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
+    pub fn add_nway(&mut self, spec: NwayKernelSpec) -> bool {
+        if self.seen_nway.insert(spec.clone()) {
+            self.nway.push(spec);
             true
         } else {
             false
@@ -177,9 +210,14 @@ impl KernelSet {
         &self.generic
     }
 
+    /// The specs of the single-pass n-way kernels.
+    pub fn nway(&self) -> &[NwayKernelSpec] {
+        &self.nway
+    }
+
     /// Number of kernels.
     pub fn len(&self) -> usize {
-        self.exact.len() + self.generic.len()
+        self.exact.len() + self.generic.len() + self.nway.len()
     }
 
     /// Whether the set has no kernel.
@@ -203,6 +241,8 @@ pub struct Exported {
     pub exact: usize,
     /// Shape-generic kernels in the table.
     pub generic: usize,
+    /// Single-pass n-way kernels in the table.
+    pub nway: usize,
     /// Bytes of machine code.
     pub code_bytes: usize,
 }
@@ -310,13 +350,22 @@ impl Bytes {
     }
 }
 
+/// What an entry's function is built from.
+enum What<'a> {
+    /// A two-way kernel: its signature (a pattern's representative), shape-generic or not.
+    Select(Box<Signature>, bool),
+    /// A single-pass n-way kernel.
+    Nway(&'a NwayKernelSpec),
+}
+
 fn module_err(what: &str, e: impl std::fmt::Debug) -> Error {
     Error::codegen(format!("{what}: {e:?}"))
 }
 
 /// Compiles every kernel of `set` for `opts.target` into one relocatable object: one function
 /// per kernel (local symbols) and the table (exported as `opts.symbol`, read-only data) that
-/// maps each kernel's key to its function; plus a C header for it.
+/// maps each kernel's key to its function; plus a C header for it. An n-way kernel the
+/// Cranelift generator does not compile (see `Jit::define_nway_in`) is an error that names it.
 pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
     if !is_c_identifier(&opts.symbol) {
         return Err(invalid(format!(
@@ -333,17 +382,38 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
         .map_err(|e| module_err("object", e))?;
     let mut module = ObjectModule::new(builder);
 
-    // Kernels, exact first.
-    let kernels: Vec<(u32, Vec<u8>, Signature, bool)> = set
+    // Kernels, exact first, then shape-generic, then n-way.
+    let kernels: Vec<(u32, Vec<u8>, What<'_>)> = set
         .exact
         .iter()
-        .map(|s| (AOT_EXACT, signature_key(s), s.clone(), false))
+        .map(|s| {
+            (
+                AOT_EXACT,
+                signature_key(s),
+                What::Select(Box::new(s.clone()), false),
+            )
+        })
+        .chain(set.generic.iter().map(|p| {
+            (
+                AOT_GENERIC,
+                pattern_key(p),
+                What::Select(Box::new(p.representative()), true),
+            )
+        }))
         .chain(
-            set.generic
+            set.nway
                 .iter()
-                .map(|p| (AOT_GENERIC, pattern_key(p), p.representative(), true)),
+                .map(|n| (AOT_NWAY, nway_key(n), What::Nway(n))),
         )
         .collect();
+    if let Some((_, _, What::Nway(n))) = kernels
+        .iter()
+        .find(|(kind, key, _)| *kind == AOT_NWAY && key[3] == 0)
+    {
+        return Err(invalid(format!(
+            "n-way kernel ({n}) has more branches than a table key holds (255)"
+        )));
+    }
     if kernels.len() > AOT_MAX_ENTRIES as usize {
         return Err(invalid(format!(
             "{} kernels, more than a table holds ({})",
@@ -353,11 +423,14 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
     }
     let mut funcs = Vec::with_capacity(kernels.len());
     let mut code_bytes = 0usize;
-    for (i, (_, _, sig, generic)) in kernels.iter().enumerate() {
+    for (i, (_, _, what)) in kernels.iter().enumerate() {
         let name = format!("{}_k{i}", opts.symbol);
-        let (id, n) = jit
-            .define_in(&mut module, &name, Linkage::Local, sig, *generic)
-            .map_err(|e| e.in_context(sig))?;
+        let (id, n) = match what {
+            What::Select(sig, generic) => jit
+                .define_in(&mut module, &name, Linkage::Local, sig, *generic)
+                .map_err(|e| e.in_context(sig))?,
+            What::Nway(spec) => jit.define_nway_in(&mut module, &name, Linkage::Local, spec)?,
+        };
         code_bytes += n;
         funcs.push((id, n));
     }
@@ -366,7 +439,7 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
     let mut keys = Vec::new();
     let mut sum = Fnv::new();
     let mut spans = Vec::with_capacity(kernels.len());
-    for (kind, key, _, _) in &kernels {
+    for (kind, key, _) in &kernels {
         sum.entry(*kind, key);
         spans.push((keys.len() as u32, key.len() as u32));
         keys.extend_from_slice(key);
@@ -391,7 +464,7 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
         .declare_anonymous_data(false, false)
         .map_err(data_err)?;
     let mut e = Bytes { v: Vec::new(), big };
-    for ((kind, _, _, _), ((off, len), (_, n))) in kernels.iter().zip(spans.iter().zip(&funcs)) {
+    for ((kind, _, _), ((off, len), (_, n))) in kernels.iter().zip(spans.iter().zip(&funcs)) {
         e.u32(*off);
         e.u32(*len);
         e.u32(*kind);
@@ -439,42 +512,44 @@ pub fn export(opts: &ExportOptions, set: &KernelSet) -> Result<Exported> {
         .finish()
         .emit()
         .map_err(|e| module_err("object", e))?;
-    let (exact, generic) = (set.exact.len(), set.generic.len());
+    let (exact, generic, nway) = (set.exact.len(), set.generic.len(), set.nway.len());
     // Read the object back as whoever links it would: its table must check out.
     let back = crate::object::check_object(&object, &opts.symbol)
         .map_err(|e| Error::codegen(format!("the exported object fails its own check: {e}")))?;
-    if (back.exact, back.generic) != (exact, generic) {
+    if (back.exact, back.generic, back.nway) != (exact, generic, nway) {
         return Err(Error::codegen(format!(
-            "the exported object holds {} + {} kernels, not {exact} + {generic}",
-            back.exact, back.generic
+            "the exported object holds {} + {} + {} kernels, not {exact} + {generic} + {nway}",
+            back.exact, back.generic, back.nway
         )));
     }
     Ok(Exported {
-        header: c_header(&opts.symbol, &triple_text, &features, exact, generic),
+        header: c_header(
+            &opts.symbol,
+            &triple_text,
+            &features,
+            [exact, generic, nway],
+        ),
         object,
         triple: triple_text,
         features,
         exact,
         generic,
+        nway,
         code_bytes,
     })
 }
 
 /// The C header of an exported table.
-fn c_header(
-    symbol: &str,
-    triple: &str,
-    features: &[String],
-    exact: usize,
-    generic: usize,
-) -> String {
+fn c_header(symbol: &str, triple: &str, features: &[String], counts: [usize; 3]) -> String {
+    let [exact, generic, nway] = counts;
     let guard = format!("{}_H", symbol.to_ascii_uppercase());
     let arch = triple
         .parse::<Triple>()
         .map(|t| arch_name(t.architecture))
         .unwrap_or_default();
     format!(
-        "/* Generated by selectjit aot: {exact} exact and {generic} shape-generic kernels for {triple}\n \
+        "/* Generated by selectjit aot: {exact} exact, {generic} shape-generic and {nway} n-way kernels\n \
+         * for {triple}\n \
          * ({arch}; CPU features: {}). Link the object written with it; register the table with\n \
          * the aot_table field of SelectjitOptions (selectjit_engine_new() in selectjit.h), or look\n \
          * kernels up by key yourself. */\n\

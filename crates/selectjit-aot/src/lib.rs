@@ -11,7 +11,10 @@
 //! `selectjit aot`. Predicate kernels (a comparison or a test computed in the kernel in the
 //! mask's place, for the no-JIT build) are exported like mask kernels, by signature or pattern
 //! (`KernelSet::add_signature` / `add_pattern`, or the shapes file's `predicate` signatures),
-//! under the keys of table format 3 (`selectjit::aot::key`).
+//! under the keys of table format 3 (`selectjit::aot::key`). Single-pass n-way kernels (what
+//! `Engine::select_n` runs a flat call on) are exported by spec (`KernelSet::add_nway`, with
+//! `selectjit::aot::nway::NwayKernelSpec::for_call` deriving the spec of a described call, or
+//! the shapes file's `nway` cases), as entries of their own kind (table format 4).
 //!
 //! This crate carries every Cranelift back end and an object writer and reader; a runtime that
 //! links `selectjit` does not build any of it.

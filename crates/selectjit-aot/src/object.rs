@@ -25,6 +25,8 @@ pub struct ObjectSummary {
     pub exact: usize,
     /// Shape-generic kernels in the table.
     pub generic: usize,
+    /// Single-pass n-way kernels in the table.
+    pub nway: usize,
     /// Bytes of machine code, as the table records them.
     pub code_bytes: usize,
 }
@@ -200,16 +202,14 @@ pub fn check_object(bytes_: &[u8], symbol: &str) -> Result<ObjectSummary> {
             keys = bytes(kdata, koff, len, "keys")?;
         }
     }
-    let named = check_entries(t.checksum, &entries, keys, |i| has_func[i])?;
-    let exact = named
-        .iter()
-        .filter(|n| matches!(n, Named::Exact(_)))
-        .count();
+    let named = check_entries(t.version, t.checksum, &entries, keys, |i| has_func[i])?;
+    let count = |f: fn(&Named) -> bool| named.iter().filter(|n| f(n)).count();
     Ok(ObjectSummary {
         triple: header.triple.to_string(),
         features: header.features,
-        exact,
-        generic: named.len() - exact,
+        exact: count(|n| matches!(n, Named::Exact(_))),
+        generic: count(|n| matches!(n, Named::Generic(_))),
+        nway: count(|n| matches!(n, Named::Nway(_))),
         code_bytes: entries.iter().map(|e| e.code_bytes as usize).sum(),
     })
 }

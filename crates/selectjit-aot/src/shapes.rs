@@ -12,7 +12,11 @@
 //!     {"signature": {"width": 2, "dims": [4096], "predicate": {"op": "<", "dtype": "i64"},
 //!                    "strides": {"cond": [1], "then": [1], "else": [0], "out": [1], "rhs": [0]}}},
 //!     {"signature": {"width": 4, "dims": [1000], "predicate": {"test": "isnan", "dtype": "f32"},
-//!                    "strides": {"cond": [1], "then": [0], "else": [1], "out": [1]}}}
+//!                    "strides": {"cond": [1], "then": [0], "else": [1], "out": [1]}}},
+//!     {"nway": {"shape": [4096], "default": [4096], "branches": [
+//!        {"test": "isnan", "operand": [4096], "value": []},
+//!        {"cmp": ">", "dtype": "i64", "lhs": [4096], "rhs": [], "value": [4096], "not": true},
+//!        {"mask": [4096], "value": []}]}, "dtypes": ["f32", "f64"]}
 //!   ]
 //! }
 //! ```
@@ -24,6 +28,14 @@
 //! names it in canonical form (`predicate`: `op` one of `==`, `<`, `<=` of `cond` (its lhs) and
 //! `rhs`, whose strides it then gives, or `test` one of `isnan`, `isinf`, `isfinite` of `cond`;
 //! `dtype` the compared dtype; cond's and rhs's strides are in elements of that dtype).
+//! An `nway` case names the single-pass n-way kernel of a call of `select_n` on contiguous
+//! inputs (`selectjit::aot::nway::NwayKernelSpec::for_call`), once per dtype of the case (as
+//! above): the output's `shape`, the `default`'s shape, and the `branches` in call order, each
+//! with its `value`'s shape, an optional `not` (negated), and its condition: `mask` (its
+//! shape), `cmp` (one of `==`, `!=`, `<`, `<=`, `>`, `>=`, with the shapes of `lhs` and `rhs`)
+//! or `test` (`isnan`, `isinf` or `isfinite`, with the shape of its `operand`); a comparison or
+//! test of `dtype` (default: the case's dtype). Every operand's shape is the output's or one
+//! element (`[]`, or dims of 1): the calls a flat n-way kernel runs.
 //! `kernels` says what a case adds: `both`
 //! (default: its exact kernel and the shape-generic kernel of its pattern), `exact` or
 //! `generic`. Cases whose `expect` is `"error"` are skipped; any other case the mode refuses is
@@ -33,11 +45,12 @@ use serde_json::Value;
 
 use crate::export::{KernelSet, Kinds};
 use selectjit::aot::key::{cond_code, dtype_code};
+use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
 use selectjit::plan::Canon;
 use selectjit::plan::CondKind;
 use selectjit::plan::Pattern;
 use selectjit::plan::Signature;
-use selectjit::{Broadcast, DType, Error, MAX_RANK, Result, TestOp};
+use selectjit::{Broadcast, CmpOp, DType, Error, MAX_RANK, Result, TestOp};
 
 /// What a shapes file gave.
 #[derive(Debug, Clone, Default)]
@@ -235,6 +248,107 @@ fn predicate(case: usize, p: &Value) -> Result<(u8, u8, bool)> {
     Ok((cond_code(kind), dtype_code(dtype), kind.binary()))
 }
 
+/// A branch of an `nway` case, its shapes kept by the caller (`shapes`: the condition's
+/// operands, then the value).
+fn nway_branch(case: usize, i: usize, b: &Value, shapes: &mut Vec<Vec<usize>>) -> Result<Shaped> {
+    let at = |msg: String| bad(case, format!("n-way branch {i}: {msg}"));
+    let dtype = match b.get("dtype") {
+        None => None,
+        Some(d) => Some(
+            d.as_str()
+                .ok_or_else(|| at(format!("dtype {d} is not a string")))?
+                .parse::<DType>()
+                .map_err(|e| at(e.to_string()))?,
+        ),
+    };
+    let not = match b.get("not") {
+        None => false,
+        Some(v) => v
+            .as_bool()
+            .ok_or_else(|| at(format!("not {v} is not a bool")))?,
+    };
+    let mut take = |what: &str| -> Result<usize> {
+        shapes.push(shape(case, b, what).map_err(|e| at(e.to_string()))?);
+        Ok(shapes.len() - 1)
+    };
+    let cond = match (b.get("mask"), b.get("cmp"), b.get("test")) {
+        (Some(_), None, None) => ShapedCond::Mask(take("mask")?),
+        (None, Some(op), None) => {
+            let op: CmpOp = op
+                .as_str()
+                .ok_or_else(|| at(format!("cmp {op} is not a string")))?
+                .parse()
+                .map_err(|e: Error| at(e.to_string()))?;
+            ShapedCond::Cmp(op, dtype, take("lhs")?, take("rhs")?)
+        }
+        (None, None, Some(t)) => {
+            let t: TestOp = t
+                .as_str()
+                .ok_or_else(|| at(format!("test {t} is not a string")))?
+                .parse()
+                .map_err(|e: Error| at(e.to_string()))?;
+            ShapedCond::Test(t, dtype, take("operand")?)
+        }
+        _ => return Err(at("a branch has one of mask, cmp or test".into())),
+    };
+    Ok(Shaped {
+        cond,
+        not,
+        value: take("value")?,
+    })
+}
+
+/// A branch of an `nway` case with its shapes by index.
+struct Shaped {
+    cond: ShapedCond,
+    not: bool,
+    value: usize,
+}
+
+enum ShapedCond {
+    Mask(usize),
+    Cmp(CmpOp, Option<DType>, usize, usize),
+    Test(TestOp, Option<DType>, usize),
+}
+
+/// The specs of an `nway` case, one per dtype.
+fn nway_case(case: usize, v: &Value, dts: &[DType]) -> Result<Vec<NwayKernelSpec>> {
+    let out = shape(case, v, "shape")?;
+    let default = shape(case, v, "default")?;
+    let list = v
+        .get("branches")
+        .and_then(Value::as_array)
+        .ok_or_else(|| bad(case, "an nway case needs a 'branches' list"))?;
+    let mut shapes = Vec::new();
+    let shaped: Vec<Shaped> = list
+        .iter()
+        .enumerate()
+        .map(|(i, b)| nway_branch(case, i, b, &mut shapes))
+        .collect::<Result<_>>()?;
+    let mut specs = Vec::new();
+    for &dt in dts {
+        let branches: Vec<NwayBranch<'_>> = shaped
+            .iter()
+            .map(|b| NwayBranch {
+                cond: match b.cond {
+                    ShapedCond::Mask(m) => NwayCond::Mask(&shapes[m]),
+                    ShapedCond::Cmp(op, d, l, r) => {
+                        NwayCond::Cmp(op, d.unwrap_or(dt), &shapes[l], &shapes[r])
+                    }
+                    ShapedCond::Test(t, d, x) => NwayCond::Test(t, d.unwrap_or(dt), &shapes[x]),
+                },
+                not: b.not,
+                value: &shapes[b.value],
+            })
+            .collect();
+        specs.push(
+            NwayKernelSpec::for_call(dt, &out, &branches, &default)
+                .map_err(|e| bad(case, format!("{dt}: {e}")))?,
+        );
+    }
+    Ok(specs)
+}
+
 /// Reads a shapes file. `default_dtypes` apply to cases that name none when the file has no
 /// top-level `dtypes`.
 pub fn parse_shapes(text: &str, default_dtypes: &[DType]) -> Result<ShapesFile> {
@@ -261,6 +375,22 @@ pub fn parse_shapes(text: &str, default_dtypes: &[DType]) -> Result<ShapesFile> 
         }
         if c.get("expect").and_then(Value::as_str) == Some("error") {
             out.skipped += 1;
+            continue;
+        }
+        if let Some(nw) = c.get("nway") {
+            let dts = match dtypes(i, c)? {
+                Some(d) => d,
+                None => file_dtypes
+                    .clone()
+                    .unwrap_or_else(|| default_dtypes.to_vec()),
+            };
+            if dts.is_empty() {
+                return Err(bad(i, "no dtype"));
+            }
+            for spec in nway_case(i, nw, &dts)? {
+                out.set.add_nway(spec);
+            }
+            out.cases += 1;
             continue;
         }
         let m = mode(i, c)?;
@@ -312,11 +442,25 @@ mod tests {
             {"signature": {"width": 2, "dims": [4096], "predicate": {"op": "<", "dtype": "i64"},
                            "strides": {"cond": [1], "then": [1], "else": [0], "out": [1], "rhs": [0]}}},
             {"signature": {"width": 4, "dims": [1000], "predicate": {"test": "isnan", "dtype": "f32"},
-                           "strides": {"cond": [1], "then": [0], "else": [1], "out": [1]}}}
+                           "strides": {"cond": [1], "then": [0], "else": [1], "out": [1]}}},
+            {"nway": {"shape": [4096], "default": [4096], "branches": [
+               {"test": "isnan", "operand": [4096], "value": []},
+               {"cmp": ">", "dtype": "i64", "lhs": [4096], "rhs": [], "value": [4096], "not": true},
+               {"mask": [4096], "value": []}]}, "dtypes": ["f32", "f64"]}
           ]
         }"#;
         let f = parse_shapes(text, &[DType::F32]).unwrap();
-        assert_eq!((f.cases, f.skipped, f.empty), (7, 1, 1));
+        assert_eq!((f.cases, f.skipped, f.empty), (8, 1, 1));
+        // The n-way case: one kernel per dtype, as the engine plans the call (`>` as a swapped
+        // `<`; the tests of the case's dtype).
+        let nway: Vec<String> = f.set.nway().iter().map(|s| s.to_string()).collect();
+        assert_eq!(
+            nway,
+            [
+                "width 4: isnan(f32) (full) ? one : !i64 < (one, full) ? full : mask (full) ? one : full",
+                "width 8: isnan(f64) (full) ? one : !i64 < (one, full) ? full : mask (full) ? one : full",
+            ]
+        );
         // Case 0: two widths, exact + generic each; case 1: i64; case 2: generic only (two
         // widths); cases 5 to 7: one signature and its pattern each.
         assert_eq!(f.set.signatures().len(), 2 + 1 + 3);
@@ -376,6 +520,34 @@ mod tests {
             (
                 r#"{"cases": [{"signature": {"width": 4, "dims": [2], "predicate": {"test": "isnan", "dtype": "f32"}, "strides": {"cond": [1], "then": [1], "else": [1], "out": [1], "rhs": [0]}}}]}"#,
                 "has no rhs",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [8], "default": [8], "branches": []}}]}"#,
+                "at least one branch",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [8], "default": [8]}}]}"#,
+                "'branches'",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [8], "default": [8], "branches": [{"value": [8]}]}}]}"#,
+                "one of mask, cmp or test",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [8], "default": [8], "branches": [{"cmp": "<>", "lhs": [8], "rhs": [8], "value": [8]}]}}]}"#,
+                "<>",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [8], "default": [8], "branches": [{"test": "isnan", "value": [8]}]}}]}"#,
+                "'operand'",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [2, 8], "default": [2, 8], "branches": [{"mask": [8], "value": [2, 8]}]}}]}"#,
+                "branch 0's mask",
+            ),
+            (
+                r#"{"cases": [{"nway": {"shape": [8], "default": [8], "branches": [{"mask": [8], "value": [8], "not": 1}]}}]}"#,
+                "not a bool",
             ),
         ] {
             let e = parse_shapes(text, &d).unwrap_err().to_string();

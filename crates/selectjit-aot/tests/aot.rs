@@ -2,7 +2,8 @@
 //! generator passes every conformance case byte for byte (exact kernels, shape-generic kernels,
 //! static fallback, each counted), a JIT engine takes the table's kernels first, and tables that
 //! are for another machine, of another version or corrupted are rejected with a clear error and
-//! never used.
+//! never used. Single-pass n-way kernels are exported by spec (the API and the shapes file),
+//! registered and run by `select_n` on engines with and without a code generator.
 
 #[path = "../../../tests/common/aot_host.rs"]
 mod aot_host;
@@ -235,6 +236,21 @@ struct TableCopy {
     keys: Vec<u8>,
 }
 
+/// A writable copy of the table at `p` (in a library that stays loaded).
+fn copy_of(p: usize) -> TableCopy {
+    // SAFETY: the table of a library that stays loaded.
+    let t = unsafe { *(p as *const SelectjitAotTable) };
+    // SAFETY: as above; its entries and keys cover its counts.
+    let entries = unsafe { std::slice::from_raw_parts(t.entries, t.entry_count as usize) }.to_vec();
+    // SAFETY: as above.
+    let keys = unsafe { std::slice::from_raw_parts(t.keys, t.keys_len as usize) }.to_vec();
+    TableCopy {
+        header: t,
+        entries,
+        keys,
+    }
+}
+
 fn copy_of_host_table() -> TableCopy {
     static LIB: OnceLock<usize> = OnceLock::new();
     let p = *LIB.get_or_init(|| {
@@ -254,17 +270,7 @@ fn copy_of_host_table() -> TableCopy {
         let lib = aot_host::build_library(&set, dir.path(), "selectjit_bad_input");
         aot_host::load_table(&lib, "selectjit_aot_table") as usize
     });
-    // SAFETY: the table of a library that stays loaded.
-    let t = unsafe { *(p as *const SelectjitAotTable) };
-    // SAFETY: as above; its entries and keys cover its counts.
-    let entries = unsafe { std::slice::from_raw_parts(t.entries, t.entry_count as usize) }.to_vec();
-    // SAFETY: as above.
-    let keys = unsafe { std::slice::from_raw_parts(t.keys, t.keys_len as usize) }.to_vec();
-    TableCopy {
-        header: t,
-        entries,
-        keys,
-    }
+    copy_of(p)
 }
 
 impl TableCopy {
@@ -304,10 +310,12 @@ fn bad_tables_are_rejected_with_a_clear_error() {
     assert_eq!(c.entries.len(), 4);
     let t = c.check().expect("the intact copy is accepted");
     assert_eq!((t.exact_len(), t.generic_len()), (2, 2));
-    // Version 2 tables (mask keys, which version 3 kept) are read as they are.
-    c.header.version = 2;
-    let t = c.check().expect("a version 2 table is accepted");
-    assert_eq!((t.exact_len(), t.generic_len()), (2, 2));
+    // Version 2 and 3 tables (mask keys, which versions 3 and 4 kept) are read as they are.
+    for v in [2, 3] {
+        c.header.version = v;
+        let t = c.check().expect("a version 2 or 3 table is accepted");
+        assert_eq!((t.exact_len(), t.generic_len(), t.nway_len()), (2, 2, 0));
+    }
     c.header.version = selectjit::aot::AOT_VERSION;
     // SAFETY: NULL is allowed and rejected.
     assert!(unsafe { AotTable::from_raw(std::ptr::null()) }.is_err());
@@ -319,7 +327,7 @@ fn bad_tables_are_rejected_with_a_clear_error() {
     };
     let cases: Vec<(&str, Corruption)> = vec![
         ("bad magic", Box::new(|c| c.header.magic[0] = b'X')),
-        ("version 4", Box::new(|c| c.header.version = 4)),
+        ("version 5", Box::new(|c| c.header.version = 5)),
         ("version 1", Box::new(|c| c.header.version = 1)),
         (
             "cannot run on this",
@@ -555,4 +563,242 @@ fn predicate_kernels_are_exported_registered_and_run() {
         }
     }
     assert_eq!(checked, 8);
+}
+
+/// The n-way calls of the tests below: `out(f32) = isnan(a) ? 0 : a > b ? a : !mask ? 1 : d`
+/// over `n` elements, and in place `x(i32) = x < 0 ? 0 : x`.
+mod nway_calls {
+    use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
+    use selectjit::{Broadcast, Choice, CmpOp, Cond, DType, Engine, Operand};
+    use selectjit::{TensorMut, TensorRef, TestOp};
+
+    /// The shapes file of both calls' kernels (any length: one kernel per spec).
+    pub const SHAPES: &str = r#"{"cases": [
+      {"nway": {"shape": [1003], "default": [1003], "branches": [
+         {"test": "isnan", "operand": [1003], "value": []},
+         {"cmp": ">", "lhs": [1003], "rhs": [1003], "value": [1003]},
+         {"mask": [1003], "value": [], "not": true}]}, "dtype": "f32"},
+      {"nway": {"shape": [5, 7], "default": [5, 7], "branches": [
+         {"cmp": "<", "lhs": [5, 7], "rhs": [], "value": []}]}, "dtype": "i32"}
+    ]}"#;
+
+    /// The first call's spec, from the API.
+    pub fn spec(n: usize) -> NwayKernelSpec {
+        let x: &[usize] = &[n];
+        let b = [
+            NwayBranch {
+                cond: NwayCond::Test(TestOp::IsNan, DType::F32, x),
+                not: false,
+                value: &[],
+            },
+            NwayBranch {
+                cond: NwayCond::Cmp(CmpOp::Gt, DType::F32, x, x),
+                not: false,
+                value: x,
+            },
+            NwayBranch {
+                cond: NwayCond::Mask(x),
+                not: true,
+                value: &[],
+            },
+        ];
+        NwayKernelSpec::for_call(DType::F32, x, &b, x).unwrap()
+    }
+
+    /// Deterministic bytes: f32 values with NaNs, ties and signed zeros.
+    fn f32s(n: usize, seed: u32) -> Vec<u8> {
+        let pool = [0.0f32, -0.0, 1.0, -1.0, 2.5, f32::NAN, f32::INFINITY, -7.0];
+        (0..n)
+            .flat_map(|i| {
+                let v = pool[(i as u32).wrapping_mul(2654435761).wrapping_add(seed) as usize % 8];
+                v.to_le_bytes()
+            })
+            .collect()
+    }
+
+    /// Runs both calls of `n` elements on `eng`; their outputs' bytes.
+    pub fn run(eng: &Engine, n: usize) -> [Vec<u8>; 2] {
+        let (a, b) = (f32s(n, 1), f32s(n, 5));
+        let mask: Vec<u8> = (0..n).map(|i| [0u8, 1, 0x80, 0][i % 4]).collect();
+        let d = f32s(n, 3);
+        let (zero, one) = (0.0f32.to_le_bytes(), 1.0f32.to_le_bytes());
+        let x: &[usize] = &[n];
+        let av = Operand::from_bytes(DType::F32, TensorRef::new(&a, x));
+        let bv = Operand::from_bytes(DType::F32, TensorRef::new(&b, x));
+        let conds = [
+            Cond::isnan(av),
+            Cond::gt(av, bv),
+            Cond::mask(TensorRef::new(&mask, x)).not(),
+        ];
+        let values = [
+            Choice::Tensor(TensorRef::new(&zero, &[])),
+            Choice::Tensor(TensorRef::new(&a, x)),
+            Choice::Tensor(TensorRef::new(&one, &[])),
+        ];
+        let mut out = vec![0xa5u8; 4 * n];
+        eng.select_n_bytes(
+            DType::F32,
+            &conds,
+            &values,
+            Choice::Tensor(TensorRef::new(&d, x)),
+            TensorMut::new(&mut out, x),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        // In place over a [5, 7] i32 output (the second spec's shape: the same kernel).
+        let mut io: Vec<u8> = (0..35i32)
+            .flat_map(|i| (i * 37 % 23 - 11).to_le_bytes())
+            .collect();
+        let z = 0i32.to_le_bytes();
+        eng.select_n_bytes(
+            DType::I32,
+            &[Cond::lt(Operand::in_place(), 0i32)],
+            &[Choice::Tensor(TensorRef::new(&z, &[]))],
+            Choice::Out,
+            TensorMut::new(&mut io, &[5, 7]),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        [out, io]
+    }
+}
+
+/// N-way kernels named by the shapes file and by the API are one kernel; exported for the host,
+/// registered and run by `select_n` on an engine without a code generator (and on a JIT engine
+/// that plans non-temporal stores, before it compiles one itself), byte for byte as the
+/// interpreter; the exported object reads back with its n-way kernels for every target.
+#[test]
+fn nway_kernels_are_exported_registered_and_run() {
+    let mut f = parse_shapes(nway_calls::SHAPES, &[DType::F32]).unwrap();
+    assert_eq!((f.cases, f.set.nway().len()), (2, 2));
+    assert!(
+        !f.set.add_nway(nway_calls::spec(8)),
+        "the API names the same kernel"
+    );
+    let table = aot_host::host_table(&f.set);
+    assert_eq!(
+        (table.exact_len(), table.generic_len(), table.nway_len()),
+        (0, 0, 2)
+    );
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
+    let aot = aot_host::aot_only_engine(EngineConfig::new(), table.clone());
+    let jit = Engine::with_config(EngineConfig::new().nt_min_bytes(0).aot(table)).unwrap();
+    for n in [1usize, 3, 16, 17, 1003, 4099] {
+        let want = nway_calls::run(&interp, n);
+        for (name, eng) in [("aot", &aot), ("jit with the table", &jit)] {
+            let before = eng.stats().nway_pass_runs;
+            assert_eq!(nway_calls::run(eng, n), want, "{name}, {n} elements");
+            assert_eq!(
+                eng.stats().nway_pass_runs,
+                before + 2,
+                "{name}, {n} elements"
+            );
+        }
+    }
+    // The JIT engine compiled no n-way kernel: the table's (ordinary stores) served the calls it
+    // planned with non-temporal ones; no kernel at all ran two-way.
+    assert_eq!(jit.stats().nway_compiles, 0);
+    let s = aot.stats();
+    assert_eq!((s.static_runs, s.aot_generic_runs), (0, 0));
+
+    for target in [
+        "x86_64-unknown-linux-gnu",
+        "aarch64-unknown-linux-gnu",
+        "s390x-unknown-linux-gnu",
+        "riscv64gc-unknown-linux-gnu",
+    ] {
+        let ex = selectjit_aot::export(&ExportOptions::new(target), &f.set).unwrap();
+        assert_eq!((ex.exact, ex.generic, ex.nway), (0, 0, 2));
+        assert!(ex.header.contains("#define SELECTJIT_AOT_NWAY 2"));
+        let back = selectjit_aot::check_object(&ex.object, "selectjit_aot_table").unwrap();
+        assert_eq!((back.exact, back.generic, back.nway), (0, 0, 2), "{target}");
+    }
+}
+
+/// Specs the Cranelift generator does not compile are export errors that name the spec, never
+/// panics; so is a spec of more branches than a key holds.
+#[test]
+fn unsupported_nway_kernels_are_clear_export_errors() {
+    use selectjit::aot::key::{nway_key, parse_nway_key};
+    use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
+    use selectjit::{CmpOp, TestOp};
+    let x: &[usize] = &[40];
+    let cmp = |d| NwayBranch {
+        cond: NwayCond::Cmp(CmpOp::Le, d, x, &[]),
+        not: false,
+        value: x,
+    };
+    let f16 = NwayKernelSpec::for_call(DType::F32, x, &[cmp(DType::F16)], x).unwrap();
+    let c128 = NwayKernelSpec::for_call(DType::Complex128, x, &[cmp(DType::I8)], x).unwrap();
+    let mut rows_key = nway_key(&f16);
+    rows_key[2] = 0b10; // a kernel of rows
+    rows_key[6] = 3; // of i32 comparisons
+    let rows = parse_nway_key(&rows_key).unwrap();
+    let many_branches: Vec<NwayBranch<'_>> = (0..256)
+        .map(|_| NwayBranch {
+            cond: NwayCond::Test(TestOp::IsInf, DType::F64, x),
+            not: false,
+            value: &[],
+        })
+        .collect();
+    let many = NwayKernelSpec::for_call(DType::I8, x, &many_branches, x).unwrap();
+    for (spec, needle) in [
+        (f16, "f16 <="),
+        (c128, "width 16"),
+        (rows, "width 4 rows"),
+        (many, "more branches than a table key holds"),
+    ] {
+        let mut set = KernelSet::new();
+        set.add_call(DType::F32, &[4], &[4], &[4], Broadcast::Numpy, Kinds::Both)
+            .unwrap();
+        set.add_nway(spec);
+        for target in ["x86_64-unknown-linux-gnu", "s390x-unknown-linux-gnu"] {
+            let e = selectjit_aot::export(&ExportOptions::new(target), &set)
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(needle), "{target}: {e}");
+        }
+    }
+}
+
+/// Tables with n-way entries: a table of version 3 may not hold one, nor one of rows, nor the
+/// same spec twice; an n-way key under another kind is malformed.
+#[test]
+fn bad_nway_entries_are_rejected() {
+    static LIB: OnceLock<usize> = OnceLock::new();
+    let p = *LIB.get_or_init(|| {
+        let mut set = KernelSet::new();
+        set.add_call(DType::F32, &[4], &[4], &[4], Broadcast::Numpy, Kinds::Exact)
+            .unwrap();
+        set.add_nway(nway_calls::spec(9));
+        let dir = tempfile::tempdir().unwrap();
+        let lib = aot_host::build_library(&set, dir.path(), "selectjit_bad_nway");
+        aot_host::load_table(&lib, "selectjit_aot_table") as usize
+    });
+    let t = copy_of(p).check().expect("the intact copy is accepted");
+    assert_eq!((t.exact_len(), t.nway_len()), (1, 1));
+    let cases: Vec<(&str, Corruption)> = vec![
+        (
+            "n-way kernel in a table of version 3",
+            Box::new(|c| c.header.version = 3),
+        ),
+        (
+            "of rows",
+            Box::new(|c| {
+                let at = c.entries[1].key_offset as usize;
+                c.keys[at + 2] |= 0b10;
+            }),
+        ),
+        (
+            "duplicate n-way kernel",
+            Box::new(|c| c.entries[0] = c.entries[1]),
+        ),
+        ("malformed kernel key", Box::new(|c| c.entries[1].kind = 0)),
+        ("malformed kernel key", Box::new(|c| c.entries[0].kind = 2)),
+    ];
+    for (needle, corrupt) in &cases {
+        let mut c = copy_of(p);
+        corrupt(&mut c);
+        rejected(&mut c, needle);
+    }
 }

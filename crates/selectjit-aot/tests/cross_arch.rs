@@ -5,7 +5,12 @@
 //! comparison or a test computed in the kernel) of every condition and dtype, with edge values,
 //! over a spread of selected widths and layouts (in place too), are compared with the
 //! expected outputs built element by element from numpy's semantics (`eval_cond`); their
-//! compared operands are stored in the target's byte order.
+//! compared operands are stored in the target's byte order. Single-pass n-way kernels (k = 1 to
+//! 8 branches of masks, comparisons and tests of every dtype the Cranelift generator compares,
+//! negated or not, over full operands and one-element ones, values and the default read in
+//! place too, lengths that are not multiples of a vector, runs split in two) are compared with
+//! the interpreter's n-way select on the host; on a big-endian target every compared operand,
+//! value and the output hold their elements in its byte order (the expected output too).
 //!
 //! Needs `<arch>-linux-gnu-gcc` and `qemu-<arch>` (Debian: `gcc-<arch>-linux-gnu`,
 //! `libc6-dev-<arch>-cross`, `qemu-user`). When they are missing, the test installs them with
@@ -25,6 +30,7 @@ use std::sync::Mutex;
 use std::time::Instant;
 
 use selectjit::aot::key;
+use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
 use selectjit::plan::OPS;
 use selectjit::plan::OUT;
 use selectjit::plan::Pattern;
@@ -32,6 +38,7 @@ use selectjit::plan::Signature;
 use selectjit::plan::plan;
 use selectjit::{Backend, DType, Engine, EngineConfig, InPlace, TensorMut, TensorRef};
 use selectjit::{Broadcast, broadcast_shapes};
+use selectjit::{Choice, CmpOp, Cond, Operand, TestOp};
 use selectjit_aot::{ExportOptions, KernelSet};
 
 /// One architecture: target triple, C compiler, emulator and its options, Debian packages.
@@ -534,7 +541,302 @@ fn pred_cases(big: bool, set: &mut KernelSet, cases: &mut Vec<Case>) {
     }
 }
 
-fn write_cases(path: &Path, cases: &[Case]) {
+/// One n-way kernel run of the case file: its key, the output's length and element width, each
+/// operand's bytes in the spec's order (`None`: the output itself, read in place), where the
+/// run is split, the output's initial and expected bytes.
+struct NwayCase {
+    key: Vec<u8>,
+    n: usize,
+    w: usize,
+    ops: Vec<Option<Vec<u8>>>,
+    splits: Vec<u64>,
+    init: Vec<u8>,
+    want: Vec<u8>,
+}
+
+/// The dtypes the Cranelift n-way kernels compare.
+const NWAY_COND_DTYPES: [DType; 10] = [
+    DType::I8,
+    DType::I16,
+    DType::I32,
+    DType::I64,
+    DType::U8,
+    DType::U16,
+    DType::U32,
+    DType::U64,
+    DType::F32,
+    DType::F64,
+];
+
+/// `n` elements of `dt` (little-endian) from a small pool with NaN payloads, infinities and
+/// signed zeros for floats, extremes for integers: ties and specials are frequent.
+fn nway_elems(rng: &mut Rng, dt: DType, n: usize) -> Vec<u8> {
+    let specials: Vec<u128> = match dt {
+        DType::F32 => vec![
+            0x7fc0_0001,
+            0xff80_0000,
+            0x7f80_0000,
+            0x8000_0000,
+            0,
+            0x3f80_0000,
+        ],
+        DType::F64 => vec![
+            0x7ff8_0000_0000_0001,
+            0xfff0_0000_0000_0000,
+            0x7ff0_0000_0000_0000,
+            0x8000_0000_0000_0000,
+            0,
+            0x3ff0_0000_0000_0000,
+        ],
+        _ => vec![0, 1, u128::MAX, 1 << (dt.width() * 8 - 1)],
+    };
+    let mut pool: Vec<Vec<u8>> = specials
+        .iter()
+        .map(|x| x.to_le_bytes()[..dt.width()].to_vec())
+        .collect();
+    for _ in 0..3 {
+        pool.push(rng.bytes(dt.width()));
+    }
+    (0..n)
+        .flat_map(|_| pool[rng.below(pool.len())].clone())
+        .collect()
+}
+
+/// Each element of `b` (of `w` bytes) reversed: little-endian elements in big-endian order.
+fn swapped(b: &[u8], w: usize) -> Vec<u8> {
+    b.chunks(w).flat_map(|c| c.iter().rev().copied()).collect()
+}
+
+/// An operand of a generated n-way call: its bytes (little-endian; shape `[n]` or `[]`), or
+/// the output; the element width it is stored with in the target's order (1: as it is).
+#[derive(Clone)]
+enum NOp {
+    Full(Vec<u8>),
+    One(Vec<u8>),
+    Out,
+}
+
+/// A generated branch's condition: its kind (0 mask, 1 comparison, 2 test), the comparison or
+/// test, the compared dtype, its operands in call order, and whether it is negated.
+type NCondCase = (u8, Option<CmpOp>, Option<TestOp>, DType, Vec<NOp>, bool);
+
+/// N-way cases: `count` calls, `k = 1 + i % 8` branches each, and the kernels they need.
+/// `big`: the target is big-endian.
+fn nway_cases(big: bool, set: &mut KernelSet, count: usize) -> Vec<NwayCase> {
+    let interp = Engine::with_config(EngineConfig::new().backend(Backend::Interp)).unwrap();
+    let mut rng = Rng(0x4e_7a7e);
+    let lens = [
+        1usize, 2, 3, 7, 15, 16, 17, 31, 33, 63, 65, 100, 129, 255, 1000, 1023,
+    ];
+    let value_dtypes = [
+        DType::U8,
+        DType::I16,
+        DType::F32,
+        DType::F64,
+        DType::U64,
+        DType::I32,
+    ];
+    let mut out = Vec::new();
+    for i in 0..count {
+        let dt = value_dtypes[i % value_dtypes.len()];
+        let w = dt.width();
+        let n = lens[(i * 7 + i / 16) % lens.len()];
+        let k = 1 + i % 8;
+        let full_or_one = |rng: &mut Rng, d: DType, out_ok: bool| -> NOp {
+            match rng.below(6) {
+                0..=2 => NOp::Full(nway_elems(rng, d, n)),
+                3 | 4 => NOp::One(nway_elems(rng, d, 1)),
+                _ if out_ok && d == dt => NOp::Out,
+                _ => NOp::Full(nway_elems(rng, d, n)),
+            }
+        };
+        // Per branch: the condition (kind, dtype, operands in call order), negation, value.
+        let mut conds: Vec<NCondCase> = vec![];
+        let mut values = Vec::new();
+        for _ in 0..k {
+            let not = rng.below(4) == 0;
+            match rng.below(3) {
+                0 => {
+                    let m = if rng.below(5) == 0 {
+                        NOp::One(vec![rng.pick(&[0u8, 1, 0x80])])
+                    } else {
+                        NOp::Full(rng.cond(n, rng.0, &[0, 0, 1, 2, 0x80, 0xff], &[1, 0x80, 0xff]))
+                    };
+                    conds.push((0, None, None, DType::U8, vec![m], not));
+                }
+                1 => {
+                    let d = if rng.below(3) == 0 {
+                        dt
+                    } else {
+                        rng.pick(&NWAY_COND_DTYPES)
+                    };
+                    let op = rng.pick(&CmpOp::ALL);
+                    let l = full_or_one(&mut rng, d, true);
+                    let r = full_or_one(&mut rng, d, true);
+                    conds.push((1, Some(op), None, d, vec![l, r], not));
+                }
+                _ => {
+                    let d = if rng.below(3) == 0 {
+                        dt
+                    } else {
+                        rng.pick(&NWAY_COND_DTYPES)
+                    };
+                    let op = rng.pick(&TestOp::ALL);
+                    let x = match full_or_one(&mut rng, d, true) {
+                        NOp::One(_) => NOp::Full(nway_elems(&mut rng, d, n)),
+                        x => x,
+                    };
+                    conds.push((2, None, Some(op), d, vec![x], not));
+                }
+            }
+            values.push(full_or_one(&mut rng, dt, true));
+        }
+        let default = full_or_one(&mut rng, dt, true);
+        let init = nway_elems(&mut rng, dt, n);
+
+        // The spec, from the call's shapes.
+        let x: &[usize] = &[n];
+        let shape = |o| nshape(o, x);
+        let branches: Vec<NwayBranch<'_>> = conds
+            .iter()
+            .zip(&values)
+            .map(|((kind, cop, top, d, ops, not), v)| NwayBranch {
+                cond: match kind {
+                    0 => NwayCond::Mask(shape(&ops[0])),
+                    1 => NwayCond::Cmp(cop.unwrap(), *d, shape(&ops[0]), shape(&ops[1])),
+                    _ => NwayCond::Test(top.unwrap(), *d, shape(&ops[0])),
+                },
+                not: *not,
+                value: shape(v),
+            })
+            .collect();
+        let spec = NwayKernelSpec::for_call(dt, x, &branches, shape(&default)).unwrap();
+
+        // The expected output: the interpreter's n-way select on the host.
+        let view = |o, d| nview(o, d, x);
+        let choice = |o| nchoice(o, x);
+        let cs: Vec<Cond<'_>> = conds
+            .iter()
+            .map(|(kind, cop, top, d, ops, not)| {
+                let c = match (kind, &ops[0]) {
+                    (0, NOp::Full(m) | NOp::One(m)) => {
+                        Cond::mask(TensorRef::new(m, shape(&ops[0])))
+                    }
+                    (1, _) => Cond::cmp(cop.unwrap(), view(&ops[0], *d), view(&ops[1], *d)),
+                    _ => Cond::test(top.unwrap(), view(&ops[0], *d)),
+                };
+                if *not { c.not() } else { c }
+            })
+            .collect();
+        let vs: Vec<Choice<'_, u8>> = values.iter().map(choice).collect();
+        let mut want = init.clone();
+        interp
+            .select_n_bytes(
+                dt,
+                &cs,
+                &vs,
+                choice(&default),
+                TensorMut::new(&mut want, x),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+
+        // The operands in the spec's order (a comparison's `>` and `>=` swap theirs), each in
+        // the target's byte order.
+        let store = |o: &NOp, ow: usize| -> Option<Vec<u8>> {
+            match o {
+                NOp::Full(b) | NOp::One(b) if big => Some(swapped(b, ow)),
+                NOp::Full(b) | NOp::One(b) => Some(b.clone()),
+                NOp::Out => None,
+            }
+        };
+        let mut ops = Vec::new();
+        for ((kind, cop, _, d, o, _), v) in conds.iter().zip(&values) {
+            match kind {
+                0 => ops.push(store(&o[0], 1)),
+                1 if matches!(cop, Some(CmpOp::Gt | CmpOp::Ge)) => {
+                    ops.push(store(&o[1], d.width()));
+                    ops.push(store(&o[0], d.width()));
+                }
+                _ => {
+                    for x in o {
+                        ops.push(store(x, d.width()));
+                    }
+                }
+            }
+            ops.push(store(v, w));
+        }
+        ops.push(store(&default, w));
+        let (init, want) = if big {
+            (swapped(&init, w), swapped(&want, w))
+        } else {
+            (init, want)
+        };
+        out.push(NwayCase {
+            key: key::nway_key(&spec),
+            n,
+            w,
+            ops,
+            splits: if n >= 3 { vec![(n / 3) as u64] } else { vec![] },
+            init,
+            want,
+        });
+        set.add_nway(spec);
+    }
+    out
+}
+
+/// The shape of a generated operand in a call of `x`.
+fn nshape<'a>(o: &NOp, x: &'a [usize]) -> &'a [usize] {
+    match o {
+        NOp::One(_) => &[],
+        _ => x,
+    }
+}
+
+/// A generated operand as a predicate's operand of `d`.
+fn nview<'a>(o: &'a NOp, d: DType, x: &'a [usize]) -> Operand<'a> {
+    match o {
+        NOp::Full(b) | NOp::One(b) => Operand::from_bytes(d, TensorRef::new(b, nshape(o, x))),
+        NOp::Out => Operand::in_place(),
+    }
+}
+
+/// A generated operand as a value.
+fn nchoice<'a>(o: &'a NOp, x: &'a [usize]) -> Choice<'a, u8> {
+    match o {
+        NOp::Full(b) | NOp::One(b) => Choice::Tensor(TensorRef::new(b, nshape(o, x))),
+        NOp::Out => Choice::Out,
+    }
+}
+
+fn write_nway_cases(f: &mut Vec<u8>, cases: &[NwayCase]) {
+    f.extend_from_slice(b"SJXNWAY1");
+    f.extend_from_slice(&(cases.len() as u32).to_le_bytes());
+    for c in cases {
+        f.extend_from_slice(&(c.key.len() as u32).to_le_bytes());
+        f.extend_from_slice(&c.key);
+        f.extend_from_slice(&(c.n as u64).to_le_bytes());
+        f.extend_from_slice(&(c.w as u32).to_le_bytes());
+        f.extend_from_slice(&(c.ops.len() as u32).to_le_bytes());
+        for o in &c.ops {
+            let (len, in_place) = o.as_ref().map_or((0, 1u32), |b| (b.len(), 0));
+            f.extend_from_slice(&(len as u64).to_le_bytes());
+            f.extend_from_slice(&in_place.to_le_bytes());
+        }
+        f.extend_from_slice(&(c.splits.len() as u32).to_le_bytes());
+        for &x in &c.splits {
+            f.extend_from_slice(&x.to_le_bytes());
+        }
+        for b in c.ops.iter().flatten() {
+            f.extend_from_slice(b);
+        }
+        f.extend_from_slice(&c.init);
+        f.extend_from_slice(&c.want);
+    }
+}
+
+fn write_cases(path: &Path, cases: &[Case], nway: &[NwayCase]) {
     let mut f = Vec::new();
     f.extend_from_slice(b"SJXCASE2");
     f.extend_from_slice(&(cases.len() as u32).to_le_bytes());
@@ -568,6 +870,7 @@ fn write_cases(path: &Path, cases: &[Case]) {
         }
         f.extend_from_slice(&c.want);
     }
+    write_nway_cases(&mut f, nway);
     std::fs::write(path, f).unwrap();
 }
 
@@ -586,6 +889,10 @@ fn verify(arch: &Arch) -> Result<String, String> {
     pred_cases(arch.big, &mut set, &mut cases);
     let preds = cases.len() - masks;
     assert!(preds >= 500, "only {preds} predicate cases");
+    let before = set.len();
+    let nway = nway_cases(arch.big, &mut set, 400);
+    let nway_kernels = set.len() - before;
+    assert!(nway_kernels >= 200, "only {nway_kernels} n-way kernels");
     let dir = tempfile::tempdir().unwrap();
     let opts = ExportOptions {
         isa_flags: arch
@@ -600,7 +907,7 @@ fn verify(arch: &Arch) -> Result<String, String> {
     std::fs::write(dir.path().join("kernels.o"), &ex.object).unwrap();
     std::fs::write(dir.path().join("kernels.h"), &ex.header).unwrap();
     let cases_file = dir.path().join("cases.bin");
-    write_cases(&cases_file, &cases);
+    write_cases(&cases_file, &cases, &nway);
     let exe = dir.path().join("driver");
     let mut cc = Command::new(arch.cc);
     cc.args(["-std=c99", "-O1", "-Wall", "-Wextra", "-Werror"]);
@@ -622,6 +929,15 @@ fn verify(arch: &Arch) -> Result<String, String> {
         arch.cc,
         String::from_utf8_lossy(&out.stderr)
     );
+    // SELECTJIT_CROSS_KEEP=1 keeps the object, header, driver and case file for a look (also
+    // when the run fails).
+    if std::env::var("SELECTJIT_CROSS_KEEP").as_deref() == Ok("1") {
+        say(&format!(
+            "cross {}: files kept in {}",
+            arch.name,
+            dir.keep().display()
+        ));
+    }
     let t1 = Instant::now();
     let mut run = match arch.qemu {
         Some((q, args)) => {
@@ -644,29 +960,23 @@ fn verify(arch: &Arch) -> Result<String, String> {
     let last = stdout.lines().last().unwrap_or("");
     assert_eq!(
         last,
-        format!("{} passed, 0 failed", cases.len()),
+        format!("{} passed, 0 failed", cases.len() + nway.len()),
         "{stdout}{stderr}"
     );
-    // SELECTJIT_CROSS_KEEP=1 keeps the object, header, driver and case file for a look.
-    if std::env::var("SELECTJIT_CROSS_KEEP").as_deref() == Ok("1") {
-        say(&format!(
-            "cross {}: files kept in {}",
-            arch.name,
-            dir.keep().display()
-        ));
-    }
     let runner = match arch.qemu {
         Some((q, args)) => format!("{q} {}", args.join(" ")).trim().to_string(),
         None => "natively".to_string(),
     };
     Ok(format!(
-        "cross {}: {} kernels ({} exact, {} generic, {} KiB of code) exported in {:.2} s; {masks} mask cases byte-identical to the interpreter and {preds} predicate cases to numpy's semantics, run {runner} in {:.2} s",
+        "cross {}: {} kernels ({} exact, {} generic, {} n-way, {} KiB of code) exported in {:.2} s; {masks} mask cases byte-identical to the interpreter, {preds} predicate cases to numpy's semantics and {} n-way cases to the interpreter's n-way select, run {runner} in {:.2} s",
         arch.name,
-        ex.exact + ex.generic,
+        ex.exact + ex.generic + ex.nway,
         ex.exact,
         ex.generic,
+        ex.nway,
         ex.code_bytes / 1024,
         t_export.as_secs_f64(),
+        nway.len(),
         t_run.as_secs_f64()
     ))
 }
@@ -742,6 +1052,35 @@ fn every_predicate_kernel_compiles_for_every_target() {
             "cross {}: all {} predicate kernels compile ({} KiB) in {:.2} s",
             arch.name,
             ex.exact,
+            ex.code_bytes / 1024,
+            t0.elapsed().as_secs_f64()
+        ));
+    }
+}
+
+/// Every n-way kernel of the cross cases compiles for every target (no tools needed: compiled,
+/// not run): every condition kind of every dtype the generator compares, full and one-element
+/// operands, one to eight branches, at every output width.
+#[test]
+fn every_nway_kernel_compiles_for_every_target() {
+    let mut set = KernelSet::new();
+    nway_cases(false, &mut set, 400);
+    assert!(set.nway().len() >= 200, "only {} n-way kernels", set.len());
+    for arch in [&X86_64, &X86_64_BASELINE, &AARCH64, &S390X, &RISCV64] {
+        let t0 = Instant::now();
+        let opts = ExportOptions {
+            isa_flags: arch
+                .isa_flags
+                .map(|f| f.iter().map(|s| s.to_string()).collect()),
+            ..ExportOptions::new(arch.triple)
+        };
+        let ex = selectjit_aot::export(&opts, &set)
+            .unwrap_or_else(|e| panic!("export for {}: {e}", arch.name));
+        assert_eq!(ex.nway, set.nway().len());
+        say(&format!(
+            "cross {}: all {} n-way kernels compile ({} KiB) in {:.2} s",
+            arch.name,
+            ex.nway,
             ex.code_bytes / 1024,
             t0.elapsed().as_secs_f64()
         ));

@@ -16,15 +16,24 @@
 typedef void (*SelectjitKernelFn)(const uint8_t *cond, const uint8_t *then_, const uint8_t *else_,
                                   uint8_t *out, size_t begin, size_t end, const uint64_t *dims,
                                   const int64_t *byte_strides, const uint8_t *rhs);
-#define SELECTJIT_AOT_VERSION 3
+/* A single-pass n-way kernel (entries of kind SELECTJIT_AOT_NWAY, format version 4 on; the
+ * entry's func holds it: cast it back, e.g. (SelectjitNwayFn)(void (*)(void))e->func). It runs
+ * output elements [begin, end); ptrs holds one pointer per operand in call order (each branch's
+ * condition operands, a comparison's lhs then rhs, then its value; the default last), each at
+ * the operand's first element: a full operand has the output's length, a one-element operand
+ * is read once. An operand may be the output itself (read in place). */
+typedef void (*SelectjitNwayFn)(const uint8_t *const *ptrs, uint8_t *out, size_t begin,
+                                size_t end);
+#define SELECTJIT_AOT_VERSION 4
 #define SELECTJIT_AOT_EXACT 0
 #define SELECTJIT_AOT_GENERIC 1
+#define SELECTJIT_AOT_NWAY 2
 typedef struct SelectjitAotEntry {
     uint32_t key_offset; /* the key is key_len bytes at keys + key_offset */
     uint32_t key_len;
-    uint32_t kind;       /* SELECTJIT_AOT_EXACT or SELECTJIT_AOT_GENERIC */
+    uint32_t kind;       /* SELECTJIT_AOT_EXACT, SELECTJIT_AOT_GENERIC or SELECTJIT_AOT_NWAY */
     uint32_t code_bytes;
-    SelectjitKernelFn func;
+    SelectjitKernelFn func; /* a SelectjitNwayFn for SELECTJIT_AOT_NWAY */
 } SelectjitAotEntry;
 typedef struct SelectjitAotTable {
     uint8_t magic[8];    /* "SJITAOT\0" */

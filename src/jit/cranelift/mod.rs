@@ -18,6 +18,7 @@ use cranelift_frontend::{FunctionBuilder, FunctionBuilderContext};
 use cranelift_jit::{JITBuilder, JITModule};
 use cranelift_module::{FuncId, Linkage, Module, default_libcall_names};
 
+use crate::aot::nway::NwayKernelSpec;
 use crate::error::{Error, Result};
 use crate::kernel::abi::KernelFn;
 use crate::kernel::nway::{Entry, NwayFn, NwayKernel, NwaySpec};
@@ -401,20 +402,78 @@ impl Jit {
         ))
     }
 
+    /// Builds the single-pass n-way kernel of `spec` (one [`nway::covers`] takes) and defines
+    /// it in `module` as `name`.
+    fn define_nway<M: Module>(
+        &self,
+        module: &mut M,
+        name: &str,
+        linkage: Linkage,
+        spec: &NwaySpec,
+    ) -> Result<(FuncId, usize)> {
+        let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
+        let s = &mut *guard;
+        s.ctx.clear();
+        s.ctx.func.signature.call_conv = self.isa.default_call_conv();
+        nway::declare_params(&mut s.ctx.func);
+        let mut b = FunctionBuilder::new(&mut s.ctx.func, &mut s.fbc);
+        nway::emit(&mut b, spec);
+        b.finalize(self.isa.frontend_config());
+        define_built(module, name, linkage, s)
+    }
+
+    /// Builds the single-pass n-way kernel of `spec` and defines it in `module` (an object
+    /// module for ahead-of-time export, or a JIT module) as function `name`, with the
+    /// [`SelectjitNwayFn`](crate::aot::SelectjitNwayFn) contract; returns its id and its size
+    /// in bytes of machine code. An error for a spec this generator does not compile: kernels
+    /// of rows, elements of 16 bytes, conditions of bool, f16, bf16 or complex dtypes, or a
+    /// target whose pointers are not 64-bit.
+    ///
+    /// ```
+    /// use cranelift_codegen::settings::Flags;
+    /// use cranelift_jit::{JITBuilder, JITModule};
+    /// use cranelift_module::{Linkage, Module, default_libcall_names};
+    /// use selectjit::aot::nway::{NwayBranch, NwayCond, NwayKernelSpec};
+    /// use selectjit::codegen::cranelift::{Jit, shared_flags};
+    /// use selectjit::{CmpOp, DType};
+    /// let flags = Flags::new(shared_flags(false, false)?);
+    /// let isa = cranelift_native::builder().unwrap().finish(flags).unwrap();
+    /// let jit = Jit::for_isa(isa.clone(), false);
+    /// let mut module = JITModule::new(JITBuilder::with_isa(isa, default_libcall_names()));
+    /// let x: &[usize] = &[100];
+    /// let gt = |d| NwayBranch { cond: NwayCond::Cmp(CmpOp::Gt, d, x, &[]), not: false, value: x };
+    /// let spec = NwayKernelSpec::for_call(DType::F32, x, &[gt(DType::F32)], &[])?;
+    /// let (_, n) = jit.define_nway_in(&mut module, "relu", Linkage::Export, &spec)?;
+    /// assert!(n > 0);
+    /// // f16 comparisons are not among this generator's n-way kernels.
+    /// let f16 = NwayKernelSpec::for_call(DType::F16, x, &[gt(DType::F16)], &[])?;
+    /// let e = jit.define_nway_in(&mut module, "f16", Linkage::Export, &f16).unwrap_err();
+    /// assert!(e.to_string().contains("f16"));
+    /// # Ok::<(), selectjit::Error>(())
+    /// ```
+    pub fn define_nway_in<M: Module>(
+        &self,
+        module: &mut M,
+        name: &str,
+        linkage: Linkage,
+        spec: &NwayKernelSpec,
+    ) -> Result<(FuncId, usize)> {
+        let s = &spec.0;
+        if self.isa.pointer_type() != cranelift_codegen::ir::types::I64 || !nway::covers(s) {
+            return Err(Error::codegen(format!(
+                "unsupported n-way kernel ({spec}): Cranelift compiles flat n-way kernels (not \
+                 of rows) of 1- to 8-byte elements whose conditions are masks or of integer, f32 \
+                 or f64 dtypes, for 64-bit targets"
+            )));
+        }
+        self.define_nway(module, name, linkage, s)
+    }
+
     /// Compiles the single-pass n-way kernel of `spec` (one [`nway::covers`] takes).
     fn compile_nway_kernel(&self, spec: &NwaySpec) -> Result<NwayKernel> {
         let mut module = self.jit_module();
-        let (id, code_bytes) = {
-            let mut guard = self.scratch.lock().unwrap_or_else(|p| p.into_inner());
-            let s = &mut *guard;
-            s.ctx.clear();
-            s.ctx.func.signature.call_conv = self.isa.default_call_conv();
-            nway::declare_params(&mut s.ctx.func);
-            let mut b = FunctionBuilder::new(&mut s.ctx.func, &mut s.fbc);
-            nway::emit(&mut b, spec);
-            b.finalize(self.isa.frontend_config());
-            define_built(&mut module, "nway_kernel", Linkage::Local, s)?
-        };
+        let (id, code_bytes) =
+            self.define_nway(&mut module, "nway_kernel", Linkage::Local, spec)?;
         module
             .finalize_definitions()
             .map_err(|e| codegen_err("finalize", e))?;

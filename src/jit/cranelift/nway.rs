@@ -372,8 +372,17 @@ impl NwayEmitter<'_, '_> {
                 }
             }
             Opnd::Full(base, w) => {
-                let ty = if vec { vector(ty) } else { ty };
                 let a = self.addr(base, w, i);
+                if vec && ty.is_float() {
+                    // Loaded as integer lanes and reinterpreted (no instruction), so that the
+                    // load is not folded into the comparison: Cranelift 0.135 folds it into
+                    // x86 SSE `cmpps` / `cmppd`, whose memory operand must be 16-byte aligned
+                    // (the AVX forms need not be), and operands are only element-aligned (as
+                    // in `codegen/pred.rs`).
+                    let v = self.b.ins().load(vector(ty.as_int()), self.flags, a, 0);
+                    return self.b.ins().bitcast(vector(ty), MemFlagsData::new(), v);
+                }
+                let ty = if vec { vector(ty) } else { ty };
                 self.b.ins().load(ty, self.flags, a, 0)
             }
         }

@@ -14,6 +14,12 @@
  *   u64 len[5] (bytes of cond, then, else, out, rhs; rhs is empty for masks and tests: NULL is
  *   passed), u64 base[5] (byte offset of each operand's base element in its buffer), then the
  *   bytes of cond, then, else, the initial output, rhs, and the expected output.
+ * Then the single-pass n-way cases: "SJXNWAY1", u32 case count, then per case:
+ *   u32 key_len, key bytes (of an entry of kind SELECTJIT_AOT_NWAY), u64 n (output elements),
+ *   u32 width (bytes per output element), u32 operand count m, per operand u64 len (its bytes)
+ *   and u32 in_place (1: the operand is the output itself, len 0), u32 split count, u64 splits
+ *   (as above, ending at n), then each operand's bytes, the initial output (n * width bytes) and
+ *   the expected output.
  * Every output buffer has guard bytes on both sides that must stay untouched.
  *
  * Prints one line per failing case and ends with "N passed, M failed". Exits 0 only when every
@@ -197,12 +203,86 @@ int main(int argc, char **argv) {
         free(br);
         free(bo);
     }
+    uint32_t nway_runs = 0;
+    const uint8_t *nway_magic = truncated || cur == end_of_file ? NULL : take(8);
+    if (nway_magic && memcmp(nway_magic, "SJXNWAY1", 8) != 0) {
+        fprintf(stderr, "bad n-way section\n");
+        return 2;
+    }
+    uint32_t nn = nway_magic ? (uint32_t)le(4) : 0;
+    for (uint32_t c = 0; c < nn && !truncated; c++) {
+        uint32_t key_len = (uint32_t)le(4);
+        const uint8_t *key = take(key_len);
+        uint64_t len = le(8);
+        uint32_t width = (uint32_t)le(4), m = (uint32_t)le(4);
+        uint64_t op_len[64];
+        uint32_t op_out[64];
+        if (m < 2 || m > 64 || width < 1 || width > 16) {
+            fprintf(stderr, "n-way case %u: %u operands of width %u\n", c, m, width);
+            return 2;
+        }
+        for (uint32_t j = 0; j < m; j++) {
+            op_len[j] = le(8);
+            op_out[j] = (uint32_t)le(4);
+        }
+        uint32_t nsplit = (uint32_t)le(4);
+        uint64_t split[8];
+        if (nsplit > 8) {
+            fprintf(stderr, "n-way case %u: %u splits\n", c, nsplit);
+            return 2;
+        }
+        for (uint32_t k = 0; k < nsplit; k++) split[k] = le(8);
+        const uint8_t *op_bytes[64];
+        for (uint32_t j = 0; j < m; j++) op_bytes[j] = take(op_len[j]);
+        size_t out_bytes = (size_t)len * width;
+        const uint8_t *init = take(out_bytes), *want = take(out_bytes);
+        if (truncated) break;
+        const SelectjitAotEntry *e = find(t, SELECTJIT_AOT_NWAY, key, key_len);
+        if (!e || !e->func) {
+            printf("FAIL n-way case %u: no n-way kernel with this key in the table\n", c);
+            failed++;
+            continue;
+        }
+        SelectjitNwayFn f = (SelectjitNwayFn)(void (*)(void))e->func;
+        /* Each operand in a buffer of its own; the output between guard bytes. */
+        uint8_t *bufs[64];
+        const uint8_t *ptrs[64];
+        uint8_t *bo = malloc(out_bytes + 2 * GUARD);
+        memset(bo, GUARD_BYTE, out_bytes + 2 * GUARD);
+        uint8_t *out = bo + GUARD;
+        memcpy(out, init, out_bytes);
+        for (uint32_t j = 0; j < m; j++) {
+            bufs[j] = malloc(op_len[j] + 1);
+            memcpy(bufs[j], op_bytes[j], op_len[j]);
+            ptrs[j] = op_out[j] ? out : bufs[j];
+        }
+        uint64_t begin = 0;
+        for (uint32_t k = 0; k <= nsplit; k++) {
+            uint64_t stop = k < nsplit ? split[k] : len;
+            f(ptrs, out, (size_t)begin, (size_t)stop);
+            begin = stop;
+        }
+        int ok = memcmp(out, want, out_bytes) == 0;
+        for (int g = 0; g < GUARD; g++) ok &= bo[g] == GUARD_BYTE && out[out_bytes + g] == GUARD_BYTE;
+        if (ok) {
+            passed++;
+        } else {
+            failed++;
+            size_t at = 0;
+            while (at < out_bytes && out[at] == want[at]) at++;
+            printf("FAIL n-way case %u (%u operands, %llu elements of %u bytes): first wrong byte at %zu\n", c, m,
+                   (unsigned long long)len, width, at);
+        }
+        nway_runs++;
+        for (uint32_t j = 0; j < m; j++) free(bufs[j]);
+        free(bo);
+    }
     if (truncated) {
         fprintf(stderr, "case file truncated\n");
         return 2;
     }
-    printf("table %s [%s]: %u kernels; %u exact and %u generic kernel runs\n", t->triple, t->features,
-           t->entry_count, exact_runs, generic_runs);
+    printf("table %s [%s]: %u kernels; %u exact, %u generic and %u n-way kernel runs\n", t->triple,
+           t->features, t->entry_count, exact_runs, generic_runs, nway_runs);
     printf("%d passed, %d failed\n", passed, failed);
     free(file);
     return failed ? 1 : 0;

@@ -57,13 +57,14 @@ pub fn run(a: Args) -> Result<()> {
         let bytes = std::fs::read(obj).map_err(|e| Error::io(obj.display().to_string(), e))?;
         let s = check_object(&bytes, &a.symbol)?;
         println!(
-            "{}: table `{}` for {} ({}): {} exact + {} shape-generic kernels, {} bytes of code; ok",
+            "{}: table `{}` for {} ({}): {} exact + {} shape-generic + {} n-way kernels, {} bytes of code; ok",
             obj.display(),
             a.symbol,
             s.triple,
             features(&s.features),
             s.exact,
             s.generic,
+            s.nway,
             s.code_bytes
         );
         return Ok(());
@@ -99,10 +100,11 @@ pub fn run(a: Args) -> Result<()> {
         write(h, ex.header.as_bytes())?;
     }
     println!(
-        "{}: {} exact + {} shape-generic kernels for {} ({}), {} bytes of code, table `{}`",
+        "{}: {} exact + {} shape-generic + {} n-way kernels for {} ({}), {} bytes of code, table `{}`",
         out.display(),
         ex.exact,
         ex.generic,
+        ex.nway,
         ex.triple,
         features(&ex.features),
         ex.code_bytes,
