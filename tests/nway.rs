@@ -1071,11 +1071,15 @@ fn single_pass_runs_are_counted_and_right_across_engines() {
         call(&a, 100);
     }
     std::thread::scope(|s| {
+        // Joined explicitly: the end of a scope does not wait for its threads' thread-local
+        // destructors, `join` does (the thread adds its pending runs in one).
         s.spawn(|| {
             for _ in 0..70 {
                 call(&a, 100);
             }
-        });
+        })
+        .join()
+        .expect("the thread's calls");
     });
     assert_eq!(a.stats().nway_pass_runs, 1 + 149 + 130 + 70);
     assert_eq!(b.stats().nway_pass_runs, 149);
