@@ -1084,3 +1084,54 @@ fn single_pass_runs_are_counted_and_right_across_engines() {
     assert_eq!(a.stats().nway_pass_runs, 1 + 149 + 130 + 70);
     assert_eq!(b.stats().nway_pass_runs, 149);
 }
+
+/// Eight branches over one array (a bucketing chain: `x < t1 ? v1 : x < t2 ? v2 : ... : x`):
+/// eleven full operands, three buffers. The AVX-512 kernel gives the operands of one buffer one
+/// base register, so it takes the call in one pass; every engine gives the bytes of the
+/// chain written out here.
+#[test]
+fn many_operands_of_one_buffer_run_in_one_pass() {
+    let n = 1000;
+    let x: Vec<f32> = (0..n).map(|i| ((i * 37) % 101) as f32 - 3.0).collect();
+    let (a0, a1): (Vec<f32>, Vec<f32>) = ((0..n).map(|i| i as f32).collect(), vec![-1.5; n]);
+    let t: Vec<[f32; 1]> = (1..=8).map(|j| [(j * 12) as f32]).collect();
+    let v: Vec<[f32; 1]> = (0..8).map(|j| [100.0 + j as f32]).collect();
+    let want: Vec<u32> = (0..n)
+        .map(|i| {
+            let b = (0..8).find(|&j| x[i] < t[j][0]);
+            match b {
+                Some(0) => a0[i],
+                Some(1) => a1[i],
+                Some(j) => v[j][0],
+                None => x[i],
+            }
+            .to_bits()
+        })
+        .collect();
+    let shape = [n];
+    let xv = TensorRef::new(&x, &shape);
+    let conds: Vec<Cond<'_>> = (0..8)
+        .map(|j| Cond::lt(xv, TensorRef::scalar(&t[j])))
+        .collect();
+    let mut values: Vec<Choice<'_, f32>> = vec![
+        TensorRef::new(&a0, &shape).into(),
+        TensorRef::new(&a1, &shape).into(),
+    ];
+    values.extend((2..8).map(|j| Choice::from(TensorRef::scalar(&v[j]))));
+    for (name, eng) in common::all_engines(&EngineConfig::new()) {
+        let mut y = vec![0.0f32; n];
+        eng.select_n(
+            &conds,
+            &values,
+            xv.into(),
+            TensorMut::new(&mut y, &shape),
+            Broadcast::Numpy,
+        )
+        .unwrap();
+        let got: Vec<u32> = y.iter().map(|v| v.to_bits()).collect();
+        assert_eq!(got, want, "{name}");
+        if name == "jit-avx512" {
+            assert_eq!(eng.stats().nway_pass_runs, 1, "{name}: not in one pass");
+        }
+    }
+}
