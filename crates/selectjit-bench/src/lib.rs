@@ -23,8 +23,8 @@ pub use fused::{
 };
 pub use ndarray_peer::{ZipLoop, ndarray_zip};
 pub use nway::{
-    BUILTIN_NWAY_CASES, NWAY_NOTES, NwayCase, NwayMeasurement, measure_nway, nway_header, nway_row,
-    parse_nway_cases, run_nway_suite,
+    BUILTIN_NWAY_CASES, NWAY_NOTES, NwayCase, NwayCompileLatency, NwayMeasurement, measure_nway,
+    measure_nway_compile, nway_header, nway_row, parse_nway_cases, run_nway_suite,
 };
 
 use selectjit::codegen::CodeGen;
@@ -831,6 +831,9 @@ pub struct Overheads {
     pub compiled: usize,
     /// Compile latency of every tier this host runs.
     pub compile: Vec<CompileLatency>,
+    /// Compile latency of new single-pass n-way patterns of 2 to 8 branches on the `auto`
+    /// engine (empty when it has no single-pass kernels).
+    pub nway_compile: Vec<NwayCompileLatency>,
 }
 
 /// Measures call overheads and the compile latency of every tier.
@@ -913,6 +916,7 @@ pub fn measure_overheads(opts: Options) -> Result<Overheads> {
         compile_p90_us: auto.p90_us,
         compiled: auto.compiled,
         compile,
+        nway_compile: measure_nway_compile(opts)?,
     })
 }
 

@@ -909,3 +909,88 @@ mod tests {
         assert!((m.chained_over_nway - m.chained_ns / m.nway_ns).abs() < 1e-12);
     }
 }
+
+/// How long a new single-pass n-way pattern of `branches` branches takes to compile on the
+/// `auto` engine (its own tiers: AVX-512 or AVX2 on x86-64, else Cranelift).
+#[derive(Debug, Clone, Serialize)]
+pub struct NwayCompileLatency {
+    /// Branches of the patterns.
+    pub branches: usize,
+    /// Median / 90th percentile compile time (the engine's `nway_compile_us` per new kernel:
+    /// code generation and making it executable), over `compiled` distinct patterns.
+    pub median_us: f64,
+    /// 90th percentile.
+    pub p90_us: f64,
+    /// Patterns compiled.
+    pub compiled: usize,
+}
+
+/// Compile latencies of new n-way patterns of 2 to 8 branches (one branch is a two-way call)
+/// over 256 f32 elements: per
+/// branch a mask, a comparison with a scalar or with an array, or a NaN test, negated or not,
+/// its value a scalar or an array (patterns that repeat one already compiled are not counted).
+/// Empty when the engine has no single-pass kernels.
+pub fn measure_nway_compile(opts: Options) -> Result<Vec<NwayCompileLatency>> {
+    const N: usize = 256;
+    let want = if opts.rounds > 5 { 24 } else { 8 };
+    let shape = [N];
+    let x: Vec<f32> = (0..N).map(|i| i as f32).collect();
+    let mask: Vec<u8> = (0..N).map(|i| (i % 3) as u8).collect();
+    let arrays: Vec<Vec<f32>> = (0..8).map(|j| vec![j as f32; N]).collect();
+    let scalars: Vec<[f32; 1]> = (0..8).map(|j| [j as f32]).collect();
+    let mut out = vec![0f32; N];
+    let mut lat = Vec::new();
+    for k in 2..=8usize {
+        let e = single(Backend::Jit, Tier::Auto)?;
+        let mut us = Vec::new();
+        for v in 0..2000usize {
+            if us.len() == want {
+                break;
+            }
+            let xv = TensorRef::new(&x, &shape);
+            let mut conds = Vec::with_capacity(k);
+            let mut values: Vec<Choice<'_, f32>> = Vec::with_capacity(k);
+            for i in 0..k {
+                let bits = (v >> (i % 6)) + i;
+                let op = selectjit::CmpOp::ALL[(bits / 4) % 6];
+                let c = match bits % 4 {
+                    0 => Cond::mask(TensorRef::new(&mask, &shape)),
+                    1 => Cond::cmp(op, xv, TensorRef::scalar(&scalars[i])),
+                    2 => Cond::isnan(xv),
+                    // (At most ten full operands: the kernels' registers.)
+                    _ if i >= 2 => Cond::cmp(op, TensorRef::scalar(&scalars[i]), xv),
+                    _ => Cond::cmp(op, xv, TensorRef::new(&arrays[i], &shape)),
+                };
+                conds.push(if (v / 64 + i) % 3 == 0 { c.not() } else { c });
+                values.push(if (bits / 2) % 2 == 0 || i >= 2 {
+                    TensorRef::scalar(&scalars[i]).into()
+                } else {
+                    TensorRef::new(&arrays[i], &shape).into()
+                });
+            }
+            let before = e.stats();
+            e.select_n(
+                &conds,
+                &values,
+                xv.into(),
+                TensorMut::new(&mut out, &shape),
+                Broadcast::Numpy,
+            )?;
+            let after = e.stats();
+            if after.nway_compiles == before.nway_compiles + 1 {
+                us.push((after.nway_compile_us - before.nway_compile_us) as f64);
+            }
+        }
+        if us.is_empty() {
+            continue;
+        }
+        us.sort_by(|a, b| a.total_cmp(b));
+        lat.push(NwayCompileLatency {
+            branches: k,
+            median_us: us[us.len() / 2],
+            p90_us: us[us.len() * 9 / 10],
+            compiled: us.len(),
+        });
+    }
+    Ok(lat)
+}

@@ -118,6 +118,18 @@ pub fn run(a: Args) -> Result<()> {
             c.tier, c.median_us, c.p90_us, c.compiled, c.by_tier
         );
     }
+    if !o.nway_compile.is_empty() {
+        let per_k: Vec<String> = o
+            .nway_compile
+            .iter()
+            .map(|c| format!("{} {:.0}", c.branches, c.median_us))
+            .collect();
+        println!(
+            "compile of a new n-way pattern, auto, median us by branches: {} ({} patterns each at most)",
+            per_k.join(", "),
+            o.nway_compile.iter().map(|c| c.compiled).max().unwrap_or(0)
+        );
+    }
     let dynamic = if a.dynamic > 0 {
         let d = measure_dynamic(a.dynamic, opts)?;
         println!(
