@@ -88,21 +88,41 @@ impl Emitter<'_> {
     /// A RIP-relative operand of `bytes` placed after the code. It is emitted as an absolute
     /// address that marks the constant, and made RIP-relative by [`Self::finish`].
     pub(super) fn constant(&mut self, bytes: &[u8]) -> AsmMemoryOperand {
-        let k = match self.consts.iter().position(|b| b == bytes) {
-            Some(k) => k,
-            None => {
-                self.consts.push(bytes.to_vec());
-                self.consts.len() - 1
-            }
-        };
-        ptr(CONST_MARK + k as u64)
+        constant(&mut self.consts, bytes)
     }
 
+    /// Encodes everything ([`Parts::finish`]). Returns the bytes and the length of the code.
+    pub(super) fn finish(
+        &mut self,
+        enc: &mut Encoder,
+        cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
+    ) -> Result<(Vec<u8>, usize), EmitError> {
+        Parts {
+            ins: self.a.instructions(),
+            labels: &self.labels,
+            branches: &self.branches,
+            consts: &self.consts,
+        }
+        .finish(enc, cache)
+    }
+}
+
+/// A kernel's instructions as emitted (branches as `nop` placeholders, constants as marked
+/// absolute addresses), with its labels (the instruction index each is bound to), branches and
+/// constants: what [`Parts::finish`] lays out and encodes. The n-way emitters use it too.
+pub(super) struct Parts<'p> {
+    pub ins: &'p [Instruction],
+    pub labels: &'p [usize],
+    pub branches: &'p [Branch],
+    pub consts: &'p [Vec<u8>],
+}
+
+impl Parts<'_> {
     /// Encodes everything: each instruction once, branches in their short form where the
     /// target is within reach and near otherwise, constants after the code (32-byte aligned),
     /// RIP-relative operands pointed at them. Returns the bytes and the length of the code.
     pub(super) fn finish(
-        &mut self,
+        &self,
         enc: &mut Encoder,
         cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
     ) -> Result<(Vec<u8>, usize), EmitError> {
@@ -118,8 +138,8 @@ impl Emitter<'_> {
 
     /// Whether each instruction is a branch placeholder.
     fn branch_flags(&self) -> Vec<bool> {
-        let mut is_branch = vec![false; self.a.instructions().len()];
-        for b in &self.branches {
+        let mut is_branch = vec![false; self.ins.len()];
+        for b in self.branches {
             is_branch[b.at] = true;
         }
         is_branch
@@ -134,7 +154,7 @@ impl Emitter<'_> {
         cache: &mut rustc_hash::FxHashMap<Instruction, Encoded>,
         is_branch: &[bool],
     ) -> Result<Body, EmitError> {
-        let ins = self.a.instructions();
+        let ins = self.ins;
         let n = ins.len();
         let mut start = Vec::with_capacity(n + 1);
         let mut rip_rel = Vec::new();
@@ -202,7 +222,7 @@ impl Emitter<'_> {
                 at[i + 1] = at[i] + size[i];
             }
             let mut grew = false;
-            for b in &self.branches {
+            for b in self.branches {
                 if size[b.at] != 2 {
                     continue;
                 }
@@ -260,13 +280,26 @@ impl Emitter<'_> {
     /// Appends the constants to `out`, each padded to 32 bytes; returns their offsets.
     fn place_consts(&self, out: &mut Vec<u8>) -> Vec<usize> {
         let mut const_off = Vec::with_capacity(self.consts.len());
-        for c in &self.consts {
+        for c in self.consts {
             const_off.push(out.len());
             out.extend_from_slice(c);
             out.resize(out.len().next_multiple_of(32), 0);
         }
         const_off
     }
+}
+
+/// The operand of constant `bytes` among `consts` (added when new): an absolute address that
+/// marks it, made RIP-relative by [`Parts::finish`].
+pub(super) fn constant(consts: &mut Vec<Vec<u8>>, bytes: &[u8]) -> AsmMemoryOperand {
+    let k = match consts.iter().position(|b| b == bytes) {
+        Some(k) => k,
+        None => {
+            consts.push(bytes.to_vec());
+            consts.len() - 1
+        }
+    };
+    ptr(CONST_MARK + k as u64)
 }
 
 /// The instructions encoded at address 0, without the branches ([`Emitter::encode_body`]).

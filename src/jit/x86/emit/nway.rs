@@ -29,7 +29,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{EmitError, bug};
+use super::emitter::{Branch, EmitError, Label, bug};
+use super::encode::{MAX_CACHED, Parts, SCRATCH, Scratch};
 use super::regs::{K, XMM, YMM, ZMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -166,6 +167,10 @@ struct Nway<'s> {
     held: Vec<Option<usize>>,
     /// Each held group's first operand and its element width.
     groups: Vec<(usize, usize)>,
+    /// Instruction index of each label (`usize::MAX` until bound), and the branches: laid out
+    /// and encoded as the two-way kernels' ([`Parts`]).
+    labels: Vec<usize>,
+    branches: Vec<Branch>,
 }
 
 /// The machine code of `spec`'s kernel.
@@ -173,24 +178,72 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
     if !covers(spec) {
         return Err(bug("an n-way spec the AVX-512 emitter does not take"));
     }
-    let mut a = CodeAssembler::new(64)?;
-    a.set_prefer_vex(false);
+    // The thread's assembler, encoder and encodings, as the two-way kernels use them: each
+    // instruction encoded once per thread, branches laid out without iced's block encoder
+    // (half of a new kernel's time).
+    let mut sc = match SCRATCH.with(|s| s.borrow_mut().take()) {
+        Some(s) => s,
+        None => Scratch {
+            a: CodeAssembler::new(64)?,
+            enc: iced_x86::Encoder::new(64),
+            cache: Default::default(),
+        },
+    };
+    sc.a.reset();
+    if sc.cache.len() > MAX_CACHED {
+        sc.cache.clear();
+    }
+    sc.a.set_prefer_vex(false);
     let vbytes = BLOCK_BYTES;
     let (held, groups) = held_groups(spec);
     let mut e = Nway {
-        a,
+        a: sc.a,
         spec,
         locs: Vec::new(),
         n: vbytes / spec.width,
         vbytes,
         held,
         groups,
+        labels: Vec::new(),
+        branches: Vec::new(),
     };
-    e.kernel()?;
-    Ok(e.a.assemble(0)?)
+    let r = e.kernel().and_then(|()| {
+        Parts {
+            ins: e.a.instructions(),
+            labels: &e.labels,
+            branches: &e.branches,
+            consts: &[],
+        }
+        .finish(&mut sc.enc, &mut sc.cache)
+    });
+    sc.a = e.a;
+    sc.a.set_prefer_vex(true);
+    SCRATCH.with(|x| *x.borrow_mut() = Some(sc));
+    Ok(r?.0)
 }
 
 impl Nway<'_> {
+    /// A new, unbound label.
+    fn label(&mut self) -> Label {
+        self.labels.push(usize::MAX);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `l` to the next instruction emitted.
+    fn bind(&mut self, l: Label) {
+        self.labels[l.0] = self.a.instructions().len();
+    }
+
+    /// A jump to `l` (when condition nibble `cc` holds): a `nop` placeholder until layout.
+    fn jump(&mut self, cc: Option<u8>, l: Label) -> R {
+        self.branches.push(Branch {
+            at: self.a.instructions().len(),
+            cc,
+            target: l.0,
+        });
+        Ok(self.a.nop()?)
+    }
+
     /// The first splat register (after the held groups' registers).
     fn splat0(&self) -> usize {
         SPLAT0 + UNROLL * self.groups.len()
@@ -203,13 +256,13 @@ impl Nway<'_> {
 
     fn kernel(&mut self) -> R {
         let w = self.spec.width;
-        let mut early = self.a.create_label();
+        let early = self.label();
         let rows = self.spec.rows;
         self.a.cmp(rdx, rcx)?;
-        self.a.jae(early)?;
+        self.jump(Some(0x3), early)?;
         if rows {
             self.a.test(r8, r8)?;
-            self.a.jz(early)?;
+            self.jump(Some(0x4), early)?;
         }
         for r in SAVED {
             self.a.push(r)?;
@@ -265,23 +318,23 @@ impl Nway<'_> {
         // loop leaves and the tail: each of them a block of `rax` elements, at most one
         // block's, under a lane mask; after the head (a flag in the red zone says so) the
         // non-temporal main loop follows. (Kernels half as long assemble in less time.)
-        let mut rest = self.a.create_label();
-        let plain = self.a.create_label();
-        let mut row = self.a.create_label();
-        let mut part = self.a.create_label();
+        let rest = self.label();
+        let plain = self.label();
+        let row = self.label();
+        let part = self.label();
         let nt = self.spec.nt;
         if rows {
-            self.a.set_label(&mut row)?;
+            self.bind(row);
             self.a.mov(r8, qword_ptr(rsp + 16))?;
         }
-        let main = self.a.create_label();
+        let main = self.label();
         if nt {
             // The head: elements until the output is 64-byte aligned (never, when its
             // elements are not aligned to their width: then no non-temporal store at all).
             self.a.lea(r10, ptr(rsi + r8 * w as u32))?;
             if w > 1 {
                 self.a.test(r10, (w - 1) as i32)?;
-                self.a.jnz(plain)?;
+                self.jump(Some(0x5), plain)?;
             }
             self.a.mov(rax, r10)?;
             self.a.neg(rax)?;
@@ -294,43 +347,39 @@ impl Nway<'_> {
             self.a.cmp(rax, r10)?;
             self.a.cmova(rax, r10)?;
             self.a.test(rax, rax)?;
-            self.a.jz(main)?;
+            self.jump(Some(0x4), main)?;
             self.a.mov(byte_ptr(rsp + HEAD_FLAG), 1)?;
-            self.a.jmp(part)?;
+            self.jump(None, part)?;
             self.loops(true, main, rest)?;
         }
         self.loops(false, plain, rest)?;
-        self.a.set_label(&mut rest)?;
-        // (One label per instruction: `more` is `rest` unless the flag is cleared first.)
-        let more = if nt {
+        self.bind(rest);
+        if nt {
             self.a.mov(byte_ptr(rsp + HEAD_FLAG), 0)?;
-            let mut m = self.a.create_label();
-            self.a.set_label(&mut m)?;
-            m
-        } else {
-            rest
-        };
-        let mut done = self.a.create_label();
+        }
+        let more = self.label();
+        self.bind(more);
+        let done = self.label();
         self.a.mov(rax, r9)?;
         self.a.sub(rax, r8)?;
-        self.a.jz(done)?;
+        self.jump(Some(0x4), done)?;
         self.a.mov(r10, self.n as i32 as i64)?;
         self.a.cmp(rax, r10)?;
         self.a.cmova(rax, r10)?;
-        self.a.set_label(&mut part)?;
+        self.bind(part);
         self.partial()?;
         self.a.add(r8, rax)?;
         if nt {
             self.a.cmp(byte_ptr(rsp + HEAD_FLAG), 0)?;
-            self.a.jne(main)?;
+            self.jump(Some(0x5), main)?;
         }
-        self.a.jmp(more)?;
-        self.a.set_label(&mut done)?;
+        self.jump(None, more)?;
+        self.bind(done);
         if rows {
             // The next row: every full operand's base and the output move by their strides.
-            let mut last = self.a.create_label();
+            let last = self.label();
             self.a.dec(qword_ptr(rsp))?;
-            self.a.jz(last)?;
+            self.jump(Some(0x4), last)?;
             self.a.mov(rax, qword_ptr(rsp + 8))?;
             for (j, l) in self.locs.clone().into_iter().enumerate() {
                 if let Loc::Base(r) = l
@@ -341,8 +390,8 @@ impl Nway<'_> {
             }
             self.a
                 .add(rsi, qword_ptr(rax + 8 * self.locs.len() as i32))?;
-            self.a.jmp(row)?;
-            self.a.set_label(&mut last)?;
+            self.jump(None, row)?;
+            self.bind(last);
             self.a.add(rsp, ROWS_FRAME)?;
         }
         if self.spec.nt {
@@ -354,16 +403,16 @@ impl Nway<'_> {
         for r in SAVED.into_iter().rev() {
             self.a.pop(r)?;
         }
-        self.a.set_label(&mut early)?;
+        self.bind(early);
         self.a.ret()?;
         Ok(())
     }
 
     /// The main loop of [`UNROLL`] blocks (non-temporal stores with `nt`), bound to `four`,
     /// while that many whole blocks remain; it ends by jumping to `out`.
-    fn loops(&mut self, nt: bool, mut four: CodeLabel, out: CodeLabel) -> R {
+    fn loops(&mut self, nt: bool, four: Label, out: Label) -> R {
         let n = self.n as i32;
-        self.a.set_label(&mut four)?;
+        self.bind(four);
         let unroll = if self.spec.branches.len() >= UNROLL_HALF_FROM {
             UNROLL / 2
         } else {
@@ -371,12 +420,12 @@ impl Nway<'_> {
         };
         self.a.lea(rax, ptr(r8 + unroll as i32 * n))?;
         self.a.cmp(rax, r9)?;
-        self.a.ja(out)?;
+        self.jump(Some(0x7), out)?;
         for u in 0..unroll {
             self.block(u, (u as i32) * n, false, nt)?;
         }
         self.a.add(r8, unroll as i32 * n)?;
-        self.a.jmp(four)?;
+        self.jump(None, four)?;
         Ok(())
     }
 

@@ -29,7 +29,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{EmitError, bug};
+use super::emitter::{Branch, EmitError, Label, bug};
+use super::encode::{MAX_CACHED, Parts, SCRATCH, Scratch, constant};
 use super::nway::{BASES, Loc, SAVED, compared};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
@@ -161,8 +162,12 @@ struct Nway<'s> {
     narrow: bool,
     /// The block's first element after `r8` (the main loop runs two blocks an iteration).
     disp: i32,
-    /// The constants read, with their labels.
-    consts: Vec<(Const, CodeLabel)>,
+    /// The constants read (placed after the code).
+    consts: Vec<Vec<u8>>,
+    /// Instruction index of each label (`usize::MAX` until bound), and the branches: laid out
+    /// and encoded as the two-way kernels' ([`Parts`]).
+    labels: Vec<usize>,
+    branches: Vec<Branch>,
 }
 
 /// The machine code of `spec`'s kernel.
@@ -170,8 +175,21 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
     if !covers(spec) {
         return Err(bug("an n-way spec the AVX2 emitter does not take"));
     }
+    // The thread's assembler, encoder and encodings, as the two-way kernels use them.
+    let mut sc = match SCRATCH.with(|s| s.borrow_mut().take()) {
+        Some(s) => s,
+        None => Scratch {
+            a: CodeAssembler::new(64)?,
+            enc: iced_x86::Encoder::new(64),
+            cache: Default::default(),
+        },
+    };
+    sc.a.reset();
+    if sc.cache.len() > MAX_CACHED {
+        sc.cache.clear();
+    }
     let mut e = Nway {
-        a: CodeAssembler::new(64)?,
+        a: sc.a,
         spec,
         locs: Vec::new(),
         flipped: Vec::new(),
@@ -180,13 +198,21 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         narrow: false,
         disp: 0,
         consts: Vec::new(),
+        labels: Vec::new(),
+        branches: Vec::new(),
     };
-    e.kernel()?;
-    for (c, mut l) in std::mem::take(&mut e.consts) {
-        e.a.set_label(&mut l)?;
-        e.a.db(&c.bytes())?;
-    }
-    Ok(e.a.assemble(0)?)
+    let r = e.kernel().and_then(|()| {
+        Parts {
+            ins: e.a.instructions(),
+            labels: &e.labels,
+            branches: &e.branches,
+            consts: &e.consts,
+        }
+        .finish(&mut sc.enc, &mut sc.cache)
+    });
+    sc.a = e.a;
+    SCRATCH.with(|x| *x.borrow_mut() = Some(sc));
+    Ok(r?.0)
 }
 
 /// `$body` with `$t` the register table of the current vectors (xmm one element at a time,
@@ -206,9 +232,9 @@ macro_rules! v {
 impl Nway<'_> {
     fn kernel(&mut self) -> R {
         let w = self.spec.width;
-        let mut early = self.a.create_label();
+        let early = self.label();
         self.a.cmp(rdx, rcx)?;
-        self.a.jae(early)?;
+        self.jump(Some(0x3), early)?;
         for r in SAVED {
             self.a.push(r)?;
         }
@@ -265,17 +291,17 @@ impl Nway<'_> {
             }
             j += b.cond.forms().len() + 1;
         }
-        let mut tail = self.a.create_label();
-        let plain = self.a.create_label();
+        let tail = self.label();
+        let plain = self.label();
         if self.spec.nt {
             // The head: elements until the output is 32-byte aligned (never, when its
             // elements are not aligned to their width: then no non-temporal store at all).
-            let mut head = self.a.create_label();
-            let main = self.a.create_label();
+            let head = self.label();
+            let main = self.label();
             self.a.lea(r10, ptr(rsi + r8 * w as u32))?;
             if w > 1 {
                 self.a.test(r10, (w - 1) as i32)?;
-                self.a.jnz(plain)?;
+                self.jump(Some(0x5), plain)?;
             }
             self.a.neg(r10)?;
             self.a.and(r10, 31)?;
@@ -285,63 +311,63 @@ impl Nway<'_> {
             self.a.add(r10, r8)?;
             self.a.cmp(r10, r9)?;
             self.a.cmova(r10, r9)?;
-            self.a.set_label(&mut head)?;
+            self.bind(head);
             self.a.cmp(r8, r10)?;
-            self.a.jae(main)?;
+            self.jump(Some(0x3), main)?;
             self.element()?;
             self.a.inc(r8)?;
-            self.a.jmp(head)?;
-            let mut nt_out = self.a.create_label();
+            self.jump(None, head)?;
+            let nt_out = self.label();
             self.blocks(true, main, nt_out)?;
-            self.a.set_label(&mut nt_out)?;
+            self.bind(nt_out);
             self.a.sfence()?;
-            self.a.jmp(tail)?;
+            self.jump(None, tail)?;
         }
         self.blocks(false, plain, tail)?;
-        self.a.set_label(&mut tail)?;
-        let mut done = self.a.create_label();
+        self.bind(tail);
+        let done = self.label();
         self.a.cmp(r8, r9)?;
-        self.a.jae(done)?;
+        self.jump(Some(0x3), done)?;
         self.element()?;
         self.a.inc(r8)?;
-        self.a.jmp(tail)?;
-        self.a.set_label(&mut done)?;
+        self.jump(None, tail)?;
+        self.bind(done);
         self.a.vzeroupper()?;
         for r in SAVED.into_iter().rev() {
             self.a.pop(r)?;
         }
-        self.a.set_label(&mut early)?;
+        self.bind(early);
         self.a.ret()?;
         Ok(())
     }
 
     /// Whole blocks (non-temporal stores with `nt`), two an iteration, then one if one remains;
     /// the first instruction bound to `top`; it ends by jumping to `out`.
-    fn blocks(&mut self, nt: bool, mut top: CodeLabel, out: CodeLabel) -> R {
+    fn blocks(&mut self, nt: bool, top: Label, out: Label) -> R {
         let n = self.n as i32;
-        let mut one = self.a.create_label();
-        let mut two = self.a.create_label();
-        self.a.set_label(&mut top)?;
+        let one = self.label();
+        let two = self.label();
+        self.bind(top);
         // r10: the last index from which two blocks fit.
         self.a.mov(r10, r9)?;
         self.a.sub(r10, 2 * n)?;
-        self.a.jb(one)?;
+        self.jump(Some(0x2), one)?;
         self.a.cmp(r8, r10)?;
-        self.a.ja(one)?;
-        self.a.set_label(&mut two)?;
+        self.jump(Some(0x7), one)?;
+        self.bind(two);
         for u in 0..2 {
             self.block(nt, u * n)?;
         }
         self.a.add(r8, 2 * n)?;
         self.a.cmp(r8, r10)?;
-        self.a.jbe(two)?;
-        self.a.set_label(&mut one)?;
+        self.jump(Some(0x6), two)?;
+        self.bind(one);
         self.a.lea(r10, ptr(r8 + n))?;
         self.a.cmp(r10, r9)?;
-        self.a.ja(out)?;
+        self.jump(Some(0x7), out)?;
         self.block(nt, 0)?;
         self.a.add(r8, n)?;
-        self.a.jmp(out)?;
+        self.jump(None, out)?;
         Ok(())
     }
 
@@ -424,17 +450,30 @@ impl Nway<'_> {
         Ok(())
     }
 
-    /// The label of constant `c`.
+    /// The operand of constant `c`.
     fn constant(&mut self, c: Const) -> AsmMemoryOperand {
-        let l = match self.consts.iter().find(|(k, _)| *k == c) {
-            Some(&(_, l)) => l,
-            None => {
-                let l = self.a.create_label();
-                self.consts.push((c, l));
-                l
-            }
-        };
-        ptr(l)
+        constant(&mut self.consts, &c.bytes())
+    }
+
+    /// A new, unbound label.
+    fn label(&mut self) -> Label {
+        self.labels.push(usize::MAX);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `l` to the next instruction emitted.
+    fn bind(&mut self, l: Label) {
+        self.labels[l.0] = self.a.instructions().len();
+    }
+
+    /// A jump to `l` (when condition nibble `cc` holds): a `nop` placeholder until layout.
+    fn jump(&mut self, cc: Option<u8>, l: Label) -> R {
+        self.branches.push(Branch {
+            at: self.a.instructions().len(),
+            cc,
+            target: l.0,
+        });
+        Ok(self.a.nop()?)
     }
 
     /// Operand `j` (elements of `ow` bytes) in a vector register: its splat's, or loaded into
