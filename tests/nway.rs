@@ -266,8 +266,8 @@ fn gen_case(seed: u64, big: bool) -> Case {
 }
 
 /// Makes some of `c`'s buffers one: each (but the first value, which spans the output) with a
-/// chance of a quarter becomes an earlier buffer of its element width, so that one buffer is
-/// several operands of the call (a kernel may load it once for all).
+/// chance of a quarter becomes an earlier buffer of its element width and shape, so that one
+/// buffer is several operands of the call (a kernel may load it once for all).
 fn share(r: &mut Rng, c: &mut Case) {
     let dw = c.dtype.width();
     let mut bufs: Vec<(usize, &mut Buf)> = Vec::new();
@@ -298,7 +298,8 @@ fn share(r: &mut Rng, c: &mut Case) {
             continue;
         }
         let w = bufs[j].0;
-        if let Some(i) = (0..j).find(|&i| bufs[i].0 == w) {
+        // Of the same width and shape: the call's broadcast stays as it was.
+        if let Some(i) = (0..j).find(|&i| bufs[i].0 == w && bufs[i].1.shape == bufs[j].1.shape) {
             let b = bufs[i].1.clone();
             *bufs[j].1 = b;
         }
@@ -928,14 +929,17 @@ fn avx2_case(seed: u64, n: usize) -> Case {
     if !any {
         values[0] = ValSpec::Buf(full(&mut r, dtype));
     }
-    Case {
+    let mut c = Case {
         init: avx2_elems(&mut r, dtype, n),
         dtype,
         out_shape,
         conds,
         values,
         default,
-    }
+    };
+    // Some buffers made one (operands that share a base register).
+    share(&mut r, &mut c);
+    c
 }
 
 /// [`run`] with the output `off` bytes into a buffer (its alignment varies); checks that no byte

@@ -111,7 +111,7 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
 
 /// The first operand that operand `j` shares its buffer with ([`NwaySpec::same`]), `j` when
 /// none.
-fn first_of(spec: &NwaySpec, j: usize) -> usize {
+pub(super) fn first_of(spec: &NwaySpec, j: usize) -> usize {
     spec.same.get(j).map_or(j, |&f| f as usize)
 }
 

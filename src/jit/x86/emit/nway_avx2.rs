@@ -31,7 +31,7 @@ use iced_x86::code_asm::*;
 
 use super::emitter::{Branch, EmitError, Label, bug};
 use super::encode::{MAX_CACHED, Parts, SCRATCH, Scratch, constant};
-use super::nway::{BASES, Loc, SAVED, compared};
+use super::nway::{BASES, Loc, SAVED, compared, first_of};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -128,7 +128,8 @@ fn splat0(spec: &NwaySpec) -> usize {
 /// Whether the AVX2 n-way emitter takes `spec`: flat ([`NwayFn`](crate::kernel::nway::NwayFn)
 /// kernels, not rows); elements of 1 to 8 bytes; conditions of masks,
 /// of integer and f32 / f64 dtypes no wider than the output's elements (tests of integers of
-/// any), at most ten full operands and as many splats as vector registers remain.
+/// any), at most ten buffers of full operands (operands of one buffer share its base
+/// register) and as many splats as vector registers remain.
 pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     let w = spec.width;
     let conds_ok = spec.branches.iter().all(|b| match b.cond {
@@ -138,10 +139,16 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     });
     let forms = spec.forms();
     let full = forms.iter().filter(|f| **f == Form::Full).count();
+    // Operands that share a buffer share its base register.
+    let bases = forms
+        .iter()
+        .enumerate()
+        .filter(|&(j, f)| *f == Form::Full && first_of(spec, j) == j)
+        .count();
     !spec.rows
         && [1, 2, 4, 8].contains(&w)
         && conds_ok
-        && full <= BASES.len()
+        && bases <= BASES.len()
         && forms.len() - full <= VREGS - splat0(spec)
 }
 
@@ -261,13 +268,20 @@ impl Nway<'_> {
                     splats += 1;
                 }
                 Form::Full => {
-                    self.locs.push(Loc::Base(BASES[bases]));
-                    bases += 1;
+                    let first = first_of(self.spec, j);
+                    if first < j {
+                        self.locs.push(self.locs[first]);
+                    } else {
+                        self.locs.push(Loc::Base(BASES[bases]));
+                        bases += 1;
+                    }
                 }
             }
         }
         for (j, l) in self.locs.clone().into_iter().enumerate() {
-            if let Loc::Base(r) = l {
+            if let Loc::Base(r) = l
+                && first_of(self.spec, j) == j
+            {
                 self.a.mov(r, qword_ptr(rax + 8 * j as i32))?;
             }
         }
