@@ -106,11 +106,10 @@ pub(super) struct Emitter<'s> {
     /// What the code knows about the row length.
     pub n: Bounds,
     pub(super) rank: usize,
-    /// Instruction index of each label, `usize::MAX` until bound.
-    pub(super) labels: Vec<usize>,
+    /// Labels and branches.
+    pub(super) flow: super::encode::Flow,
     /// Constants placed after the code.
     pub(super) consts: Vec<Vec<u8>>,
-    pub(super) branches: Vec<Branch>,
     /// then/else: every stride is 0, so the operand is splatted once per kernel.
     pub invariant: [bool; 2],
     /// The row's main loop may start past element 0 (after a head that aligns the output), so

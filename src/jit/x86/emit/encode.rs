@@ -31,29 +31,80 @@ pub(super) struct Scratch {
 }
 
 thread_local! {
-    pub(super) static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
+    static SCRATCH: std::cell::RefCell<Option<Scratch>> = const { std::cell::RefCell::new(None) };
 }
 
-impl Emitter<'_> {
+impl Scratch {
+    /// The thread's scratch (new for its first kernel), its assembler emptied, its encodings
+    /// dropped when they passed [`MAX_CACHED`]. Give it back with [`Scratch::put`].
+    pub(super) fn take() -> Result<Scratch, EmitError> {
+        let mut s = match SCRATCH.with(|s| s.borrow_mut().take()) {
+            Some(s) => s,
+            None => Scratch {
+                a: CodeAssembler::new(64)?,
+                enc: Encoder::new(64),
+                cache: Default::default(),
+            },
+        };
+        s.a.reset();
+        if s.cache.len() > MAX_CACHED {
+            s.cache.clear();
+        }
+        Ok(s)
+    }
+
+    /// Keeps `self` for the thread's next kernel.
+    pub(super) fn put(self) {
+        SCRATCH.with(|x| *x.borrow_mut() = Some(self));
+    }
+}
+
+/// A kernel's labels (the instruction index each is bound to, `usize::MAX` until bound) and
+/// branches (`nop` placeholders in the instruction stream, laid out by [`Parts::finish`]).
+#[derive(Default)]
+pub(super) struct Flow {
+    pub labels: Vec<usize>,
+    pub branches: Vec<Branch>,
+}
+
+impl Flow {
     /// A new, unbound label.
     pub(super) fn label(&mut self) -> Label {
         self.labels.push(usize::MAX);
         Label(self.labels.len() - 1)
     }
 
+    /// Binds `l` to the next instruction `a` emits.
+    pub(super) fn bind(&mut self, a: &CodeAssembler, l: Label) {
+        self.labels[l.0] = a.instructions().len();
+    }
+
+    /// A jump to `l` (when condition nibble `cc` holds, else always): a `nop` placeholder in
+    /// `a`'s stream.
+    pub(super) fn jump(&mut self, a: &mut CodeAssembler, cc: Option<u8>, l: Label) -> R {
+        self.branches.push(Branch {
+            at: a.instructions().len(),
+            cc,
+            target: l.0,
+        });
+        Ok(a.nop()?)
+    }
+}
+
+impl Emitter<'_> {
+    /// A new, unbound label.
+    pub(super) fn label(&mut self) -> Label {
+        self.flow.label()
+    }
+
     /// Binds `l` to the next instruction emitted.
     pub(super) fn bind(&mut self, l: Label) {
-        self.labels[l.0] = self.a.instructions().len();
+        self.flow.bind(&self.a, l);
     }
 
     /// A branch to `l`: a `nop` placeholder in the instruction stream, laid out by [`Self::finish`].
     fn branch(&mut self, cc: Option<u8>, l: Label) -> R {
-        self.branches.push(Branch {
-            at: self.a.instructions().len(),
-            cc,
-            target: l.0,
-        });
-        Ok(self.a.nop()?)
+        self.flow.jump(&mut self.a, cc, l)
     }
     /// A jump to `l` when `cc` holds.
     pub(super) fn jcc(&mut self, cc: super::regs::Cc, l: Label) -> R {
@@ -99,8 +150,7 @@ impl Emitter<'_> {
     ) -> Result<(Vec<u8>, usize), EmitError> {
         Parts {
             ins: self.a.instructions(),
-            labels: &self.labels,
-            branches: &self.branches,
+            flow: &self.flow,
             consts: &self.consts,
         }
         .finish(enc, cache)
@@ -112,8 +162,7 @@ impl Emitter<'_> {
 /// constants: what [`Parts::finish`] lays out and encodes. The n-way emitters use it too.
 pub(super) struct Parts<'p> {
     pub ins: &'p [Instruction],
-    pub labels: &'p [usize],
-    pub branches: &'p [Branch],
+    pub flow: &'p Flow,
     pub consts: &'p [Vec<u8>],
 }
 
@@ -139,7 +188,7 @@ impl Parts<'_> {
     /// Whether each instruction is a branch placeholder.
     fn branch_flags(&self) -> Vec<bool> {
         let mut is_branch = vec![false; self.ins.len()];
-        for b in self.branches {
+        for b in &self.flow.branches {
             is_branch[b.at] = true;
         }
         is_branch
@@ -222,11 +271,11 @@ impl Parts<'_> {
                 at[i + 1] = at[i] + size[i];
             }
             let mut grew = false;
-            for b in self.branches {
+            for b in &self.flow.branches {
                 if size[b.at] != 2 {
                     continue;
                 }
-                let target = self.labels[b.target];
+                let target = self.flow.labels[b.target];
                 if target == usize::MAX || target > n {
                     return Err(bug("branch to an unbound label"));
                 }
@@ -252,9 +301,9 @@ impl Parts<'_> {
         let mut bi = 0;
         for (i, &branch) in is_branch.iter().enumerate() {
             if branch {
-                let b = &self.branches[bi];
+                let b = &self.flow.branches[bi];
                 bi += 1;
-                let target = at[self.labels[b.target]] as i64;
+                let target = at[self.flow.labels[b.target]] as i64;
                 let next = (at[i] + size[i]) as i64;
                 let d = target - next;
                 match (size[i], b.cc) {

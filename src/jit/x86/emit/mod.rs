@@ -87,7 +87,7 @@ use avx2::Avx2;
 use avx512::Avx512;
 use emitter::{Bounds, Emitter};
 pub(super) use emitter::{EmitError, Kind};
-use encode::{Encoded, MAX_CACHED, SCRATCH, Scratch};
+use encode::{Encoded, Scratch};
 use isa::VecIsa;
 pub(super) use nway::{covers as covers_nway, emit as emit_nway};
 pub(super) use nway_avx2::{covers as covers_nway_avx2, emit as emit_nway_avx2};
@@ -200,22 +200,11 @@ fn emit_kernel_of<I: VecIsa>(
     generic: bool,
     kind: Kind,
 ) -> Result<(Vec<u8>, usize), EmitError> {
-    let mut s = match SCRATCH.with(|s| s.borrow_mut().take()) {
-        Some(s) => s,
-        None => Scratch {
-            a: CodeAssembler::new(64)?,
-            enc: Encoder::new(64),
-            cache: Default::default(),
-        },
-    };
-    s.a.reset();
-    if s.cache.len() > MAX_CACHED {
-        s.cache.clear();
-    }
+    let mut s = Scratch::take()?;
     let mut e = Emitter::new::<I>(s.a, sig, generic, kind);
     let r = e.emit_all::<I>(&mut s.enc, &mut s.cache);
     s.a = e.a;
-    SCRATCH.with(|x| *x.borrow_mut() = Some(s));
+    s.put();
     r
 }
 
@@ -240,9 +229,8 @@ impl<'s> Emitter<'s> {
             shape,
             n,
             rank,
-            labels: Vec::new(),
+            flow: Default::default(),
             consts: Vec::new(),
-            branches: Vec::new(),
             invariant,
             unaligned_end: false,
             packed: false,

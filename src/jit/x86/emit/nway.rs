@@ -29,8 +29,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Branch, EmitError, Label, bug};
-use super::encode::{MAX_CACHED, Parts, SCRATCH, Scratch};
+use super::emitter::{EmitError, Label, bug};
+use super::encode::{Flow, Parts, Scratch};
 use super::regs::{K, XMM, YMM, ZMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -167,10 +167,8 @@ struct Nway<'s> {
     held: Vec<Option<usize>>,
     /// Each held group's first operand and its element width.
     groups: Vec<(usize, usize)>,
-    /// Instruction index of each label (`usize::MAX` until bound), and the branches: laid out
-    /// and encoded as the two-way kernels' ([`Parts`]).
-    labels: Vec<usize>,
-    branches: Vec<Branch>,
+    /// Labels and branches: laid out and encoded as the two-way kernels' ([`Parts`]).
+    flow: Flow,
 }
 
 /// The machine code of `spec`'s kernel.
@@ -181,18 +179,7 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
     // The thread's assembler, encoder and encodings, as the two-way kernels use them: each
     // instruction encoded once per thread, branches laid out without iced's block encoder
     // (half of a new kernel's time).
-    let mut sc = match SCRATCH.with(|s| s.borrow_mut().take()) {
-        Some(s) => s,
-        None => Scratch {
-            a: CodeAssembler::new(64)?,
-            enc: iced_x86::Encoder::new(64),
-            cache: Default::default(),
-        },
-    };
-    sc.a.reset();
-    if sc.cache.len() > MAX_CACHED {
-        sc.cache.clear();
-    }
+    let mut sc = Scratch::take()?;
     sc.a.set_prefer_vex(false);
     let vbytes = BLOCK_BYTES;
     let (held, groups) = held_groups(spec);
@@ -204,46 +191,23 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         vbytes,
         held,
         groups,
-        labels: Vec::new(),
-        branches: Vec::new(),
+        flow: Flow::default(),
     };
     let r = e.kernel().and_then(|()| {
         Parts {
             ins: e.a.instructions(),
-            labels: &e.labels,
-            branches: &e.branches,
+            flow: &e.flow,
             consts: &[],
         }
         .finish(&mut sc.enc, &mut sc.cache)
     });
     sc.a = e.a;
     sc.a.set_prefer_vex(true);
-    SCRATCH.with(|x| *x.borrow_mut() = Some(sc));
+    sc.put();
     Ok(r?.0)
 }
 
 impl Nway<'_> {
-    /// A new, unbound label.
-    fn label(&mut self) -> Label {
-        self.labels.push(usize::MAX);
-        Label(self.labels.len() - 1)
-    }
-
-    /// Binds `l` to the next instruction emitted.
-    fn bind(&mut self, l: Label) {
-        self.labels[l.0] = self.a.instructions().len();
-    }
-
-    /// A jump to `l` (when condition nibble `cc` holds): a `nop` placeholder until layout.
-    fn jump(&mut self, cc: Option<u8>, l: Label) -> R {
-        self.branches.push(Branch {
-            at: self.a.instructions().len(),
-            cc,
-            target: l.0,
-        });
-        Ok(self.a.nop()?)
-    }
-
     /// The first splat register (after the held groups' registers).
     fn splat0(&self) -> usize {
         SPLAT0 + UNROLL * self.groups.len()
@@ -256,13 +220,13 @@ impl Nway<'_> {
 
     fn kernel(&mut self) -> R {
         let w = self.spec.width;
-        let early = self.label();
+        let early = self.flow.label();
         let rows = self.spec.rows;
         self.a.cmp(rdx, rcx)?;
-        self.jump(Some(0x3), early)?;
+        self.flow.jump(&mut self.a, Some(0x3), early)?;
         if rows {
             self.a.test(r8, r8)?;
-            self.jump(Some(0x4), early)?;
+            self.flow.jump(&mut self.a, Some(0x4), early)?;
         }
         for r in SAVED {
             self.a.push(r)?;
@@ -318,23 +282,23 @@ impl Nway<'_> {
         // loop leaves and the tail: each of them a block of `rax` elements, at most one
         // block's, under a lane mask; after the head (a flag in the red zone says so) the
         // non-temporal main loop follows. (Kernels half as long assemble in less time.)
-        let rest = self.label();
-        let plain = self.label();
-        let row = self.label();
-        let part = self.label();
+        let rest = self.flow.label();
+        let plain = self.flow.label();
+        let row = self.flow.label();
+        let part = self.flow.label();
         let nt = self.spec.nt;
         if rows {
-            self.bind(row);
+            self.flow.bind(&self.a, row);
             self.a.mov(r8, qword_ptr(rsp + 16))?;
         }
-        let main = self.label();
+        let main = self.flow.label();
         if nt {
             // The head: elements until the output is 64-byte aligned (never, when its
             // elements are not aligned to their width: then no non-temporal store at all).
             self.a.lea(r10, ptr(rsi + r8 * w as u32))?;
             if w > 1 {
                 self.a.test(r10, (w - 1) as i32)?;
-                self.jump(Some(0x5), plain)?;
+                self.flow.jump(&mut self.a, Some(0x5), plain)?;
             }
             self.a.mov(rax, r10)?;
             self.a.neg(rax)?;
@@ -347,39 +311,39 @@ impl Nway<'_> {
             self.a.cmp(rax, r10)?;
             self.a.cmova(rax, r10)?;
             self.a.test(rax, rax)?;
-            self.jump(Some(0x4), main)?;
+            self.flow.jump(&mut self.a, Some(0x4), main)?;
             self.a.mov(byte_ptr(rsp + HEAD_FLAG), 1)?;
-            self.jump(None, part)?;
+            self.flow.jump(&mut self.a, None, part)?;
             self.loops(true, main, rest)?;
         }
         self.loops(false, plain, rest)?;
-        self.bind(rest);
+        self.flow.bind(&self.a, rest);
         if nt {
             self.a.mov(byte_ptr(rsp + HEAD_FLAG), 0)?;
         }
-        let more = self.label();
-        self.bind(more);
-        let done = self.label();
+        let more = self.flow.label();
+        self.flow.bind(&self.a, more);
+        let done = self.flow.label();
         self.a.mov(rax, r9)?;
         self.a.sub(rax, r8)?;
-        self.jump(Some(0x4), done)?;
+        self.flow.jump(&mut self.a, Some(0x4), done)?;
         self.a.mov(r10, self.n as i32 as i64)?;
         self.a.cmp(rax, r10)?;
         self.a.cmova(rax, r10)?;
-        self.bind(part);
+        self.flow.bind(&self.a, part);
         self.partial()?;
         self.a.add(r8, rax)?;
         if nt {
             self.a.cmp(byte_ptr(rsp + HEAD_FLAG), 0)?;
-            self.jump(Some(0x5), main)?;
+            self.flow.jump(&mut self.a, Some(0x5), main)?;
         }
-        self.jump(None, more)?;
-        self.bind(done);
+        self.flow.jump(&mut self.a, None, more)?;
+        self.flow.bind(&self.a, done);
         if rows {
             // The next row: every full operand's base and the output move by their strides.
-            let last = self.label();
+            let last = self.flow.label();
             self.a.dec(qword_ptr(rsp))?;
-            self.jump(Some(0x4), last)?;
+            self.flow.jump(&mut self.a, Some(0x4), last)?;
             self.a.mov(rax, qword_ptr(rsp + 8))?;
             for (j, l) in self.locs.clone().into_iter().enumerate() {
                 if let Loc::Base(r) = l
@@ -390,8 +354,8 @@ impl Nway<'_> {
             }
             self.a
                 .add(rsi, qword_ptr(rax + 8 * self.locs.len() as i32))?;
-            self.jump(None, row)?;
-            self.bind(last);
+            self.flow.jump(&mut self.a, None, row)?;
+            self.flow.bind(&self.a, last);
             self.a.add(rsp, ROWS_FRAME)?;
         }
         if self.spec.nt {
@@ -403,7 +367,7 @@ impl Nway<'_> {
         for r in SAVED.into_iter().rev() {
             self.a.pop(r)?;
         }
-        self.bind(early);
+        self.flow.bind(&self.a, early);
         self.a.ret()?;
         Ok(())
     }
@@ -412,7 +376,7 @@ impl Nway<'_> {
     /// while that many whole blocks remain; it ends by jumping to `out`.
     fn loops(&mut self, nt: bool, four: Label, out: Label) -> R {
         let n = self.n as i32;
-        self.bind(four);
+        self.flow.bind(&self.a, four);
         let unroll = if self.spec.branches.len() >= UNROLL_HALF_FROM {
             UNROLL / 2
         } else {
@@ -420,12 +384,12 @@ impl Nway<'_> {
         };
         self.a.lea(rax, ptr(r8 + unroll as i32 * n))?;
         self.a.cmp(rax, r9)?;
-        self.jump(Some(0x7), out)?;
+        self.flow.jump(&mut self.a, Some(0x7), out)?;
         for u in 0..unroll {
             self.block(u, (u as i32) * n, false, nt)?;
         }
         self.a.add(r8, unroll as i32 * n)?;
-        self.jump(None, four)?;
+        self.flow.jump(&mut self.a, None, four)?;
         Ok(())
     }
 

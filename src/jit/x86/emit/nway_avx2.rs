@@ -29,8 +29,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{Branch, EmitError, Label, bug};
-use super::encode::{MAX_CACHED, Parts, SCRATCH, Scratch, constant};
+use super::emitter::{EmitError, Label, bug};
+use super::encode::{Flow, Parts, Scratch, constant};
 use super::nway::{BASES, Loc, SAVED, compared, first_of};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
@@ -171,10 +171,8 @@ struct Nway<'s> {
     disp: i32,
     /// The constants read (placed after the code).
     consts: Vec<Vec<u8>>,
-    /// Instruction index of each label (`usize::MAX` until bound), and the branches: laid out
-    /// and encoded as the two-way kernels' ([`Parts`]).
-    labels: Vec<usize>,
-    branches: Vec<Branch>,
+    /// Labels and branches: laid out and encoded as the two-way kernels' ([`Parts`]).
+    flow: Flow,
 }
 
 /// The machine code of `spec`'s kernel.
@@ -183,18 +181,7 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         return Err(bug("an n-way spec the AVX2 emitter does not take"));
     }
     // The thread's assembler, encoder and encodings, as the two-way kernels use them.
-    let mut sc = match SCRATCH.with(|s| s.borrow_mut().take()) {
-        Some(s) => s,
-        None => Scratch {
-            a: CodeAssembler::new(64)?,
-            enc: iced_x86::Encoder::new(64),
-            cache: Default::default(),
-        },
-    };
-    sc.a.reset();
-    if sc.cache.len() > MAX_CACHED {
-        sc.cache.clear();
-    }
+    let mut sc = Scratch::take()?;
     let mut e = Nway {
         a: sc.a,
         spec,
@@ -205,20 +192,18 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         narrow: false,
         disp: 0,
         consts: Vec::new(),
-        labels: Vec::new(),
-        branches: Vec::new(),
+        flow: Flow::default(),
     };
     let r = e.kernel().and_then(|()| {
         Parts {
             ins: e.a.instructions(),
-            labels: &e.labels,
-            branches: &e.branches,
+            flow: &e.flow,
             consts: &e.consts,
         }
         .finish(&mut sc.enc, &mut sc.cache)
     });
     sc.a = e.a;
-    SCRATCH.with(|x| *x.borrow_mut() = Some(sc));
+    sc.put();
     Ok(r?.0)
 }
 
@@ -239,9 +224,9 @@ macro_rules! v {
 impl Nway<'_> {
     fn kernel(&mut self) -> R {
         let w = self.spec.width;
-        let early = self.label();
+        let early = self.flow.label();
         self.a.cmp(rdx, rcx)?;
-        self.jump(Some(0x3), early)?;
+        self.flow.jump(&mut self.a, Some(0x3), early)?;
         for r in SAVED {
             self.a.push(r)?;
         }
@@ -305,17 +290,17 @@ impl Nway<'_> {
             }
             j += b.cond.forms().len() + 1;
         }
-        let tail = self.label();
-        let plain = self.label();
+        let tail = self.flow.label();
+        let plain = self.flow.label();
         if self.spec.nt {
             // The head: elements until the output is 32-byte aligned (never, when its
             // elements are not aligned to their width: then no non-temporal store at all).
-            let head = self.label();
-            let main = self.label();
+            let head = self.flow.label();
+            let main = self.flow.label();
             self.a.lea(r10, ptr(rsi + r8 * w as u32))?;
             if w > 1 {
                 self.a.test(r10, (w - 1) as i32)?;
-                self.jump(Some(0x5), plain)?;
+                self.flow.jump(&mut self.a, Some(0x5), plain)?;
             }
             self.a.neg(r10)?;
             self.a.and(r10, 31)?;
@@ -325,32 +310,32 @@ impl Nway<'_> {
             self.a.add(r10, r8)?;
             self.a.cmp(r10, r9)?;
             self.a.cmova(r10, r9)?;
-            self.bind(head);
+            self.flow.bind(&self.a, head);
             self.a.cmp(r8, r10)?;
-            self.jump(Some(0x3), main)?;
+            self.flow.jump(&mut self.a, Some(0x3), main)?;
             self.element()?;
             self.a.inc(r8)?;
-            self.jump(None, head)?;
-            let nt_out = self.label();
+            self.flow.jump(&mut self.a, None, head)?;
+            let nt_out = self.flow.label();
             self.blocks(true, main, nt_out)?;
-            self.bind(nt_out);
+            self.flow.bind(&self.a, nt_out);
             self.a.sfence()?;
-            self.jump(None, tail)?;
+            self.flow.jump(&mut self.a, None, tail)?;
         }
         self.blocks(false, plain, tail)?;
-        self.bind(tail);
-        let done = self.label();
+        self.flow.bind(&self.a, tail);
+        let done = self.flow.label();
         self.a.cmp(r8, r9)?;
-        self.jump(Some(0x3), done)?;
+        self.flow.jump(&mut self.a, Some(0x3), done)?;
         self.element()?;
         self.a.inc(r8)?;
-        self.jump(None, tail)?;
-        self.bind(done);
+        self.flow.jump(&mut self.a, None, tail)?;
+        self.flow.bind(&self.a, done);
         self.a.vzeroupper()?;
         for r in SAVED.into_iter().rev() {
             self.a.pop(r)?;
         }
-        self.bind(early);
+        self.flow.bind(&self.a, early);
         self.a.ret()?;
         Ok(())
     }
@@ -359,29 +344,29 @@ impl Nway<'_> {
     /// the first instruction bound to `top`; it ends by jumping to `out`.
     fn blocks(&mut self, nt: bool, top: Label, out: Label) -> R {
         let n = self.n as i32;
-        let one = self.label();
-        let two = self.label();
-        self.bind(top);
+        let one = self.flow.label();
+        let two = self.flow.label();
+        self.flow.bind(&self.a, top);
         // r10: the last index from which two blocks fit.
         self.a.mov(r10, r9)?;
         self.a.sub(r10, 2 * n)?;
-        self.jump(Some(0x2), one)?;
+        self.flow.jump(&mut self.a, Some(0x2), one)?;
         self.a.cmp(r8, r10)?;
-        self.jump(Some(0x7), one)?;
-        self.bind(two);
+        self.flow.jump(&mut self.a, Some(0x7), one)?;
+        self.flow.bind(&self.a, two);
         for u in 0..2 {
             self.block(nt, u * n)?;
         }
         self.a.add(r8, 2 * n)?;
         self.a.cmp(r8, r10)?;
-        self.jump(Some(0x6), two)?;
-        self.bind(one);
+        self.flow.jump(&mut self.a, Some(0x6), two)?;
+        self.flow.bind(&self.a, one);
         self.a.lea(r10, ptr(r8 + n))?;
         self.a.cmp(r10, r9)?;
-        self.jump(Some(0x7), out)?;
+        self.flow.jump(&mut self.a, Some(0x7), out)?;
         self.block(nt, 0)?;
         self.a.add(r8, n)?;
-        self.jump(None, out)?;
+        self.flow.jump(&mut self.a, None, out)?;
         Ok(())
     }
 
@@ -467,27 +452,6 @@ impl Nway<'_> {
     /// The operand of constant `c`.
     fn constant(&mut self, c: Const) -> AsmMemoryOperand {
         constant(&mut self.consts, &c.bytes())
-    }
-
-    /// A new, unbound label.
-    fn label(&mut self) -> Label {
-        self.labels.push(usize::MAX);
-        Label(self.labels.len() - 1)
-    }
-
-    /// Binds `l` to the next instruction emitted.
-    fn bind(&mut self, l: Label) {
-        self.labels[l.0] = self.a.instructions().len();
-    }
-
-    /// A jump to `l` (when condition nibble `cc` holds): a `nop` placeholder until layout.
-    fn jump(&mut self, cc: Option<u8>, l: Label) -> R {
-        self.branches.push(Branch {
-            at: self.a.instructions().len(),
-            cc,
-            target: l.0,
-        });
-        Ok(self.a.nop()?)
     }
 
     /// Operand `j` (elements of `ow` bytes) in a vector register: its splat's, or loaded into
