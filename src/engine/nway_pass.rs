@@ -116,6 +116,20 @@ struct Last {
 /// Runs a thread counts before adding them to its engine's count.
 const RUNS_BATCH: u64 = 64;
 
+impl Last {
+    /// Counts one run, added to the engine's count with the thread's pending ones every
+    /// [`RUNS_BATCH`].
+    fn count(&self) {
+        let n = self.pending.get() + 1;
+        if n == RUNS_BATCH {
+            self.counter.fetch_add(n, Ordering::Relaxed);
+            self.pending.set(0);
+        } else {
+            self.pending.set(n);
+        }
+    }
+}
+
 impl Drop for Last {
     fn drop(&mut self) {
         self.counter
@@ -390,13 +404,7 @@ impl Engine {
     fn count_nway_run(&self) {
         let counted = LAST.with(|l| match &*l.borrow() {
             Some(last) if last.engine == self.id => {
-                let n = last.pending.get() + 1;
-                if n == RUNS_BATCH {
-                    last.counter.fetch_add(n, Ordering::Relaxed);
-                    last.pending.set(0);
-                } else {
-                    last.pending.set(n);
-                }
+                last.count();
                 true
             }
             _ => false,
@@ -453,13 +461,7 @@ impl Engine {
                 Some(last) if last.engine == self.id && last.spec == flat.spec => {
                     // SAFETY: see above (the thread's last kernel is of this spec).
                     unsafe { last.kernel.run(ptrs, op, 0, flat.n) };
-                    let n = last.pending.get() + 1;
-                    if n == RUNS_BATCH {
-                        last.counter.fetch_add(n, Ordering::Relaxed);
-                        last.pending.set(0);
-                    } else {
-                        last.pending.set(n);
-                    }
+                    last.count();
                     true
                 }
                 _ => false,

@@ -894,14 +894,7 @@ fn verify(arch: &Arch) -> Result<String, String> {
     let nway_kernels = set.len() - before;
     assert!(nway_kernels >= 200, "only {nway_kernels} n-way kernels");
     let dir = tempfile::tempdir().unwrap();
-    let opts = ExportOptions {
-        isa_flags: arch
-            .isa_flags
-            .map(|f| f.iter().map(|s| s.to_string()).collect()),
-        ..ExportOptions::new(arch.triple)
-    };
-    let ex = selectjit_aot::export(&opts, &set)
-        .unwrap_or_else(|e| panic!("export for {}: {e}", arch.triple));
+    let ex = export_for(arch, &set);
     let t_export = t0.elapsed();
 
     std::fs::write(dir.path().join("kernels.o"), &ex.object).unwrap();
@@ -1039,14 +1032,7 @@ fn every_predicate_kernel_compiles_for_every_target() {
     assert_eq!(set.len(), 90 * 5 * 3);
     for arch in [&X86_64, &X86_64_BASELINE, &AARCH64, &S390X, &RISCV64] {
         let t0 = Instant::now();
-        let opts = ExportOptions {
-            isa_flags: arch
-                .isa_flags
-                .map(|f| f.iter().map(|s| s.to_string()).collect()),
-            ..ExportOptions::new(arch.triple)
-        };
-        let ex = selectjit_aot::export(&opts, &set)
-            .unwrap_or_else(|e| panic!("export for {}: {e}", arch.name));
+        let ex = export_for(arch, &set);
         assert_eq!(ex.exact, set.len());
         say(&format!(
             "cross {}: all {} predicate kernels compile ({} KiB) in {:.2} s",
@@ -1056,6 +1042,17 @@ fn every_predicate_kernel_compiles_for_every_target() {
             t0.elapsed().as_secs_f64()
         ));
     }
+}
+
+/// `set` exported for `arch` with its ISA settings.
+fn export_for(arch: &Arch, set: &KernelSet) -> selectjit_aot::Exported {
+    let opts = ExportOptions {
+        isa_flags: arch
+            .isa_flags
+            .map(|f| f.iter().map(|s| s.to_string()).collect()),
+        ..ExportOptions::new(arch.triple)
+    };
+    selectjit_aot::export(&opts, set).unwrap_or_else(|e| panic!("export for {}: {e}", arch.name))
 }
 
 /// Every n-way kernel of the cross cases compiles for every target (no tools needed: compiled,
@@ -1068,14 +1065,7 @@ fn every_nway_kernel_compiles_for_every_target() {
     assert!(set.nway().len() >= 200, "only {} n-way kernels", set.len());
     for arch in [&X86_64, &X86_64_BASELINE, &AARCH64, &S390X, &RISCV64] {
         let t0 = Instant::now();
-        let opts = ExportOptions {
-            isa_flags: arch
-                .isa_flags
-                .map(|f| f.iter().map(|s| s.to_string()).collect()),
-            ..ExportOptions::new(arch.triple)
-        };
-        let ex = selectjit_aot::export(&opts, &set)
-            .unwrap_or_else(|e| panic!("export for {}: {e}", arch.name));
+        let ex = export_for(arch, &set);
         assert_eq!(ex.nway, set.nway().len());
         say(&format!(
             "cross {}: all {} n-way kernels compile ({} KiB) in {:.2} s",

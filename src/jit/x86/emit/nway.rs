@@ -109,6 +109,19 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
     [1, 2, 4, 8].contains(&w) && conds_ok && bases <= BASES.len() && forms.len() - full <= SPLATS
 }
 
+/// The location of the next full operand (operand `locs.len()`): its buffer's base register
+/// (the next of [`BASES`], counted in `bases`, for the first operand of a buffer).
+pub(super) fn full_loc(spec: &NwaySpec, locs: &[Loc], bases: &mut usize) -> Loc {
+    let j = locs.len();
+    let first = first_of(spec, j);
+    if first < j {
+        locs[first]
+    } else {
+        *bases += 1;
+        Loc::Base(BASES[*bases - 1])
+    }
+}
+
 /// The first operand that operand `j` shares its buffer with ([`NwaySpec::same`]), `j` when
 /// none.
 pub(super) fn first_of(spec: &NwaySpec, j: usize) -> usize {
@@ -261,13 +274,8 @@ impl Nway<'_> {
                     splats += 1;
                 }
                 Form::Full => {
-                    let first = first_of(self.spec, j);
-                    if first < j {
-                        self.locs.push(self.locs[first]);
-                    } else {
-                        self.locs.push(Loc::Base(BASES[bases]));
-                        bases += 1;
-                    }
+                    let l = full_loc(self.spec, &self.locs, &mut bases);
+                    self.locs.push(l);
                 }
             }
         }

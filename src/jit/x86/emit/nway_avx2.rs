@@ -31,7 +31,7 @@ use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, Label, bug};
 use super::encode::{Flow, Parts, Scratch, constant};
-use super::nway::{BASES, Loc, SAVED, compared, first_of};
+use super::nway::{BASES, Loc, SAVED, compared, first_of, full_loc};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -253,13 +253,8 @@ impl Nway<'_> {
                     splats += 1;
                 }
                 Form::Full => {
-                    let first = first_of(self.spec, j);
-                    if first < j {
-                        self.locs.push(self.locs[first]);
-                    } else {
-                        self.locs.push(Loc::Base(BASES[bases]));
-                        bases += 1;
-                    }
+                    let l = full_loc(self.spec, &self.locs, &mut bases);
+                    self.locs.push(l);
                 }
             }
         }
