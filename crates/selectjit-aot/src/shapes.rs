@@ -89,6 +89,23 @@ fn shape(case: usize, v: &Value, what: &str) -> Result<Vec<usize>> {
         .collect()
 }
 
+/// Case `i`'s dtypes: its own, else the file's, else the caller's default; at least one.
+fn case_dtypes(
+    i: usize,
+    c: &Value,
+    file: Option<&[DType]>,
+    default: &[DType],
+) -> Result<Vec<DType>> {
+    let dts = match dtypes(i, c)? {
+        Some(d) => d,
+        None => file.unwrap_or(default).to_vec(),
+    };
+    if dts.is_empty() {
+        return Err(bad(i, "no dtype"));
+    }
+    Ok(dts)
+}
+
 fn dtypes(case: usize, v: &Value) -> Result<Option<Vec<DType>>> {
     let one = |s: &Value| -> Result<Vec<DType>> {
         match s.as_str() {
@@ -378,15 +395,7 @@ pub fn parse_shapes(text: &str, default_dtypes: &[DType]) -> Result<ShapesFile> 
             continue;
         }
         if let Some(nw) = c.get("nway") {
-            let dts = match dtypes(i, c)? {
-                Some(d) => d,
-                None => file_dtypes
-                    .clone()
-                    .unwrap_or_else(|| default_dtypes.to_vec()),
-            };
-            if dts.is_empty() {
-                return Err(bad(i, "no dtype"));
-            }
+            let dts = case_dtypes(i, c, file_dtypes.as_deref(), default_dtypes)?;
             for spec in nway_case(i, nw, &dts)? {
                 out.set.add_nway(spec);
             }
@@ -399,15 +408,7 @@ pub fn parse_shapes(text: &str, default_dtypes: &[DType]) -> Result<ShapesFile> 
             shape(i, c, "then")?,
             shape(i, c, "else")?,
         );
-        let dts = match dtypes(i, c)? {
-            Some(d) => d,
-            None => file_dtypes
-                .clone()
-                .unwrap_or_else(|| default_dtypes.to_vec()),
-        };
-        if dts.is_empty() {
-            return Err(bad(i, "no dtype"));
-        }
+        let dts = case_dtypes(i, c, file_dtypes.as_deref(), default_dtypes)?;
         let mut empty = false;
         for dt in dts {
             let sig = out
