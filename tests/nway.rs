@@ -1139,3 +1139,101 @@ fn many_operands_of_one_buffer_run_in_one_pass() {
         }
     }
 }
+
+/// numpy.nan_to_num of f16 and bf16 (NaN payloads of both signs, ±inf, ±0, the largest finite
+/// values): one pass on the AVX-512 kernel, which compares half floats as integer keys; the
+/// bytes of the replacement written out here on every engine.
+#[test]
+fn nan_to_num_of_half_floats() {
+    // (dtype, NaNs, +inf, -inf, others, max, min)
+    type Half = (DType, [u16; 4], u16, u16, [u16; 6], u16, u16);
+    let cases: [Half; 2] = [
+        (
+            DType::F16,
+            [0x7e00, 0xfe00, 0x7c01, 0xfd55],
+            0x7c00,
+            0xfc00,
+            [0x0000, 0x8000, 0x3c00, 0xbc00, 0x7bff, 0x0001],
+            0x7bff,
+            0xfbff,
+        ),
+        (
+            DType::BF16,
+            [0x7fc0, 0xffc0, 0x7f81, 0xffaa],
+            0x7f80,
+            0xff80,
+            [0x0000, 0x8000, 0x3f80, 0xbf80, 0x7f7f, 0x0001],
+            0x7f7f,
+            0xff7f,
+        ),
+    ];
+    for (dt, nans, pinf, ninf, others, max, min) in cases {
+        // 203 elements: whole blocks and a partial one.
+        let x: Vec<u16> = (0..203)
+            .map(|i| match i % 7 {
+                0 => nans[i / 7 % 4],
+                1 => pinf,
+                2 => ninf,
+                k => others[(i + k) % 6],
+            })
+            .collect();
+        let want: Vec<u16> = x
+            .iter()
+            .map(|&v| {
+                if nans.contains(&v) {
+                    0
+                } else if v == pinf {
+                    max
+                } else if v == ninf {
+                    min
+                } else {
+                    v
+                }
+            })
+            .collect();
+        let xb: Vec<u8> = x.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let shape = [x.len()];
+        let xv = TensorRef::new(&xb, &shape);
+        let s = |v: u16| {
+            Operand::from_bytes(
+                dt,
+                TensorRef::new(Box::leak(Box::new(v.to_le_bytes())), &[]),
+            )
+        };
+        let conds = [
+            Cond::isnan(Operand::from_bytes(dt, xv)),
+            Cond::eq(Operand::from_bytes(dt, xv), s(pinf)),
+            Cond::eq(Operand::from_bytes(dt, xv), s(ninf)),
+        ];
+        let (z, mx, mn) = ([0u8; 2], max.to_le_bytes(), min.to_le_bytes());
+        let values: [Choice<'_, u8>; 3] = [
+            TensorRef::new(&z, &[]).into(),
+            TensorRef::new(&mx, &[]).into(),
+            TensorRef::new(&mn, &[]).into(),
+        ];
+        for (name, eng) in common::all_engines(&EngineConfig::new()) {
+            let mut out = vec![0u8; xb.len()];
+            eng.select_n_bytes(
+                dt,
+                &conds,
+                &values,
+                xv.into(),
+                TensorMut::new(&mut out, &shape),
+                Broadcast::Numpy,
+            )
+            .unwrap();
+            let got: Vec<u16> = out
+                .chunks(2)
+                .map(|c| u16::from_le_bytes([c[0], c[1]]))
+                .collect();
+            assert_eq!(got, want, "{name} {dt}");
+            if name == "jit-avx512" {
+                assert_eq!(
+                    eng.stats().nway_pass_runs,
+                    1,
+                    "{name} {dt}: not in one pass"
+                );
+            }
+        }
+    }
+}

@@ -24,13 +24,16 @@
 //! output (`pw > w`) are not taken (the engine's tiles run them). Compares: masks `vptestmb`,
 //! floats `vcmpps` / `vcmppd` with `EQ_OQ`, `LT_OQ`, `LE_OQ` or, negated, `NEQ_UQ`, `NLT_UQ`,
 //! `NLE_UQ`; integers `vpcmp*` / `vpcmpu*`; isnan `UNORD_Q` (negated `ORD_Q`), isinf and isfinite
-//! `vfpclass`; tests of integers are constant. Partial blocks load under the lane mask with
+//! `vfpclass`; tests of integers are constant. f16 and bf16 compare as 16-bit integer keys (the
+//! magnitude, negated where the sign is set, so -0.0 == 0.0) signed, with the elements where
+//! either side is NaN (a magnitude above infinity's bits) taken out; their tests compare the
+//! magnitude with infinity's bits (a constant after the code). Partial blocks load under the lane mask with
 //! zeroing and compare under it, so a masked-off element is never read nor written.
 
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, Label, bug};
-use super::encode::{Flow, Parts, Scratch};
+use super::encode::{Flow, Parts, Scratch, constant};
 use super::regs::{K, XMM, YMM, ZMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -75,13 +78,24 @@ pub(super) enum Loc {
 }
 
 /// Whether the x86 n-way emitters compare conditions of dtype `d` (integers, f32 and f64; an
-/// exhaustive match, so that a new dtype is decided here rather than taken by default).
+/// exhaustive match, so that a new dtype is decided here rather than taken by default). The
+/// AVX-512 emitter also compares f16 and bf16 ([`half`]).
 pub(super) fn compared(d: DType) -> bool {
     match d {
         DType::I8 | DType::I16 | DType::I32 | DType::I64 => true,
         DType::U8 | DType::U16 | DType::U32 | DType::U64 => true,
         DType::F32 | DType::F64 => true,
         DType::Bool | DType::F16 | DType::BF16 | DType::Complex64 | DType::Complex128 => false,
+    }
+}
+
+/// The bits of +infinity of a half-width float dtype (f16, bf16), which the AVX-512 n-way
+/// emitter compares as 16-bit integer keys; `None` for the others.
+fn half(d: DType) -> Option<u16> {
+    match d {
+        DType::F16 => Some(0x7c00),
+        DType::BF16 => Some(0x7f80),
+        _ => None,
     }
 }
 
@@ -94,7 +108,7 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
         let pw = b.cond.width();
         let dtype_ok = match b.cond {
             NCond::Mask(_) => true,
-            NCond::Cmp(_, d, _, _) | NCond::Test(_, d, _) => compared(d),
+            NCond::Cmp(_, d, _, _) | NCond::Test(_, d, _) => compared(d) || half(d).is_some(),
         };
         dtype_ok && pw <= w
     });
@@ -182,6 +196,8 @@ struct Nway<'s> {
     groups: Vec<(usize, usize)>,
     /// Labels and branches: laid out and encoded as the two-way kernels' ([`Parts`]).
     flow: Flow,
+    /// The constants read (placed after the code).
+    consts: Vec<Vec<u8>>,
 }
 
 /// The machine code of `spec`'s kernel.
@@ -205,12 +221,13 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         held,
         groups,
         flow: Flow::default(),
+        consts: Vec::new(),
     };
     let r = e.kernel().and_then(|()| {
         Parts {
             ins: e.a.instructions(),
             flow: &e.flow,
-            consts: &[],
+            consts: &e.consts,
         }
         .finish(&mut sc.enc, &mut sc.cache)
     });
@@ -560,6 +577,34 @@ impl Nway<'_> {
         Ok(())
     }
 
+    /// The 64 bytes of +infinity's bits `inf`, repeated: a constant after the code.
+    fn inf_const(&mut self, inf: u16) -> AsmMemoryOperand {
+        let bytes: Vec<u8> = std::iter::repeat_n(inf.to_le_bytes(), 32)
+            .flatten()
+            .collect();
+        constant(&mut self.consts, &bytes)
+    }
+
+    /// The integer key of the half floats in vector `x` into `key` (`rb` bytes): the magnitude,
+    /// negated where the sign is set (`z` holds zeros); the elements that are NaN (magnitude
+    /// above `inf`) into k6, or added to it with `or`. Uses k5.
+    fn half_key(&mut self, x: usize, key: usize, z: usize, rb: usize, inf: u16, or: bool) -> R {
+        let c = self.inf_const(inf);
+        v3!(rb, t => {
+            self.a.vpsllw(t[key], t[x], 1)?;
+            self.a.vpsrlw(t[key], t[key], 1)?;
+            self.a.vpcmpuw(if or { k5 } else { k6 }, t[key], c, 6)?;
+        });
+        if or {
+            self.a.korq(k6, k6, k5)?;
+        }
+        v3!(rb, t => {
+            self.a.vpmovw2m(k5, t[x])?;
+            self.a.vpsubw(t[key].k5(), t[z], t[key])?;
+        });
+        Ok(())
+    }
+
     /// The opmask k`k` of branch condition `c` (negated with `not`) for the block at `disp`,
     /// its operands from operand `f` on. `Some(within)`: whether the mask is within k7 in a
     /// partial block; `None`: the condition never holds (nothing emitted).
@@ -588,6 +633,48 @@ impl Nway<'_> {
                     self.a.knotq(K[k], K[k])?;
                     within = false;
                 }
+            }
+            NCond::Cmp(op, d, _, _) if half(d).is_some() => {
+                // Integer keys (the magnitude, negated where the sign is set: -0.0 and 0.0
+                // alike) compared signed, the elements where either side is NaN taken out.
+                let inf = half(d).unwrap_or(0);
+                let x = self.load(f, pw, vb, ta, disp, partial)?;
+                let y = self.load(f + 1, pw, vb, tb, disp, partial)?;
+                let (kx, ky, z) = (4 + (u + 1) % 4, 8 + (u + 1) % 4, 4 + (u + 2) % 4);
+                v3!(rb, t => self.a.vpxord(t[z], t[z], t[z])?);
+                self.half_key(x, kx, z, rb, inf, false)?;
+                self.half_key(y, ky, z, rb, inf, true)?;
+                let imm = match op {
+                    Canon::Eq => 0,
+                    Canon::Lt => 1,
+                    Canon::Le => 2,
+                };
+                v3!(rb, t => self.a.vpcmpw(kd, t[kx], t[ky], imm)?);
+                self.a.kandnq(K[k], k6, K[k])?;
+                if not {
+                    self.a.knotq(K[k], K[k])?;
+                    within = false;
+                }
+            }
+            NCond::Test(op, d, _) if half(d).is_some() => {
+                // The magnitude against the bits of +infinity: above (NaN), equal, below.
+                let inf = half(d).unwrap_or(0);
+                let x = self.load(f, pw, vb, ta, disp, partial)?;
+                let m = 4 + (u + 1) % 4;
+                v3!(rb, t => {
+                    self.a.vpsllw(t[m], t[x], 1)?;
+                    self.a.vpsrlw(t[m], t[m], 1)?;
+                });
+                let imm = match (op, not) {
+                    (TestOp::IsNan, false) => 6,
+                    (TestOp::IsNan, true) => 2,
+                    (TestOp::IsInf, false) => 0,
+                    (TestOp::IsInf, true) => 4,
+                    (TestOp::IsFinite, false) => 1,
+                    (TestOp::IsFinite, true) => 5,
+                };
+                let c = self.inf_const(inf);
+                v3!(rb, t => self.a.vpcmpuw(kd, t[m], c, imm)?);
             }
             NCond::Cmp(op, d, _, _) => {
                 let x = self.load(f, pw, vb, ta, disp, partial)?;
