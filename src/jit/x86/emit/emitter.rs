@@ -107,7 +107,7 @@ pub(super) struct Emitter<'s> {
     pub n: Bounds,
     pub(super) rank: usize,
     /// Labels and branches.
-    pub(super) flow: super::encode::Flow,
+    pub(super) flow: Flow,
     /// Constants placed after the code.
     pub(super) consts: Vec<Vec<u8>>,
     /// then/else: every stride is 0, so the operand is splatted once per kernel.
@@ -266,4 +266,36 @@ pub(super) fn gpr8(r: AsmRegister64) -> Result<AsmRegister8, EmitError> {
         x if x == r13 => r13b,
         _ => return Err(bug("no 8-bit name for this register")),
     })
+}
+
+/// A kernel's labels (the instruction index each is bound to, `usize::MAX` until bound) and
+/// branches (`nop` placeholders in the instruction stream, laid out by the encoder's `Parts::finish`).
+#[derive(Default)]
+pub(super) struct Flow {
+    pub labels: Vec<usize>,
+    pub branches: Vec<Branch>,
+}
+
+impl Flow {
+    /// A new, unbound label.
+    pub(super) fn label(&mut self) -> Label {
+        self.labels.push(usize::MAX);
+        Label(self.labels.len() - 1)
+    }
+
+    /// Binds `l` to the next instruction `a` emits.
+    pub(super) fn bind(&mut self, a: &CodeAssembler, l: Label) {
+        self.labels[l.0] = a.instructions().len();
+    }
+
+    /// A jump to `l` (when condition nibble `cc` holds, else always): a `nop` placeholder in
+    /// `a`'s stream.
+    pub(super) fn jump(&mut self, a: &mut CodeAssembler, cc: Option<u8>, l: Label) -> R {
+        self.branches.push(Branch {
+            at: a.instructions().len(),
+            cc,
+            target: l.0,
+        });
+        Ok(a.nop()?)
+    }
 }

@@ -5,7 +5,7 @@
 use iced_x86::code_asm::*;
 use iced_x86::{Encoder, Instruction, Register};
 
-use super::emitter::{Branch, EmitError, Emitter, Label, R, bug};
+use super::emitter::{EmitError, Emitter, Flow, Label, R, bug};
 
 /// Absolute addresses from here on mark constants in memory operands until they are made
 /// RIP-relative.
@@ -56,38 +56,6 @@ impl Scratch {
     /// Keeps `self` for the thread's next kernel.
     pub(super) fn put(self) {
         SCRATCH.with(|x| *x.borrow_mut() = Some(self));
-    }
-}
-
-/// A kernel's labels (the instruction index each is bound to, `usize::MAX` until bound) and
-/// branches (`nop` placeholders in the instruction stream, laid out by [`Parts::finish`]).
-#[derive(Default)]
-pub(super) struct Flow {
-    pub labels: Vec<usize>,
-    pub branches: Vec<Branch>,
-}
-
-impl Flow {
-    /// A new, unbound label.
-    pub(super) fn label(&mut self) -> Label {
-        self.labels.push(usize::MAX);
-        Label(self.labels.len() - 1)
-    }
-
-    /// Binds `l` to the next instruction `a` emits.
-    pub(super) fn bind(&mut self, a: &CodeAssembler, l: Label) {
-        self.labels[l.0] = a.instructions().len();
-    }
-
-    /// A jump to `l` (when condition nibble `cc` holds, else always): a `nop` placeholder in
-    /// `a`'s stream.
-    pub(super) fn jump(&mut self, a: &mut CodeAssembler, cc: Option<u8>, l: Label) -> R {
-        self.branches.push(Branch {
-            at: a.instructions().len(),
-            cc,
-            target: l.0,
-        });
-        Ok(a.nop()?)
     }
 }
 

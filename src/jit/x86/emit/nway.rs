@@ -32,8 +32,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{EmitError, Label, bug};
-use super::encode::{Flow, Parts, Scratch, constant};
+use super::emitter::{EmitError, Flow, Label, bug};
+use super::encode::{Parts, Scratch, constant};
 use super::regs::{K, XMM, YMM, ZMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};

@@ -29,8 +29,8 @@
 
 use iced_x86::code_asm::*;
 
-use super::emitter::{EmitError, Label, bug};
-use super::encode::{Flow, Parts, Scratch, constant};
+use super::emitter::{EmitError, Flow, Label, bug};
+use super::encode::{Parts, Scratch, constant};
 use super::nway::{BASES, Loc, SAVED, compared, first_of, full_loc};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
