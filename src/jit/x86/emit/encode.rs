@@ -57,6 +57,29 @@ impl Scratch {
     pub(super) fn put(self) {
         SCRATCH.with(|x| *x.borrow_mut() = Some(self));
     }
+
+    /// The code of a kernel emitted (`emitted`: whether it was) into this scratch's
+    /// assembler, with its labels, branches and constants ([`Parts::finish`]); the assembler
+    /// prefers VEX again (its default) and the scratch is kept for the thread's next kernel
+    /// either way.
+    pub(super) fn encode(
+        mut self,
+        flow: &Flow,
+        consts: &[Vec<u8>],
+        emitted: R,
+    ) -> Result<Vec<u8>, EmitError> {
+        let r = emitted.and_then(|()| {
+            Parts {
+                ins: self.a.instructions(),
+                flow,
+                consts,
+            }
+            .finish(&mut self.enc, &mut self.cache)
+        });
+        self.a.set_prefer_vex(true);
+        self.put();
+        Ok(r?.0)
+    }
 }
 
 impl Emitter<'_> {

@@ -33,7 +33,7 @@
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, Flow, Label, bug};
-use super::encode::{Parts, Scratch, constant};
+use super::encode::{Scratch, constant};
 use super::regs::{K, XMM, YMM, ZMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -125,7 +125,7 @@ pub(in crate::jit::x86) fn covers(spec: &NwaySpec) -> bool {
 
 /// The location of the next full operand (operand `locs.len()`): its buffer's base register
 /// (the next of [`BASES`], counted in `bases`, for the first operand of a buffer).
-pub(super) fn full_loc(spec: &NwaySpec, locs: &[Loc], bases: &mut usize) -> Loc {
+fn full_loc(spec: &NwaySpec, locs: &[Loc], bases: &mut usize) -> Loc {
     let j = locs.len();
     let first = first_of(spec, j);
     if first < j {
@@ -134,6 +134,47 @@ pub(super) fn full_loc(spec: &NwaySpec, locs: &[Loc], bases: &mut usize) -> Loc 
         *bases += 1;
         Loc::Base(BASES[*bases - 1])
     }
+}
+
+/// The prologue of an x86 n-way kernel, with the operands' pointers at `rax`: each splat
+/// broadcast into a vector register of `vbytes` bytes, from `splat0` on (its pointer read into
+/// `tmp`), then each buffer's base register loaded (the pointers' registers reused). Each
+/// operand's location, in call order.
+pub(super) fn operand_locs(
+    a: &mut CodeAssembler,
+    spec: &NwaySpec,
+    vbytes: usize,
+    splat0: usize,
+    tmp: AsmRegister64,
+) -> Result<Vec<Loc>, EmitError> {
+    let mut locs = Vec::new();
+    let (mut splats, mut bases) = (0, 0);
+    for (j, (f, ow)) in spec.operands().into_iter().enumerate() {
+        let l = match f {
+            Form::Splat => {
+                let s = splat0 + splats;
+                splats += 1;
+                a.mov(tmp, qword_ptr(rax + 8 * j as i32))?;
+                v3!(vbytes, t => match ow {
+                    1 => a.vpbroadcastb(t[s], byte_ptr(tmp))?,
+                    2 => a.vpbroadcastw(t[s], word_ptr(tmp))?,
+                    4 => a.vpbroadcastd(t[s], dword_ptr(tmp))?,
+                    _ => a.vpbroadcastq(t[s], qword_ptr(tmp))?,
+                });
+                Loc::Splat(s)
+            }
+            Form::Full => full_loc(spec, &locs, &mut bases),
+        };
+        locs.push(l);
+    }
+    for (j, &l) in locs.iter().enumerate() {
+        if let Loc::Base(r) = l
+            && first_of(spec, j) == j
+        {
+            a.mov(r, qword_ptr(rax + 8 * j as i32))?;
+        }
+    }
+    Ok(locs)
 }
 
 /// The first operand that operand `j` shares its buffer with ([`NwaySpec::same`]), `j` when
@@ -223,18 +264,9 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         flow: Flow::default(),
         consts: Vec::new(),
     };
-    let r = e.kernel().and_then(|()| {
-        Parts {
-            ins: e.a.instructions(),
-            flow: &e.flow,
-            consts: &e.consts,
-        }
-        .finish(&mut sc.enc, &mut sc.cache)
-    });
+    let emitted = e.kernel();
     sc.a = e.a;
-    sc.a.set_prefer_vex(true);
-    sc.put();
-    Ok(r?.0)
+    sc.encode(&e.flow, &e.consts, emitted)
 }
 
 impl Nway<'_> {
@@ -272,37 +304,8 @@ impl Nway<'_> {
         self.a.mov(r9, rcx)?;
         self.a.mov(rax, rdi)?;
         // Splats first (rcx as the pointer), then the bases (which reuse rdi, rcx and rdx).
-        let forms = self.spec.forms();
-        let widths: Vec<usize> = self.spec.operands().iter().map(|&(_, w)| w).collect();
-        let (mut splats, mut bases) = (0, 0);
-        for (j, (&f, &ow)) in forms.iter().zip(&widths).enumerate() {
-            let at = qword_ptr(rax + 8 * j as i32);
-            match f {
-                Form::Splat => {
-                    let z = ZMM[self.splat0() + splats];
-                    self.a.mov(rcx, at)?;
-                    match ow {
-                        1 => self.a.vpbroadcastb(z, byte_ptr(rcx))?,
-                        2 => self.a.vpbroadcastw(z, word_ptr(rcx))?,
-                        4 => self.a.vpbroadcastd(z, dword_ptr(rcx))?,
-                        _ => self.a.vpbroadcastq(z, qword_ptr(rcx))?,
-                    }
-                    self.locs.push(Loc::Splat(self.splat0() + splats));
-                    splats += 1;
-                }
-                Form::Full => {
-                    let l = full_loc(self.spec, &self.locs, &mut bases);
-                    self.locs.push(l);
-                }
-            }
-        }
-        for (j, l) in self.locs.clone().into_iter().enumerate() {
-            if let Loc::Base(r) = l
-                && first_of(self.spec, j) == j
-            {
-                self.a.mov(r, qword_ptr(rax + 8 * j as i32))?;
-            }
-        }
+        let splat0 = self.splat0();
+        self.locs = operand_locs(&mut self.a, self.spec, BLOCK_BYTES, splat0, rcx)?;
         // One partial block's code serves the non-temporal head, the whole blocks the main
         // loop leaves and the tail: each of them a block of `rax` elements, at most one
         // block's, under a lane mask; after the head (a flag in the red zone says so) the

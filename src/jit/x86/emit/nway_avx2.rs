@@ -30,8 +30,8 @@
 use iced_x86::code_asm::*;
 
 use super::emitter::{EmitError, Flow, Label, bug};
-use super::encode::{Parts, Scratch, constant};
-use super::nway::{BASES, Loc, SAVED, compared, first_of, full_loc};
+use super::encode::{Scratch, constant};
+use super::nway::{BASES, Loc, SAVED, compared, first_of, operand_locs};
 use super::regs::{XMM, YMM};
 use crate::dtype::DType;
 use crate::kernel::nway::{Form, NCond, NwaySpec};
@@ -194,17 +194,9 @@ pub(in crate::jit::x86) fn emit(spec: &NwaySpec) -> Result<Vec<u8>, EmitError> {
         consts: Vec::new(),
         flow: Flow::default(),
     };
-    let r = e.kernel().and_then(|()| {
-        Parts {
-            ins: e.a.instructions(),
-            flow: &e.flow,
-            consts: &e.consts,
-        }
-        .finish(&mut sc.enc, &mut sc.cache)
-    });
+    let emitted = e.kernel();
     sc.a = e.a;
-    sc.put();
-    Ok(r?.0)
+    sc.encode(&e.flow, &e.consts, emitted)
 }
 
 /// `$body` with `$t` the register table of the current vectors (xmm one element at a time,
@@ -234,37 +226,7 @@ impl Nway<'_> {
         self.a.mov(r9, rcx)?;
         self.a.mov(rax, rdi)?;
         // Splats first (r10 as the pointer), then the bases (which reuse rdi, rcx and rdx).
-        let forms = self.spec.forms();
-        let widths: Vec<usize> = self.spec.operands().iter().map(|&(_, w)| w).collect();
-        let mut splats = splat0(self.spec);
-        let mut bases = 0;
-        for (j, (&f, &ow)) in forms.iter().zip(&widths).enumerate() {
-            match f {
-                Form::Splat => {
-                    let y = YMM[splats];
-                    self.a.mov(r10, qword_ptr(rax + 8 * j as i32))?;
-                    match ow {
-                        1 => self.a.vpbroadcastb(y, byte_ptr(r10))?,
-                        2 => self.a.vpbroadcastw(y, word_ptr(r10))?,
-                        4 => self.a.vpbroadcastd(y, dword_ptr(r10))?,
-                        _ => self.a.vpbroadcastq(y, qword_ptr(r10))?,
-                    }
-                    self.locs.push(Loc::Splat(splats));
-                    splats += 1;
-                }
-                Form::Full => {
-                    let l = full_loc(self.spec, &self.locs, &mut bases);
-                    self.locs.push(l);
-                }
-            }
-        }
-        for (j, l) in self.locs.clone().into_iter().enumerate() {
-            if let Loc::Base(r) = l
-                && first_of(self.spec, j) == j
-            {
-                self.a.mov(r, qword_ptr(rax + 8 * j as i32))?;
-            }
-        }
+        self.locs = operand_locs(&mut self.a, self.spec, 32, splat0(self.spec), r10)?;
         if splat0(self.spec) > ZERO {
             self.a.vpxor(ymm4, ymm4, ymm4)?;
         }
