@@ -18,6 +18,7 @@
 //! # Ok::<(), selectjit::Error>(())
 //! ```
 
+use crate::bits::Bitmap;
 use crate::dtype::{DType, Element};
 use crate::pred::{CmpOp, Kind, TestOp};
 use crate::tensor::TensorRef;
@@ -218,6 +219,13 @@ pub struct Cond<'a> {
 #[derive(Clone, Copy, Debug)]
 pub(crate) enum Repr<'a> {
     Mask(TensorRef<'a, u8>),
+    /// One bit per element of `shape` (row-major), and the condition's validity (a null is
+    /// false).
+    Bits {
+        bits: Bitmap<'a>,
+        valid: Option<Bitmap<'a>>,
+        shape: &'a [usize],
+    },
     Cmp(CmpOp, Operand<'a>, Operand<'a>),
     Test(TestOp, Operand<'a>),
 }
@@ -250,6 +258,78 @@ impl<'a> Cond<'a> {
     pub fn mask(m: TensorRef<'a, u8>) -> Cond<'a> {
         Cond {
             repr: Repr::Mask(m),
+            not: false,
+        }
+    }
+
+    /// A bitmap (Arrow's bit-packed booleans): bit `j` of `bits` is the condition of element
+    /// `j` of `shape` in row-major order, broadcast as a mask of that shape is. The bitmap
+    /// must have exactly as many bits as `shape` has elements (checked by the select). The
+    /// engine expands it into byte masks a block at a time (4096 elements) for the kernels
+    /// of every tier.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::bits::Bitmap;
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// // Bits 1, 0, 1 from bit offset 3 of one byte (Arrow's order: least significant first).
+    /// let bits = Bitmap::new(&[0b0010_1000], 3, 3)?;
+    /// let mut out = [0i32; 3];
+    /// Engine::new().select(
+    ///     Cond::bitmap(bits, &[3]),
+    ///     TensorRef::new(&[1, 2, 3], &[3]),
+    ///     TensorRef::scalar(&[-1]),
+    ///     TensorMut::new(&mut out, &[3]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, -1, 3]);
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn bitmap(bits: Bitmap<'a>, shape: &'a [usize]) -> Cond<'a> {
+        Cond {
+            repr: Repr::Bits {
+                bits,
+                valid: None,
+                shape,
+            },
+            not: false,
+        }
+    }
+
+    /// [`Cond::bitmap`] with the condition's validity bitmap (1 = valid): a null condition is
+    /// false (arrow-rs `zip`, DataFusion, Polars), whatever its bit. Under Arrow C++'s rule a
+    /// null condition gives a null output, which only the output's validity shows
+    /// ([`crate::bits::select_validity`]): its value is then either side's.
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::bits::Bitmap;
+    /// use selectjit::{Broadcast, Cond, Engine, TensorMut, TensorRef};
+    /// let (bits, valid) = (Bitmap::new(&[0b11], 0, 2)?, Bitmap::new(&[0b01], 0, 2)?);
+    /// let mut out = [0u8; 2];
+    /// Engine::new().select(
+    ///     Cond::bitmap_with_validity(bits, valid, &[2]),
+    ///     TensorRef::scalar(&[1u8]),
+    ///     TensorRef::scalar(&[0u8]),
+    ///     TensorMut::new(&mut out, &[2]),
+    ///     Broadcast::Numpy,
+    /// )?;
+    /// assert_eq!(out, [1, 0]); // row 1 is null: false
+    /// # Ok(())
+    /// # }
+    /// ```
+    pub fn bitmap_with_validity(
+        bits: Bitmap<'a>,
+        valid: Bitmap<'a>,
+        shape: &'a [usize],
+    ) -> Cond<'a> {
+        Cond {
+            repr: Repr::Bits {
+                bits,
+                valid: Some(valid),
+                shape,
+            },
             not: false,
         }
     }
@@ -564,13 +644,23 @@ impl<'a> Cond<'a> {
         matches!(self.repr, Repr::Mask(_))
     }
 
+    /// Whether this is a bitmap ([`Cond::bitmap`]).
+    ///
+    /// ```
+    /// use selectjit::{Cond, bits::Bitmap};
+    /// assert!(Cond::bitmap(Bitmap::new(&[1], 0, 1).unwrap(), &[1]).is_bitmap());
+    /// ```
+    pub fn is_bitmap(&self) -> bool {
+        matches!(self.repr, Repr::Bits { .. })
+    }
+
     /// The predicate as its kernels see it (see `pred`): its canonical kind over `dtype`
     /// (the operands' dtype, or the select's for an in-place operand), whether the operands
     /// trade places, and whether then and else do.
     pub(crate) fn canonical(&self, select: DType) -> Option<(Kind, bool, bool)> {
         let dt = |o: &Operand<'_>| o.dtype().unwrap_or(select);
         match self.repr {
-            Repr::Mask(_) => None,
+            Repr::Mask(_) | Repr::Bits { .. } => None,
             Repr::Cmp(op, l, _) => {
                 let (c, swap, not) = op.canonical();
                 Some((Kind::Cmp(c, dt(&l)), swap, not ^ self.not))

@@ -80,6 +80,7 @@
 #![warn(clippy::undocumented_unsafe_blocks)]
 
 pub mod aot;
+pub mod bits;
 mod cache;
 mod cond;
 mod dtype;

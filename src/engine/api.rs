@@ -124,7 +124,7 @@ pub(super) fn canonical<'c, 'a>(
             rhs: None,
             swap: not,
         },
-        Repr::Mask(_) => unreachable!("masks have no canonical form"),
+        Repr::Mask(_) | Repr::Bits { .. } => unreachable!("masks have no canonical form"),
     }))
 }
 
@@ -295,7 +295,11 @@ fn plan_prepared_cond(
 pub(super) fn resolve<'a>(cond: &'a Cond<'_>, dtype: DType) -> Result<(CondArg<'a>, bool)> {
     let Some(c) = canonical(cond, dtype)? else {
         let Repr::Mask(m) = cond.repr else {
-            unreachable!("only masks have no canonical form")
+            return Err(Error::Invalid(
+                "a bitmap condition runs in Engine::select and select_n (and their byte \
+                 forms), not in plans or prepared calls: expand it into a byte mask"
+                    .into(),
+            ));
         };
         return Ok((CondArg::Mask(m), cond.not));
     };
@@ -657,6 +661,9 @@ impl Engine {
         {
             return Ok(());
         }
+        if let Some(b) = super::bitmap::BitCond::of(cond, "cond") {
+            return self.run_bitmap(dtype, mode, b?, cond.not, then, else_, out, out_layout);
+        }
         let (c, swap) = resolve(cond, dtype)?;
         self.run_bytes(dtype.width(), mode, c, swap, then, else_, out, out_layout)
     }
@@ -740,7 +747,7 @@ impl Engine {
                 Some((_, v)) => (v, None),
                 None => return false,
             },
-            Repr::Mask(_) => return false,
+            Repr::Mask(_) | Repr::Bits { .. } => return false,
         };
         let (Some(t), Some(e)) = (value(then), value(else_)) else {
             return false;

@@ -8,6 +8,7 @@
 //! interpreter, `crate::reference`, on validated calls).
 
 mod api;
+mod bitmap;
 pub(crate) mod config;
 pub(crate) mod exec;
 pub(crate) mod interp_backend;

@@ -259,6 +259,9 @@ impl Engine {
         out: TensorMut<'_, u8>,
         mode: Broadcast,
     ) -> Result<()> {
+        if conds.iter().any(Cond::is_bitmap) {
+            return self.select_n_bitmaps(dtype, conds, values, default, out, mode);
+        }
         // A flat call on a single-pass kernel, where the engine has one for it.
         let mut out = out;
         if mode == Broadcast::Numpy
@@ -406,6 +409,8 @@ impl Engine {
                     Some(ops.operand(r, format!("{label} rhs"))?),
                 ],
                 Repr::Test(_, v) => [Some(ops.operand(v, label)?), None],
+                // `resolve` above refuses bitmaps: `select_n_bytes` expands them first.
+                Repr::Bits { .. } => unreachable!("bitmaps are expanded before validation"),
             };
             reads_out |= slot.iter().any(|s| matches!(s, Some(Slot::Out)));
             slots.push(slot);
@@ -573,6 +578,7 @@ fn flat_call(
             Repr::Mask(m) => flat(m.data().len(), m.shape(), m.strides(), m.offset())?,
             Repr::Cmp(_, l, r) => operand(l)? | operand(r)?,
             Repr::Test(_, v) => operand(v)?,
+            Repr::Bits { .. } => return None,
         };
         if i == k - 1 {
             last_full = full;
@@ -741,6 +747,8 @@ impl Run<'_, '_> {
                 },
                 Repr::Cmp(op_, l, r) => Repr::Cmp(*op_, op(l, a), op(r, b)),
                 Repr::Test(op_, v) => Repr::Test(*op_, op(v, a)),
+                // Validated calls only (no bitmap passes `resolve`).
+                Repr::Bits { .. } => unreachable!("bitmaps are expanded before validation"),
             };
             Cond { repr, not: c.not }
         };
@@ -793,6 +801,41 @@ impl Run<'_, '_> {
             )?;
         }
         Ok(())
+    }
+}
+
+impl Engine {
+    /// [`Engine::select_n_bytes`] of conditions some of which are bitmaps: each bitmap
+    /// expanded into a byte mask of its shape, then the call on those masks.
+    pub(super) fn select_n_bitmaps(
+        &self,
+        dtype: DType,
+        conds: &[Cond<'_>],
+        values: &[Choice<'_, u8>],
+        default: Choice<'_, u8>,
+        out: TensorMut<'_, u8>,
+        mode: Broadcast,
+    ) -> Result<()> {
+        let masks: Vec<Option<(Vec<u8>, &[usize])>> = conds
+            .iter()
+            .map(|c| {
+                super::bitmap::BitCond::of(c, "condition")
+                    .map(|b| b.map(|b| (b.to_mask(), b.shape)))
+                    .transpose()
+            })
+            .collect::<Result<_>>()?;
+        let lowered: Vec<Cond<'_>> = conds
+            .iter()
+            .zip(&masks)
+            .map(|(c, m)| match m {
+                Some((m, shape)) => Cond {
+                    repr: Repr::Mask(TensorRef::new(m, shape)),
+                    not: c.not,
+                },
+                None => *c,
+            })
+            .collect();
+        self.select_n_bytes(dtype, &lowered, values, default, out, mode)
     }
 }
 

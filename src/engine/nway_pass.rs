@@ -284,6 +284,7 @@ pub(super) fn plan(
                 full.push(fw(f, 1));
                 (NCond::Mask(f), c.not)
             }
+            Repr::Bits { .. } => return None,
             Repr::Cmp(_, l, r) | Repr::Test(_, l @ r) => {
                 let (kind, swap, not) = c.canonical(dtype)?;
                 let dt = |o: &Operand<'_>| o.dtype().unwrap_or(dtype);

@@ -1,0 +1,527 @@
+//! Bit-packed data as Arrow lays it out: conditions one bit per element and validity bitmaps
+//! (1 = valid, 0 = null), least significant bit first, at any bit offset.
+//!
+//! A bitmap is a condition of a select through [`crate::Cond::bitmap`] (the engine expands it a
+//! block at a time into the byte masks its kernels read). The functions here compute what the
+//! byte kernels do not: the output's validity under either null rule ([`select_validity`],
+//! [`case_when_validity`]) and selects of bit-packed values (Arrow's booleans:
+//! [`select_bits`]), 64 rows per step.
+//!
+//! ```
+//! # fn main() -> selectjit::Result<()> {
+//! use selectjit::bits::{Bitmap, NullRule, Validity, select_validity};
+//! // cond = [1, 0, 1, 1] with row 3 null; then has row 0 null; else is all valid.
+//! let cond = Bitmap::new(&[0b1101], 0, 4)?;
+//! let cond_valid = Validity::Bits(Bitmap::new(&[0b0111], 0, 4)?);
+//! let then = Validity::Bits(Bitmap::new(&[0b1110], 0, 4)?);
+//! let mut out = [0u8; 1];
+//! // arrow-rs `zip`: a null condition is false (row 3 takes else, valid).
+//! let nulls = select_validity(cond, cond_valid, then, Validity::AllValid, NullRule::NullIsFalse, &mut out)?;
+//! assert_eq!((out[0] & 0xf, nulls), (0b1110, 1));
+//! // Arrow C++ `if_else`: a null condition gives null.
+//! let nulls = select_validity(cond, cond_valid, then, Validity::AllValid, NullRule::NullPropagates, &mut out)?;
+//! assert_eq!((out[0] & 0xf, nulls), (0b0110, 2));
+//! # Ok(())
+//! # }
+//! ```
+
+use crate::error::{Error, Result};
+
+/// `len` bits of `bytes` from bit `offset` on: bit `j` is
+/// `(bytes[(offset + j) / 8] >> ((offset + j) % 8)) & 1`. Checked when made: the bytes hold
+/// every bit.
+#[derive(Clone, Copy, Debug)]
+pub struct Bitmap<'a> {
+    bytes: &'a [u8],
+    offset: usize,
+    len: usize,
+}
+
+impl<'a> Bitmap<'a> {
+    /// `len` bits of `bytes` from bit `offset`; an error ([`Error::Layout`]) when the bytes
+    /// end before bit `offset + len`.
+    ///
+    /// ```
+    /// use selectjit::bits::Bitmap;
+    /// let b = Bitmap::new(&[0b1000_0001, 0b1], 7, 2).unwrap();
+    /// assert_eq!((b.get(0), b.get(1)), (Some(true), Some(true)));
+    /// assert!(Bitmap::new(&[0], 4, 5).is_err());
+    /// ```
+    pub fn new(bytes: &'a [u8], offset: usize, len: usize) -> Result<Bitmap<'a>> {
+        let end = offset.checked_add(len).and_then(|e| e.checked_add(7));
+        match end {
+            Some(e) if e / 8 <= bytes.len() => Ok(Bitmap { bytes, offset, len }),
+            _ => Err(Error::Layout {
+                what: "bitmap",
+                msg: format!(
+                    "{len} bits from bit offset {offset} need {} bytes, the buffer has {}",
+                    offset.saturating_add(len).saturating_add(7) / 8,
+                    bytes.len()
+                ),
+            }),
+        }
+    }
+
+    /// The number of bits.
+    ///
+    /// ```
+    /// use selectjit::bits::Bitmap;
+    /// assert_eq!(Bitmap::new(&[0; 2], 3, 10).unwrap().len(), 10);
+    /// ```
+    pub fn len(&self) -> usize {
+        self.len
+    }
+
+    /// Whether it has no bits.
+    ///
+    /// ```
+    /// use selectjit::bits::Bitmap;
+    /// assert!(Bitmap::new(&[], 0, 0).unwrap().is_empty());
+    /// ```
+    pub fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+
+    /// The bytes and the bit offset of bit 0 in them.
+    ///
+    /// ```
+    /// use selectjit::bits::Bitmap;
+    /// let bytes = [0xffu8; 2];
+    /// assert_eq!(Bitmap::new(&bytes, 9, 4).unwrap().parts(), (&bytes[..], 9));
+    /// ```
+    pub fn parts(&self) -> (&'a [u8], usize) {
+        (self.bytes, self.offset)
+    }
+
+    /// Bit `j`, `None` past the end.
+    ///
+    /// ```
+    /// use selectjit::bits::Bitmap;
+    /// let b = Bitmap::new(&[0b0100], 1, 3).unwrap(); // bits 1, 2, 3 of the byte
+    /// assert_eq!([b.get(0), b.get(1), b.get(3)], [Some(false), Some(true), None]);
+    /// ```
+    pub fn get(&self, j: usize) -> Option<bool> {
+        (j < self.len).then(|| {
+            let i = self.offset + j;
+            (self.bytes[i / 8] >> (i % 8)) & 1 == 1
+        })
+    }
+
+    /// Bits `j..j + 64` (fewer at the end: the missing ones are 0) as one word, bit 0 first.
+    #[inline]
+    pub(crate) fn word(&self, j: usize) -> u64 {
+        let n = self.len.saturating_sub(j).min(64);
+        if n == 0 {
+            return 0;
+        }
+        let i = self.offset + j;
+        let (byte, shift) = (i / 8, i % 8);
+        // Up to 9 bytes hold the 64 bits from `shift` on; the buffer holds every byte of the
+        // `n` bits (checked in `new`).
+        let need = (shift + n).div_ceil(8);
+        let mut buf = [0u8; 16];
+        buf[..need].copy_from_slice(&self.bytes[byte..byte + need]);
+        let lo = u64::from_le_bytes(buf[..8].try_into().expect("8 bytes"));
+        let hi = buf[8] as u64;
+        let w = if shift == 0 {
+            lo
+        } else {
+            (lo >> shift) | (hi << (64 - shift))
+        };
+        if n == 64 { w } else { w & ((1u64 << n) - 1) }
+    }
+
+    /// Bits `j..j + out.len()` as one byte each (0 or 1): the byte mask the kernels read.
+    pub(crate) fn expand(&self, j: usize, out: &mut [u8]) {
+        expand_words(out, |k| self.word(j + k))
+    }
+}
+
+/// Bytes 0 or 1, eight at a time, from a byte of bits.
+const SPREAD: [u64; 256] = {
+    let mut t = [0u64; 256];
+    let mut b = 0;
+    while b < 256 {
+        let mut v = 0u64;
+        let mut k = 0;
+        while k < 8 {
+            v |= (((b >> k) & 1) as u64) << (8 * k);
+            k += 1;
+        }
+        t[b] = v;
+        b += 1;
+    }
+    t
+};
+
+/// Fills `out` with one byte (0 or 1) per bit of the words `word(0)`, `word(64)`, ...
+#[inline]
+pub(crate) fn expand_words(out: &mut [u8], word: impl Fn(usize) -> u64) {
+    for (k, chunk) in out.chunks_mut(64).enumerate() {
+        let w = word(64 * k);
+        if chunk.len() == 64 {
+            for (i, b) in chunk.chunks_exact_mut(8).enumerate() {
+                let v = SPREAD[((w >> (8 * i)) & 0xff) as usize];
+                b.copy_from_slice(&v.to_le_bytes());
+            }
+        } else {
+            for (i, b) in chunk.iter_mut().enumerate() {
+                *b = ((w >> i) & 1) as u8;
+            }
+        }
+    }
+}
+
+/// The validity of one side (or of the condition): a bitmap, or every slot valid, or every
+/// slot null (a null scalar).
+#[derive(Clone, Copy, Debug)]
+pub enum Validity<'a> {
+    /// Every slot is valid (no validity buffer).
+    AllValid,
+    /// Every slot is null (a null scalar).
+    AllNull,
+    /// One bit per slot, 1 = valid.
+    Bits(Bitmap<'a>),
+}
+
+impl Validity<'_> {
+    #[inline]
+    fn word(&self, j: usize) -> u64 {
+        match self {
+            Validity::AllValid => !0,
+            Validity::AllNull => 0,
+            Validity::Bits(b) => b.word(j),
+        }
+    }
+    fn check(&self, what: &'static str, len: usize) -> Result<()> {
+        match self {
+            Validity::Bits(b) if b.len() != len => Err(Error::Layout {
+                what,
+                msg: format!("a validity bitmap of {} bits for {len} rows", b.len()),
+            }),
+            _ => Ok(()),
+        }
+    }
+}
+
+/// What a null condition does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum NullRule {
+    /// A null condition counts as false (arrow-rs `zip`, DataFusion, Polars, pyarrow's
+    /// `case_when` children).
+    NullIsFalse,
+    /// A null condition gives a null output (Arrow C++ / pyarrow `if_else`).
+    NullPropagates,
+}
+
+fn out_bytes(len: usize, out: &[u8]) -> Result<()> {
+    if out.len() < len.div_ceil(8) {
+        return Err(Error::Layout {
+            what: "output",
+            msg: format!(
+                "{len} bits need {} bytes, the buffer has {}",
+                len.div_ceil(8),
+                out.len()
+            ),
+        });
+    }
+    Ok(())
+}
+
+/// Writes word `k` (rows `64k..`) of an output bitmap at bit offset 0; bits past `len` of the
+/// last byte are left 0. Returns the number of 0 bits among the `len`.
+fn write_words(len: usize, out: &mut [u8], word: impl Fn(usize) -> u64) -> usize {
+    let mut zeros = 0;
+    for (k, chunk) in out[..len.div_ceil(8)].chunks_mut(8).enumerate() {
+        let n = (len - 64 * k).min(64);
+        let mut w = word(64 * k);
+        if n < 64 {
+            w &= (1u64 << n) - 1;
+        }
+        zeros += n - w.count_ones() as usize;
+        chunk.copy_from_slice(&w.to_le_bytes()[..chunk.len()]);
+    }
+    zeros
+}
+
+/// The validity of `cond ? then : else` over `cond.len()` rows into `out` (bit offset 0; bits
+/// past the last row of its last byte are 0), under `rule`: a row is valid when the side it
+/// takes is valid, and, under [`NullRule::NullPropagates`], its condition is valid. Under
+/// [`NullRule::NullIsFalse`] a null condition takes `else`. Returns the number of null rows.
+///
+/// Errors ([`Error::Layout`], nothing written): a bitmap of another length, an output of too
+/// few bytes.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::bits::{Bitmap, NullRule, Validity, select_validity};
+/// // A null scalar on the else side: every row that takes it is null.
+/// let cond = Bitmap::new(&[0b0011], 0, 4)?;
+/// let mut out = [0u8];
+/// let nulls = select_validity(cond, Validity::AllValid, Validity::AllValid,
+///                             Validity::AllNull, NullRule::NullIsFalse, &mut out)?;
+/// assert_eq!((out[0], nulls), (0b0011, 2));
+/// # Ok(())
+/// # }
+/// ```
+pub fn select_validity(
+    cond: Bitmap<'_>,
+    cond_valid: Validity<'_>,
+    then: Validity<'_>,
+    else_: Validity<'_>,
+    rule: NullRule,
+    out: &mut [u8],
+) -> Result<usize> {
+    let len = cond.len();
+    for (what, v) in [
+        ("cond validity", &cond_valid),
+        ("then", &then),
+        ("else", &else_),
+    ] {
+        v.check(what, len)?;
+    }
+    out_bytes(len, out)?;
+    Ok(write_words(len, out, |j| {
+        let cv = cond_valid.word(j);
+        let c = cond.word(j) & cv;
+        let v = (c & then.word(j)) | (!c & else_.word(j));
+        match rule {
+            NullRule::NullIsFalse => v,
+            NullRule::NullPropagates => v & cv,
+        }
+    }))
+}
+
+/// The validity of an n-way select (`CASE WHEN`: the first true condition wins, a null
+/// condition is false) over `len` rows: a row is valid when the value it takes (`values[i]`
+/// for the first true `conds[i]`, else `default`) is valid. `conds[i]` is a condition's bits
+/// and its validity. Returns the number of null rows.
+///
+/// Errors ([`Error::Layout`] / [`Error::Invalid`], nothing written): as [`select_validity`],
+/// and as many values as conditions.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::bits::{Bitmap, Validity, case_when_validity};
+/// // CASE WHEN c1 THEN a ELSE NULL END, c1 null on row 1.
+/// let c1 = (Bitmap::new(&[0b0111], 0, 3)?, Validity::Bits(Bitmap::new(&[0b0101], 0, 3)?));
+/// let mut out = [0u8];
+/// let nulls = case_when_validity(3, &[c1], &[Validity::AllValid], Validity::AllNull, &mut out)?;
+/// assert_eq!((out[0], nulls), (0b0101, 1));
+/// # Ok(())
+/// # }
+/// ```
+pub fn case_when_validity(
+    len: usize,
+    conds: &[(Bitmap<'_>, Validity<'_>)],
+    values: &[Validity<'_>],
+    default: Validity<'_>,
+    out: &mut [u8],
+) -> Result<usize> {
+    if conds.len() != values.len() {
+        return Err(Error::Invalid(format!(
+            "{} conditions and {} values",
+            conds.len(),
+            values.len()
+        )));
+    }
+    for (c, v) in conds.iter().zip(values) {
+        Validity::Bits(c.0).check("condition", len)?;
+        c.1.check("condition validity", len)?;
+        v.check("value", len)?;
+    }
+    default.check("default", len)?;
+    out_bytes(len, out)?;
+    Ok(write_words(len, out, |j| {
+        let (mut left, mut v) = (!0u64, 0u64);
+        for ((c, cv), val) in conds.iter().zip(values) {
+            let take = left & c.word(j) & cv.word(j);
+            v |= take & val.word(j);
+            left &= !take;
+        }
+        v | (left & default.word(j))
+    }))
+}
+
+/// One side of a select of bit-packed values: a bitmap, or one value for every row.
+#[derive(Clone, Copy, Debug)]
+pub enum Bits<'a> {
+    /// One bit per row.
+    Map(Bitmap<'a>),
+    /// The same bit in every row.
+    Splat(bool),
+}
+
+impl Bits<'_> {
+    #[inline]
+    fn word(&self, j: usize) -> u64 {
+        match self {
+            Bits::Map(b) => b.word(j),
+            Bits::Splat(v) => 0u64.wrapping_sub(*v as u64),
+        }
+    }
+}
+
+/// `cond ? then : else` of bit-packed values (Arrow's booleans) over `cond.len()` rows into
+/// `out` (bit offset 0; bits past the last row of its last byte are 0); a row whose
+/// `cond_valid` bit is 0 takes `else` (pass [`Validity::AllValid`] for none).
+///
+/// Errors ([`Error::Layout`], nothing written): a bitmap of another length, an output of too
+/// few bytes.
+///
+/// ```
+/// # fn main() -> selectjit::Result<()> {
+/// use selectjit::bits::{Bitmap, Bits, Validity, select_bits};
+/// let cond = Bitmap::new(&[0b0101], 0, 4)?;
+/// let then = Bits::Map(Bitmap::new(&[0b0011], 0, 4)?);
+/// let mut out = [0u8];
+/// select_bits(cond, Validity::AllValid, then, Bits::Splat(true), &mut out)?;
+/// assert_eq!(out[0], 0b1011);
+/// # Ok(())
+/// # }
+/// ```
+pub fn select_bits(
+    cond: Bitmap<'_>,
+    cond_valid: Validity<'_>,
+    then: Bits<'_>,
+    else_: Bits<'_>,
+    out: &mut [u8],
+) -> Result<()> {
+    let len = cond.len();
+    cond_valid.check("cond validity", len)?;
+    for (what, b) in [("then", &then), ("else", &else_)] {
+        if let Bits::Map(m) = b {
+            Validity::Bits(*m).check(what, len)?;
+        }
+    }
+    out_bytes(len, out)?;
+    write_words(len, out, |j| {
+        let c = cond.word(j) & cond_valid.word(j);
+        (c & then.word(j)) | (!c & else_.word(j))
+    });
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn bit(b: &[u8], i: usize) -> bool {
+        (b[i / 8] >> (i % 8)) & 1 == 1
+    }
+
+    #[test]
+    fn words_and_expansion_read_every_offset() {
+        let bytes: Vec<u8> = (0..40u32).map(|i| (i * 37 + 11) as u8).collect();
+        for offset in 0..64 {
+            for len in [0, 1, 7, 8, 63, 64, 65, 130, 250] {
+                let b = Bitmap::new(&bytes, offset, len).unwrap();
+                let mut m = vec![9u8; len];
+                b.expand(0, &mut m);
+                for (j, &v) in m.iter().enumerate() {
+                    assert_eq!(v == 1, bit(&bytes, offset + j), "offset {offset} bit {j}");
+                    assert!(v <= 1);
+                    assert_eq!(b.get(j), Some(bit(&bytes, offset + j)));
+                }
+                assert_eq!(b.get(len), None);
+            }
+        }
+        assert!(Bitmap::new(&bytes, 300, 21).is_err());
+        assert!(Bitmap::new(&bytes, usize::MAX, 2).is_err());
+    }
+
+    #[test]
+    fn validity_follows_both_rules_row_by_row() {
+        let g = |s: u32| -> Vec<u8> {
+            (0..20u32)
+                .map(|i| (((i + s) * 2654435761u32) >> 13) as u8)
+                .collect()
+        };
+        let (c, cv, t) = (g(1), g(2), g(3));
+        for off in [0, 3, 8, 61] {
+            let len: usize = 150 - off;
+            fn bm(b: &[u8], off: usize, len: usize) -> Bitmap<'_> {
+                Bitmap::new(b, off, len).unwrap()
+            }
+            for rule in [NullRule::NullIsFalse, NullRule::NullPropagates] {
+                let mut out = vec![0xffu8; len.div_ceil(8)];
+                let nulls = select_validity(
+                    bm(&c, off, len),
+                    Validity::Bits(bm(&cv, off, len)),
+                    Validity::Bits(bm(&t, off, len)),
+                    Validity::AllNull,
+                    rule,
+                    &mut out,
+                )
+                .unwrap();
+                let mut want_nulls = 0;
+                for j in 0..len {
+                    let (cb, cvb, tb) = (bit(&c, off + j), bit(&cv, off + j), bit(&t, off + j));
+                    let v = match rule {
+                        NullRule::NullIsFalse => cb && cvb && tb,
+                        NullRule::NullPropagates => cvb && cb && tb,
+                    };
+                    want_nulls += !v as usize;
+                    assert_eq!(bit(&out, j), v, "{rule:?} row {j}");
+                }
+                for j in len..out.len() * 8 {
+                    assert!(!bit(&out, j), "padding bit {j}");
+                }
+                assert_eq!(nulls, want_nulls);
+            }
+        }
+    }
+
+    #[test]
+    fn bad_lengths_are_errors_and_write_nothing() {
+        let c = Bitmap::new(&[0xff; 4], 0, 20).unwrap();
+        let short = Bitmap::new(&[0xff; 4], 0, 19).unwrap();
+        let mut out = [7u8; 3];
+        let r = select_validity(
+            c,
+            Validity::Bits(short),
+            Validity::AllValid,
+            Validity::AllValid,
+            NullRule::NullIsFalse,
+            &mut out,
+        );
+        assert!(r.is_err());
+        let mut small = [7u8; 2];
+        assert!(
+            select_bits(
+                c,
+                Validity::AllValid,
+                Bits::Splat(true),
+                Bits::Splat(false),
+                &mut small
+            )
+            .is_err()
+        );
+        assert_eq!((out, small), ([7; 3], [7; 2]));
+    }
+
+    #[test]
+    fn case_when_takes_the_first_valid_true_condition() {
+        let c1 = [0b0000_0011u8];
+        let c1v = [0b0000_0110u8];
+        let c2 = [0b0000_1111u8];
+        let v1 = [0b1111_1111u8];
+        let v2 = [0b0000_0101u8];
+        let mut out = [0u8];
+        let conds = [
+            (
+                Bitmap::new(&c1, 0, 4).unwrap(),
+                Validity::Bits(Bitmap::new(&c1v, 0, 4).unwrap()),
+            ),
+            (Bitmap::new(&c2, 0, 4).unwrap(), Validity::AllValid),
+        ];
+        let vals = [
+            Validity::Bits(Bitmap::new(&v1, 0, 4).unwrap()),
+            Validity::Bits(Bitmap::new(&v2, 0, 4).unwrap()),
+        ];
+        let nulls = case_when_validity(4, &conds, &vals, Validity::AllNull, &mut out).unwrap();
+        // Row 0: c1 null -> c2 true -> v2 valid. Row 1: c1 true -> v1 valid. Rows 2, 3: c2 ->
+        // v2: valid, null.
+        assert_eq!((out[0], nulls), (0b0111, 1));
+    }
+}

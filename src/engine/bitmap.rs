@@ -1,0 +1,180 @@
+//! Selects on bitmap conditions ([`Cond::bitmap`]): the bits (and'ed with their validity)
+//! expanded into the byte masks every tier's kernels read — a block of [`BLOCK`] elements at a
+//! time, in a stack buffer that stays in L1, when the call is flat (the output and every full
+//! operand contiguous and of one shape, the rest single elements); the whole condition into a
+//! scratch mask of its shape otherwise (broadcast, strided, other modes), which then broadcasts
+//! as any mask does.
+
+use super::Engine;
+use super::config::Backend;
+use super::exec::CondArg;
+use super::validate::{Desc, Operand};
+use crate::bits::{Bitmap, expand_words};
+use crate::cond::{Cond, Repr};
+use crate::dtype::DType;
+use crate::error::{Error, Result, ShapeFmt};
+use crate::shape::{Broadcast, check_shape, numel};
+use crate::tensor::TensorRef;
+
+/// Elements per expanded block: 4 KiB of mask, with each operand's block in L1 or L2.
+pub(crate) const BLOCK: usize = 4096;
+
+/// A bitmap condition's parts, checked against its shape: the bits, their validity and the
+/// shape.
+pub(crate) struct BitCond<'a> {
+    pub bits: Bitmap<'a>,
+    pub valid: Option<Bitmap<'a>>,
+    pub shape: &'a [usize],
+}
+
+impl<'a> BitCond<'a> {
+    /// The bitmap of `cond`, if it is one, checked: as many bits (and validity bits) as its
+    /// shape has elements. `what` names the condition in errors.
+    pub(crate) fn of(cond: &Cond<'a>, what: &'static str) -> Option<Result<BitCond<'a>>> {
+        let Repr::Bits { bits, valid, shape } = cond.repr else {
+            return None;
+        };
+        Some(check_shape(what, shape).and_then(|()| {
+            let n = numel(shape);
+            for (b, w) in [(Some(bits), "bits"), (valid, "validity bits")] {
+                if let Some(b) = b
+                    && b.len() != n
+                {
+                    return Err(Error::Layout {
+                        what,
+                        msg: format!(
+                            "a bitmap of {} {w} for shape {} ({n} elements)",
+                            b.len(),
+                            ShapeFmt(shape)
+                        ),
+                    });
+                }
+            }
+            Ok(BitCond { bits, valid, shape })
+        }))
+    }
+
+    /// Elements `j..j + out.len()` as bytes 0 or 1 (a null is 0).
+    pub(crate) fn expand(&self, j: usize, out: &mut [u8]) {
+        match &self.valid {
+            None => self.bits.expand(j, out),
+            Some(v) => expand_words(out, |k| self.bits.word(j + k) & v.word(j + k)),
+        }
+    }
+
+    /// The whole condition as a byte mask of its shape.
+    pub(crate) fn to_mask(&self) -> Vec<u8> {
+        let mut m = vec![0; numel(self.shape)];
+        self.expand(0, &mut m);
+        m
+    }
+}
+
+/// How an operand of a flat call is read: `n` contiguous elements, or one.
+fn flat_operand(o: &Operand<'_>, shape: &[usize], n: usize, w: usize, numpy: bool) -> Option<bool> {
+    match o {
+        Operand::Out => Some(true),
+        Operand::Buf(b, d) if d.strides.is_none() && d.offset == 0 => {
+            if d.shape == shape && b.len() / w >= n {
+                Some(true)
+            } else if numpy && d.shape.len() <= shape.len() && numel(d.shape) == 1 && b.len() >= w {
+                Some(false)
+            } else {
+                None
+            }
+        }
+        Operand::Buf(..) => None,
+    }
+}
+
+/// Elements `j..j + sh[0]` of a flat operand (`full`), or its one element.
+fn block<'x>(o: &Operand<'x>, full: bool, j: usize, sh: &'x [usize], w: usize) -> Operand<'x> {
+    let m = sh[0];
+    match o {
+        Operand::Buf(b, _) if full => Operand::Buf(
+            &b[j * w..(j + m) * w],
+            Desc {
+                len: m,
+                shape: sh,
+                strides: None,
+                offset: 0,
+            },
+        ),
+        Operand::Buf(b, _) => Operand::Buf(
+            &b[..w],
+            Desc {
+                len: 1,
+                shape: &[],
+                strides: None,
+                offset: 0,
+            },
+        ),
+        Operand::Out => Operand::Out,
+    }
+}
+
+impl Engine {
+    /// [`Engine::run_cond`]'s select of a bitmap condition (checked by [`BitCond::of`]);
+    /// `not`: then and else trade places.
+    #[allow(clippy::too_many_arguments)]
+    pub(super) fn run_bitmap(
+        &self,
+        dtype: DType,
+        mode: Broadcast,
+        cond: BitCond<'_>,
+        not: bool,
+        then: Operand<'_>,
+        else_: Operand<'_>,
+        out: &mut [u8],
+        out_layout: (&[usize], Option<&[isize]>, usize),
+    ) -> Result<()> {
+        let w = dtype.width();
+        let (oshape, ostrides, ooff) = out_layout;
+        let n = numel(cond.shape);
+        let numpy = mode == Broadcast::Numpy;
+        let flat = self.config.backend != Backend::Interp
+            && oshape == cond.shape
+            && ostrides.is_none()
+            && ooff == 0
+            && oshape.len() <= crate::shape::MAX_RANK
+            && n > 0
+            && out.len() / w >= n;
+        if flat
+            && let (Some(tf), Some(ef)) = (
+                flat_operand(&then, oshape, n, w, numpy),
+                flat_operand(&else_, oshape, n, w, numpy),
+            )
+        {
+            let mut buf = [0u8; BLOCK];
+            let mut j = 0;
+            while j < n {
+                let m = (n - j).min(BLOCK);
+                cond.expand(j, &mut buf[..m]);
+                let sh = [m];
+                self.run_bytes(
+                    w,
+                    Broadcast::Numpy,
+                    CondArg::Mask(TensorRef::new(&buf[..m], &sh)),
+                    not,
+                    block(&then, tf, j, &sh, w),
+                    block(&else_, ef, j, &sh, w),
+                    &mut out[j * w..(j + m) * w],
+                    (&sh, None, 0),
+                )?;
+                j += m;
+            }
+            return Ok(());
+        }
+        let mask = cond.to_mask();
+        self.run_bytes(
+            w,
+            mode,
+            CondArg::Mask(TensorRef::new(&mask, cond.shape)),
+            not,
+            then,
+            else_,
+            out,
+            out_layout,
+        )
+    }
+}
