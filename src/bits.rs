@@ -110,12 +110,23 @@ impl<'a> Bitmap<'a> {
     /// Bits `j..j + 64` (fewer at the end: the missing ones are 0) as one word, bit 0 first.
     #[inline]
     pub(crate) fn word(&self, j: usize) -> u64 {
+        let i = self.offset + j;
+        let (byte, shift) = (i / 8, i % 8);
+        // Whole words inside the buffer: two loads, no copy.
+        if j + 64 <= self.len
+            && let Some(b) = self.bytes.get(byte..byte + 9)
+        {
+            let lo = u64::from_le_bytes(b[..8].try_into().expect("8 bytes"));
+            return if shift == 0 {
+                lo
+            } else {
+                (lo >> shift) | ((b[8] as u64) << (64 - shift))
+            };
+        }
         let n = self.len.saturating_sub(j).min(64);
         if n == 0 {
             return 0;
         }
-        let i = self.offset + j;
-        let (byte, shift) = (i / 8, i % 8);
         // Up to 9 bytes hold the 64 bits from `shift` on; the buffer holds every byte of the
         // `n` bits (checked in `new`).
         let need = (shift + n).div_ceil(8);
@@ -154,9 +165,49 @@ const SPREAD: [u64; 256] = {
     t
 };
 
-/// Fills `out` with one byte (0 or 1) per bit of the words `word(0)`, `word(64)`, ...
+/// Fills `out` with one byte (0 or 1) per bit of the words `word(0)`, `word(64)`, ...: 64
+/// bytes per instruction where the host has AVX-512BW, eight per table lookup elsewhere.
 #[inline]
 pub(crate) fn expand_words(out: &mut [u8], word: impl Fn(usize) -> u64) {
+    #[cfg(target_arch = "x86_64")]
+    if avx512bw() {
+        // SAFETY: the host has AVX-512BW (checked by `avx512bw`).
+        unsafe { expand_avx512(out, word) };
+        return;
+    }
+    expand_table(out, word)
+}
+
+#[cfg(target_arch = "x86_64")]
+fn avx512bw() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512bw"))
+}
+
+/// [`expand_words`] with AVX-512BW: each word a k-mask, its bytes 1 where set.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx512f,avx512bw")]
+fn expand_avx512(out: &mut [u8], word: impl Fn(usize) -> u64) {
+    use std::arch::x86_64::{_mm512_maskz_set1_epi8, _mm512_storeu_si512};
+    let mut chunks = out.chunks_exact_mut(64);
+    let mut k = 0;
+    for chunk in chunks.by_ref() {
+        let v = _mm512_maskz_set1_epi8(word(k), 1);
+        // SAFETY: `chunk` is 64 writable bytes; the store is unaligned.
+        unsafe { _mm512_storeu_si512(chunk.as_mut_ptr().cast(), v) };
+        k += 64;
+    }
+    let rest = chunks.into_remainder();
+    if !rest.is_empty() {
+        let w = word(k);
+        for (i, b) in rest.iter_mut().enumerate() {
+            *b = ((w >> i) & 1) as u8;
+        }
+    }
+}
+
+/// [`expand_words`] by a table of eight bytes per byte of bits.
+fn expand_table(out: &mut [u8], word: impl Fn(usize) -> u64) {
     for (k, chunk) in out.chunks_mut(64).enumerate() {
         let w = word(64 * k);
         if chunk.len() == 64 {
@@ -408,6 +459,18 @@ mod tests {
 
     fn bit(b: &[u8], i: usize) -> bool {
         (b[i / 8] >> (i % 8)) & 1 == 1
+    }
+
+    #[test]
+    fn both_expansions_agree() {
+        let bytes: Vec<u8> = (0..40u32).map(|i| (i * 91 + 5) as u8).collect();
+        let b = Bitmap::new(&bytes, 5, 300).unwrap();
+        for len in [0, 1, 63, 64, 65, 200, 300] {
+            let (mut t, mut e) = (vec![9u8; len], vec![7u8; len]);
+            expand_table(&mut t, |k| b.word(k));
+            expand_words(&mut e, |k| b.word(k));
+            assert_eq!(t, e, "{len}");
+        }
     }
 
     #[test]

@@ -372,3 +372,63 @@ fn nway_selects_take_bitmaps() {
         }
     }
 }
+
+/// In place (a predicate reading the output, the default the output itself) over blocks, and
+/// a bitmap of rows broadcast over columns (expanded whole).
+#[test]
+fn nway_bitmaps_in_place_and_broadcast() {
+    let engines = common::all_engines(&EngineConfig::new());
+    let mut r = Rng(5);
+    let n: usize = 10_000;
+    let off = 13;
+    let b = r.bytes((off + n).div_ceil(8));
+    let x0: Vec<f32> = (0..n).map(|i| (i % 7) as f32 - 3.0).collect();
+    let want: Vec<f32> = (0..n)
+        .map(|j| {
+            if bit(&b, off + j) {
+                1.0
+            } else if x0[j] > 0.0 {
+                2.0
+            } else {
+                x0[j]
+            }
+        })
+        .collect();
+    let (rows, cols) = (33usize, 5usize);
+    let want_b: Vec<f32> = (0..rows * cols)
+        .map(|i| if bit(&b, off + i / cols) { 1.0 } else { -1.0 })
+        .collect();
+    for (name, e) in &engines {
+        let mut x = x0.clone();
+        e.select_n(
+            &[
+                Cond::bitmap(Bitmap::new(&b, off, n).unwrap(), &[n]),
+                Cond::gt(selectjit::Operand::in_place(), 0.0f32),
+            ],
+            &[
+                TensorRef::scalar(&[1.0f32]).into(),
+                TensorRef::scalar(&[2.0f32]).into(),
+            ],
+            Choice::Out,
+            TensorMut::new(&mut x, &[n]),
+            Broadcast::Numpy,
+        )
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let (g, w): (&[u8], &[u8]) = (bytemuck::cast_slice(&x), bytemuck::cast_slice(&want));
+        assert_eq!(g, w, "{name} in place");
+        let mut out = vec![0f32; rows * cols];
+        e.select_n(
+            &[Cond::bitmap(
+                Bitmap::new(&b, off, rows).unwrap(),
+                &[rows, 1],
+            )],
+            &[TensorRef::new(&[1.0f32; 5], &[cols]).into()],
+            TensorRef::scalar(&[-1.0f32]).into(),
+            TensorMut::new(&mut out, &[rows, cols]),
+            Broadcast::Numpy,
+        )
+        .unwrap_or_else(|err| panic!("{name}: {err}"));
+        let (g, w): (&[u8], &[u8]) = (bytemuck::cast_slice(&out), bytemuck::cast_slice(&want_b));
+        assert_eq!(g, w, "{name} broadcast");
+    }
+}

@@ -15,6 +15,7 @@
 
 use super::Engine;
 use super::api::resolve;
+use super::bitmap::{BLOCK, BitCond};
 use super::config::InPlace;
 pub use super::nway_pass::Choice;
 use super::nway_pass::{Placed, Run, Slot, Val, contiguous};
@@ -805,8 +806,10 @@ impl Run<'_, '_> {
 }
 
 impl Engine {
-    /// [`Engine::select_n_bytes`] of conditions some of which are bitmaps: each bitmap
-    /// expanded into a byte mask of its shape, then the call on those masks.
+    /// [`Engine::select_n_bytes`] of conditions some of which are bitmaps. A flat call (the
+    /// output contiguous, every operand of its shape and contiguous or a single element) runs
+    /// a block of [`BLOCK`] elements at a time, each bitmap expanded into the block's byte
+    /// mask; any other call expands each bitmap into a byte mask of its shape first.
     pub(super) fn select_n_bitmaps(
         &self,
         dtype: DType,
@@ -816,14 +819,78 @@ impl Engine {
         out: TensorMut<'_, u8>,
         mode: Broadcast,
     ) -> Result<()> {
-        let masks: Vec<Option<(Vec<u8>, &[usize])>> = conds
+        let bc: Vec<Option<BitCond<'_>>> = conds
             .iter()
-            .map(|c| {
-                super::bitmap::BitCond::of(c, "condition")
-                    .map(|b| b.map(|b| (b.to_mask(), b.shape)))
-                    .transpose()
-            })
+            .map(|c| BitCond::of(c, "condition").transpose())
             .collect::<Result<_>>()?;
+        let w = dtype.width();
+        let shape = out.shape();
+        let n = shape.iter().try_fold(1usize, |a, &d| a.checked_mul(d));
+        if let Some(n) = n.filter(|&n| n > 0)
+            && mode == Broadcast::Numpy
+            && self.config.backend != super::config::Backend::Interp
+            && shape.len() <= crate::shape::MAX_RANK
+            && out.strides().is_none()
+            && out.offset() == 0
+            && out.data().len() / w >= n
+            && conds.iter().zip(&bc).all(|(c, b)| match b {
+                Some(b) => b.shape == shape,
+                None => cond_flat(c, shape, n),
+            })
+            && values
+                .iter()
+                .chain([&default])
+                .all(|v| choice_flat(v, shape, n, w).is_some())
+        {
+            let count = bc.iter().flatten().count();
+            let mut bufs = vec![0u8; BLOCK * count];
+            let (o, ..) = out.into_parts();
+            let mut j = 0;
+            while j < n {
+                let m = (n - j).min(BLOCK);
+                let sh = [m];
+                let mut chunks = bufs.chunks_mut(BLOCK);
+                let mut masks: smallvec::SmallVec<[&[u8]; 8]> = smallvec::SmallVec::new();
+                for b in bc.iter().flatten() {
+                    let c = &mut chunks.next().expect("a block per bitmap")[..m];
+                    b.expand(j, c);
+                    masks.push(c);
+                }
+                let mut masks = masks.into_iter();
+                let bconds: smallvec::SmallVec<[Cond<'_>; 8]> = conds
+                    .iter()
+                    .zip(&bc)
+                    .map(|(c, b)| match b {
+                        Some(_) => Cond {
+                            repr: Repr::Mask(TensorRef::new(
+                                masks.next().expect("a mask per bitmap"),
+                                &sh,
+                            )),
+                            not: c.not,
+                        },
+                        None => cond_block(c, shape, j, &sh),
+                    })
+                    .collect();
+                let bvals: smallvec::SmallVec<[Choice<'_, u8>; 8]> = values
+                    .iter()
+                    .map(|v| choice_block(v, shape, j, &sh, w))
+                    .collect();
+                self.select_n_bytes(
+                    dtype,
+                    &bconds,
+                    &bvals,
+                    choice_block(&default, shape, j, &sh, w),
+                    TensorMut::new(&mut o[j * w..(j + m) * w], &sh),
+                    Broadcast::Numpy,
+                )?;
+                j += m;
+            }
+            return Ok(());
+        }
+        let masks: Vec<Option<(Vec<u8>, &[usize])>> = bc
+            .iter()
+            .map(|b| b.as_ref().map(|b| (b.to_mask(), b.shape)))
+            .collect();
         let lowered: Vec<Cond<'_>> = conds
             .iter()
             .zip(&masks)
@@ -836,6 +903,128 @@ impl Engine {
             })
             .collect();
         self.select_n_bytes(dtype, &lowered, values, default, out, mode)
+    }
+}
+
+/// How a flat call reads a view of `len` elements: all `n` of the output's `shape`,
+/// contiguous (`Some(true)`), or its one element (`Some(false)`).
+fn view_flat(
+    len: usize,
+    vshape: &[usize],
+    strides: Option<&[isize]>,
+    offset: usize,
+    shape: &[usize],
+    n: usize,
+) -> Option<bool> {
+    if strides.is_some() || offset != 0 {
+        None
+    } else if vshape == shape && len >= n {
+        Some(true)
+    } else if vshape.len() <= shape.len() && vshape.iter().all(|&d| d == 1) && len >= 1 {
+        Some(false)
+    } else {
+        None
+    }
+}
+
+/// Whether a predicate's operand is flat (see [`view_flat`]).
+fn operand_flat(o: &Operand<'_>, shape: &[usize], n: usize) -> Option<bool> {
+    match &o.src {
+        Src::View {
+            dtype,
+            bytes,
+            shape: s,
+            strides,
+            offset,
+        } => view_flat(bytes.len() / dtype.width(), s, *strides, *offset, shape, n),
+        Src::Scalar { .. } => Some(false),
+        Src::InPlace => Some(true),
+        Src::Placeholder { .. } => None,
+    }
+}
+
+fn cond_flat(c: &Cond<'_>, shape: &[usize], n: usize) -> bool {
+    match &c.repr {
+        Repr::Mask(m) => {
+            view_flat(m.data().len(), m.shape(), m.strides(), m.offset(), shape, n).is_some()
+        }
+        Repr::Cmp(_, l, r) => {
+            operand_flat(l, shape, n).is_some() && operand_flat(r, shape, n).is_some()
+        }
+        Repr::Test(_, v) => operand_flat(v, shape, n).is_some(),
+        Repr::Bits { .. } => false,
+    }
+}
+
+fn choice_flat(c: &Choice<'_, u8>, shape: &[usize], n: usize, w: usize) -> Option<bool> {
+    match c {
+        Choice::Tensor(t) => view_flat(
+            t.data().len() / w,
+            t.shape(),
+            t.strides(),
+            t.offset(),
+            shape,
+            n,
+        ),
+        Choice::Out => Some(true),
+    }
+}
+
+/// Bytes of elements `j..j + sh[0]` of a flat view of `w`-byte elements, or its one element.
+fn bytes_block<'x>(b: &'x [u8], full: bool, j: usize, sh: &[usize], w: usize) -> &'x [u8] {
+    if full {
+        &b[j * w..(j + sh[0]) * w]
+    } else {
+        &b[..w]
+    }
+}
+
+fn operand_block<'x>(o: &Operand<'x>, shape: &[usize], j: usize, sh: &'x [usize]) -> Operand<'x> {
+    let n = crate::shape::numel(shape);
+    match (&o.src, operand_flat(o, shape, n)) {
+        (Src::View { dtype, bytes, .. }, Some(full)) => {
+            let b = bytes_block(bytes, full, j, sh, dtype.width());
+            Operand::from_bytes(*dtype, TensorRef::new(b, if full { sh } else { &[] }))
+        }
+        _ => *o,
+    }
+}
+
+/// Elements `j..j + sh[0]` of a flat condition that is not a bitmap.
+fn cond_block<'x>(c: &Cond<'x>, shape: &[usize], j: usize, sh: &'x [usize]) -> Cond<'x> {
+    let n = crate::shape::numel(shape);
+    let repr = match &c.repr {
+        Repr::Mask(m) => {
+            let full = view_flat(m.data().len(), m.shape(), m.strides(), m.offset(), shape, n)
+                == Some(true);
+            let b = bytes_block(m.data(), full, j, sh, 1);
+            Repr::Mask(TensorRef::new(b, if full { sh } else { &[] }))
+        }
+        Repr::Cmp(op, l, r) => Repr::Cmp(
+            *op,
+            operand_block(l, shape, j, sh),
+            operand_block(r, shape, j, sh),
+        ),
+        Repr::Test(op, v) => Repr::Test(*op, operand_block(v, shape, j, sh)),
+        Repr::Bits { .. } => c.repr,
+    };
+    Cond { repr, not: c.not }
+}
+
+fn choice_block<'x>(
+    c: &Choice<'x, u8>,
+    shape: &[usize],
+    j: usize,
+    sh: &'x [usize],
+    w: usize,
+) -> Choice<'x, u8> {
+    let n = crate::shape::numel(shape);
+    match (c, choice_flat(c, shape, n, w)) {
+        (Choice::Tensor(t), Some(full)) => {
+            let b = bytes_block(t.data(), full, j, sh, w);
+            Choice::Tensor(TensorRef::new(b, if full { sh } else { &[] }))
+        }
+        _ => *c,
     }
 }
 
