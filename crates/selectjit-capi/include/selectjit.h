@@ -183,6 +183,13 @@ typedef struct SelectjitAotTable {
 // Condition kind: `isfinite(lhs)` (true for integers and bool).
 #define SELECTJIT_COND_ISFINITE 4
 
+// Condition kind: a bitmap in `lhs` (Arrow's bit-packed booleans): `lhs.data` and
+// `lhs.len_bytes` are the bytes, `lhs.shape` the condition's shape (one bit per element in
+// row-major order, least significant bit first, from bit `bit_offset`), `lhs.strides` NULL and
+// `lhs.offset` 0. `validity`, when not NULL, is the condition's validity bitmap (1 = valid; a
+// null condition is false). Needs the second version of the struct (with `bit_offset`).
+#define SELECTJIT_COND_BITMAP 5
+
 // Comparison (`SelectjitCond::op`): `==`.
 #define SELECTJIT_CMP_EQ 0
 
@@ -381,6 +388,14 @@ typedef struct SelectjitCond {
   struct SelectjitTensor lhs;
   // A comparison's second operand.
   struct SelectjitTensor rhs;
+  // `SELECTJIT_COND_BITMAP`: the bit of `lhs.data` that holds element 0 (second version).
+  size_t bit_offset;
+  // `SELECTJIT_COND_BITMAP`: the condition's validity bitmap, or NULL for none.
+  const uint8_t *validity;
+  // The length of `validity` in bytes.
+  size_t validity_len_bytes;
+  // The bit of `validity` that holds element 0's validity.
+  size_t validity_offset;
 } SelectjitCond;
 
 // The calling thread's last error message ("" after a success). Valid until the next call on

@@ -5,14 +5,16 @@ use std::ffi::c_int;
 
 use selectjit_core::{Choice, Cond, DType, Operand};
 
-use crate::cond::{RawCond, SelectjitCond, read_cond};
+use crate::cond::{RawCond, SelectjitCond, bitmap_cond, read_cond};
 use crate::engine::{SelectjitEngine, engine_ref};
 use crate::error::{
     Fail, SELECTJIT_ERR_DTYPE, SELECTJIT_ERR_INVALID, SELECTJIT_ERR_NULL_POINTER,
     SELECTJIT_ERR_OVERLAP, fail, guard,
 };
 use crate::select::mode_of;
-use crate::tensor::{Raw, SelectjitTensor, SelectjitTensorMut, dtype_of, raw, raw_mut};
+use crate::tensor::{
+    Raw, SelectjitTensor, SelectjitTensorMut, dtype_of, overlaps_bytes, raw, raw_mut,
+};
 
 /// `out = conds[0] ? values[0] : conds[1] ? values[1] : ... : default`, the first true
 /// condition winning (numpy.select, SQL `CASE WHEN`): `n` conditions and `n` values (arrays of
@@ -132,6 +134,16 @@ fn run<'a>(
                 operand(what("rhs"), *d, r)?,
             ),
             RawCond::Test(op, d, v) => Cond::test(*op, operand(what("lhs"), *d, v)?),
+            RawCond::Bitmap(b, off, valid) => {
+                if b.overlaps(&o) || valid.is_some_and(|(v, _)| overlaps_bytes(v, &o)) {
+                    return Err(fail(
+                        SELECTJIT_ERR_OVERLAP,
+                        format!("out overlaps {}", what("bitmap")),
+                    ));
+                }
+                // SAFETY: as for `operand`: no overlap with the output (checked).
+                unsafe { bitmap_cond(b, *off, *valid) }?
+            }
         };
         cs.push(if *negate { c.not() } else { c });
     }

@@ -246,6 +246,13 @@ pub unsafe extern "C" fn selectjit_prepare_cond(
                      with selectjit_prepare",
                 ));
             }
+            RawCond::Bitmap(..) => {
+                return Err(fail(
+                    SELECTJIT_ERR_INVALID,
+                    "selectjit_prepare_cond takes a predicate: a bitmap condition runs in \
+                     selectjit_select_cond and selectjit_select_n",
+                ));
+            }
             RawCond::Cmp(op, d, l, r) => {
                 // SAFETY: the descriptors honour their lengths (the caller's contract).
                 let ((lo, lp), (ro, rp)) = unsafe {

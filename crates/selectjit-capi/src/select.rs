@@ -5,13 +5,15 @@ use std::ffi::c_int;
 
 use selectjit_core::{Broadcast, Cond, DType, Engine, InPlace, Operand};
 
-use crate::cond::{RawCond, SelectjitCond, read_cond};
+use crate::cond::{RawCond, SelectjitCond, bitmap_cond, read_cond};
 use crate::engine::{SelectjitEngine, engine_ref};
 use crate::error::{
     Fail, SELECTJIT_ERR_DTYPE, SELECTJIT_ERR_INVALID, SELECTJIT_ERR_NULL_POINTER,
     SELECTJIT_ERR_OVERLAP, fail, guard,
 };
-use crate::tensor::{Raw, SelectjitTensor, SelectjitTensorMut, dtype_of, raw, raw_mut, shapes3};
+use crate::tensor::{
+    Raw, SelectjitTensor, SelectjitTensorMut, dtype_of, overlaps_bytes, raw, raw_mut, shapes3,
+};
 
 /// Broadcast mode: numpy (all three inputs broadcast to each other; ONNX Where).
 pub const SELECTJIT_MODE_NUMPY: c_int = 0;
@@ -105,6 +107,13 @@ fn run_select<'a>(
             operand("cond rhs", *d, r)?,
         ),
         RawCond::Test(op, d, v) => Cond::test(*op, operand("cond lhs", *d, v)?),
+        RawCond::Bitmap(b, off, valid) => {
+            if b.overlaps(&o) || valid.is_some_and(|(v, _)| overlaps_bytes(v, &o)) {
+                return Err(fail(SELECTJIT_ERR_OVERLAP, "out overlaps cond"));
+            }
+            // SAFETY: as for `operand`: no overlap with the output (checked).
+            unsafe { bitmap_cond(b, *off, *valid) }?
+        }
     };
     let cond = if negate { cond.not() } else { cond };
     // SAFETY: the descriptors cover their lengths (contract); the output overlaps no
@@ -460,6 +469,10 @@ mod tests {
                     reserved: 0,
                     lhs,
                     rhs: t(1),
+                    bit_offset: 0,
+                    validity: std::ptr::null(),
+                    validity_len_bytes: 0,
+                    validity_offset: 0,
                 },
                 tail: [0; 16],
             };

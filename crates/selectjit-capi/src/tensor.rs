@@ -69,6 +69,20 @@ pub struct SelectjitTensor {
     pub offset: usize,
 }
 
+impl SelectjitTensor {
+    /// No data, rank 0 (a field the caller's struct does not have).
+    pub(crate) fn empty() -> SelectjitTensor {
+        SelectjitTensor {
+            data: std::ptr::null(),
+            len_bytes: 0,
+            shape: std::ptr::null(),
+            rank: 0,
+            strides: std::ptr::null(),
+            offset: 0,
+        }
+    }
+}
+
 /// An output tensor: the fields of `SelectjitTensor` with a writable `data`.
 #[repr(C)]
 pub struct SelectjitTensorMut {
@@ -101,6 +115,16 @@ pub(crate) struct Raw<'a> {
     pub(crate) shape: &'a [usize],
     pub(crate) strides: Option<&'a [isize]>,
     pub(crate) offset: usize,
+}
+
+/// Whether `bytes` and the tensor `o`'s buffer share a byte.
+pub(crate) fn overlaps_bytes(bytes: &[u8], o: &Raw) -> bool {
+    let (a0, a1) = (
+        bytes.as_ptr() as usize,
+        bytes.as_ptr() as usize + bytes.len(),
+    );
+    let (b0, b1) = o.range();
+    !bytes.is_empty() && o.len > 0 && a0 < b1 && b0 < a1
 }
 
 impl<'a> Raw<'a> {

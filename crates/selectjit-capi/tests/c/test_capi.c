@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 #include "selectjit.h"
@@ -1108,6 +1109,67 @@ static void nway(int backend) {
     selectjit_engine_free(e);
 }
 
+/* Bitmap conditions (Arrow's bit-packed booleans) at a bit offset, with validity: a two-way
+   select in place and a CASE WHEN, against values computed here; errors write nothing. */
+static void bitmaps(int backend) {
+    SelectjitEngine *e = engine(backend, 0, 0);
+    enum { N = 5000, OFF = 3, VOFF = 9 };
+    uint8_t bits[(N + OFF + 7) / 8], valid[(N + VOFF + 7) / 8];
+    for (size_t i = 0; i < sizeof bits; i++) bits[i] = (uint8_t)(i * 37u + 11u);
+    for (size_t i = 0; i < sizeof valid; i++) valid[i] = (uint8_t)(i * 91u + 5u);
+    int32_t a[N], out[N], want[N], minus = -1;
+    for (int i = 0; i < N; i++) {
+        a[i] = i;
+        int b = (bits[(i + OFF) / 8] >> ((i + OFF) % 8)) & 1;
+        int v = (valid[(i + VOFF) / 8] >> ((i + VOFF) % 8)) & 1;
+        want[i] = b && v ? i : -1;
+        out[i] = 77;
+    }
+    size_t sn[1] = {N};
+    SelectjitTensor none = tensor(NULL, 0, NULL, 0, NULL);
+    SelectjitCond c = cond_of(SELECTJIT_COND_BITMAP, 0, 0, tensor(bits, sizeof bits, sn, 1, NULL), none);
+    c.bit_offset = OFF;
+    c.validity = valid;
+    c.validity_len_bytes = sizeof valid;
+    c.validity_offset = VOFF;
+    SelectjitTensor at = tensor(a, sizeof a, sn, 1, NULL), mt = tensor(&minus, 4, NULL, 0, NULL);
+    SelectjitTensorMut ot = out_tensor(out, sizeof out, sn, 1, NULL);
+    int s = selectjit_select_cond(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &c, &at, &mt, &ot);
+    CHECK(s == SELECTJIT_OK, "bitmap select (backend %d) -> %s", backend, selectjit_status_name(s));
+    CHECK(memcmp(out, want, sizeof want) == 0, "bitmap select values (backend %d)", backend);
+    /* CASE WHEN bitmap THEN a WHEN a > 2500 THEN 1 ELSE -1: the first true wins. */
+    int32_t one = 1, half = 2500;
+    for (int i = 0; i < N; i++) {
+        out[i] = 77;
+        if (want[i] == -1 && i > 2500) want[i] = 1;
+    }
+    SelectjitCond gt = cond_of(SELECTJIT_COND_CMP, SELECTJIT_CMP_GT, SELECTJIT_DTYPE_I32, at, tensor(&half, 4, NULL, 0, NULL));
+    const SelectjitCond *cs[2] = {&c, &gt};
+    SelectjitTensor onet = tensor(&one, 4, NULL, 0, NULL);
+    const SelectjitTensor *vs[2] = {&at, &onet};
+    s = selectjit_select_n(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, 2, cs, vs, &mt, &ot);
+    CHECK(s == SELECTJIT_OK, "bitmap nway (backend %d) -> %s", backend, selectjit_status_name(s));
+    CHECK(memcmp(out, want, sizeof want) == 0, "bitmap nway values (backend %d)", backend);
+    /* Errors: bytes that end before the bits; a first-version struct; strides. */
+    for (int i = 0; i < N; i++) out[i] = 77;
+    SelectjitCond shortc = c;
+    shortc.lhs.len_bytes = sizeof bits - 1;
+    s = selectjit_select_cond(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &shortc, &at, &mt, &ot);
+    CHECK(s != SELECTJIT_OK && strstr(selectjit_last_error(), "bitmap") != NULL, "short bitmap: %s",
+          selectjit_last_error());
+    SelectjitCond v1 = c;
+    v1.struct_size = (uint32_t)offsetof(SelectjitCond, bit_offset);
+    s = selectjit_select_cond(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &v1, &at, &mt, &ot);
+    CHECK(s == SELECTJIT_ERR_INVALID, "bitmap in a first-version struct -> %s", selectjit_status_name(s));
+    ptrdiff_t st1[1] = {1};
+    SelectjitCond strided = c;
+    strided.lhs.strides = st1;
+    s = selectjit_select_cond(e, SELECTJIT_DTYPE_I32, SELECTJIT_MODE_NUMPY, -1, &strided, &at, &mt, &ot);
+    CHECK(s == SELECTJIT_ERR_INVALID, "strided bitmap -> %s", selectjit_status_name(s));
+    for (int i = 0; i < N; i++) CHECK(out[i] == 77, "bitmap error wrote element %d", i);
+    selectjit_engine_free(e);
+}
+
 int main(void) {
     onnx_example(SELECTJIT_BACKEND_JIT);
     onnx_example(SELECTJIT_BACKEND_STATIC);
@@ -1135,6 +1197,9 @@ int main(void) {
     nway(SELECTJIT_BACKEND_JIT);
     nway(SELECTJIT_BACKEND_STATIC);
     nway(SELECTJIT_BACKEND_INTERP);
+    bitmaps(SELECTJIT_BACKEND_JIT);
+    bitmaps(SELECTJIT_BACKEND_STATIC);
+    bitmaps(SELECTJIT_BACKEND_INTERP);
     printf("%d passed, %d failed\n", checks - failures, failures);
     return failures ? 1 : 0;
 }
