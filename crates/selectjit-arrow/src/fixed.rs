@@ -151,9 +151,7 @@ impl Input {
             Layout::Fixed(w) => {
                 let b = self.bytes(w)?;
                 if self.scalar {
-                    let mut m = MutableBuffer::with_capacity(len * w);
-                    m.repeat_slice_n_times(b, len);
-                    m.into()
+                    fill(b, len).into()
                 } else {
                     let mut m = MutableBuffer::with_capacity(b.len());
                     m.extend_from_slice(b);
@@ -223,12 +221,36 @@ fn output(
 fn output_buffer(n: usize) -> MutableBuffer {
     let mut m = MutableBuffer::with_capacity(n);
     // SAFETY: `with_capacity(n)` reserved the `n` bytes; a `u8` has no invalid value, and
-    // every caller hands the whole buffer to a select whose output shape covers all `n` bytes
-    // (`len * w` for shape `[len]` of width `w`, or `[len, k]` of width `w / k`; the engine
-    // checks the buffer's length against the shape), which writes each byte before anything
-    // reads it. On an error the buffer is dropped unread.
+    // every caller writes all `n` bytes before anything reads them: it hands the whole buffer
+    // to a select whose output shape covers them (`len * w` for shape `[len]` of width `w`, or
+    // `[len, k]` of width `w / k`; the engine checks the buffer's length against the shape),
+    // or `fill`s every element. On an error the buffer is dropped unread.
     unsafe { m.set_len(n) };
     m
+}
+
+/// `len` copies of the value `v` (one value's bytes) in a new buffer.
+fn fill(v: &[u8], len: usize) -> MutableBuffer {
+    macro_rules! typed {
+        ($t:ty) => {{
+            let x = <$t>::from_le_bytes(v.try_into().expect("the value's width"));
+            let mut m = output_buffer(len * v.len());
+            m.typed_data_mut::<$t>().fill(x);
+            m
+        }};
+    }
+    match v.len() {
+        1 => typed!(u8),
+        2 => typed!(u16),
+        4 => typed!(u32),
+        8 => typed!(u64),
+        16 => typed!(i128),
+        w => {
+            let mut m = MutableBuffer::with_capacity(len * w);
+            m.repeat_slice_n_times(v, len);
+            m
+        }
+    }
 }
 
 /// A validity bitmap just written, `None` when it has no null.
@@ -270,6 +292,11 @@ pub(crate) fn select2(
     let len = mask.len();
     let mask_nulls = mask.nulls().filter(|n| n.null_count() > 0);
     let (ti, fi) = (Input::new(t), Input::new(f));
+    // Two scalars, one of them null: the other's values everywhere, the validity a word
+    // operation on the mask (as arrow-rs's scalar zipper does).
+    if ti.scalar && fi.scalar && (ti.null_scalar() || fi.null_scalar()) {
+        return scalars_with_a_null(mask, &dt, lay, &ti, &fi, rule);
+    }
     // Every row true, or every row false (and none null when nulls propagate): a copy.
     let ones = mask.true_count();
     if ones == len || (ones == 0 && (rule == NullRule::NullIsFalse || mask_nulls.is_none())) {
@@ -344,6 +371,41 @@ pub(crate) fn select2(
         nulls_of(vb, len, n)
     };
     output(&dt, len, values.into(), nulls)
+}
+
+/// `mask ? t : f` of two scalars, at least one null.
+fn scalars_with_a_null(
+    mask: &BooleanArray,
+    dt: &DataType,
+    lay: Layout,
+    ti: &Input,
+    fi: &Input,
+    rule: NullRule,
+) -> Result<ArrayRef, ArrowError> {
+    let len = mask.len();
+    let (values, _) = if ti.null_scalar() {
+        fi.copy(lay, len)?
+    } else {
+        ti.copy(lay, len)?
+    };
+    let mask_nulls = mask.nulls().filter(|n| n.null_count() > 0);
+    // The rows that take `t`: true and valid.
+    let taken = || match mask_nulls {
+        Some(n) => mask.values() & n.inner(),
+        None => mask.values().clone(),
+    };
+    let valid = match (ti.null_scalar(), fi.null_scalar()) {
+        (true, true) => BooleanBuffer::new_unset(len),
+        (false, true) => taken(),
+        // Rows that take `f` are valid; under Arrow C++'s rule not those of a null condition.
+        (true, false) => match (rule, mask_nulls) {
+            (NullRule::NullPropagates, Some(n)) => &!mask.values() & n.inner(),
+            _ => !&taken(),
+        },
+        (false, false) => unreachable!("a null scalar"),
+    };
+    let nulls = Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0);
+    output(dt, len, values, nulls)
 }
 
 /// Variable-width and nested types: arrow-rs's `zip`, and under Arrow C++'s rule the mask's

@@ -6,7 +6,8 @@
 //! of half the case's traffic (the inputs' values and validity read, the mask's bits, the
 //! output's values and validity written).
 //!
-//! `selectjit-arrow-bench [--quick] [--json FILE]`
+//! `selectjit-arrow-bench [--quick] [--json FILE] [--only TEXT]` (`--only`: the cases whose
+//! name, row count or dtype contains TEXT)
 
 use std::sync::Arc;
 use std::time::Instant;
@@ -148,6 +149,27 @@ fn median_ns(reps: usize, mut f: impl FnMut()) -> f64 {
     t[t.len() / 2]
 }
 
+/// Median nanoseconds of `a` and of `b` over `reps` rounds, each round running both (after
+/// two warm-up rounds): the allocator and the clock see both in the same state.
+fn medians_ns(reps: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+    let time = |f: &mut dyn FnMut()| {
+        let s = Instant::now();
+        f();
+        s.elapsed().as_nanos() as f64
+    };
+    let (mut ta, mut tb) = (Vec::new(), Vec::new());
+    for round in 0..reps + 2 {
+        let (x, y) = (time(&mut a), time(&mut b));
+        if round >= 2 {
+            ta.push(x);
+            tb.push(y);
+        }
+    }
+    ta.sort_by(f64::total_cmp);
+    tb.sort_by(f64::total_cmp);
+    (ta[reps / 2], tb[reps / 2])
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let quick = args.iter().any(|a| a == "--quick");
@@ -156,11 +178,15 @@ fn main() {
             .cloned()
             .unwrap_or_else(|| fail("--json needs a file"))
     });
-    if let Some(a) = args
-        .iter()
-        .enumerate()
-        .find(|(i, a)| *a != "--quick" && *a != "--json" && (*i == 0 || args[i - 1] != "--json"))
-    {
+    let only = args.iter().position(|a| a == "--only").map(|i| {
+        args.get(i + 1)
+            .cloned()
+            .unwrap_or_else(|| fail("--only needs a text"))
+    });
+    let takes_value = |a: &str| a == "--json" || a == "--only";
+    if let Some(a) = args.iter().enumerate().find(|(i, a)| {
+        *a != "--quick" && !takes_value(a) && (*i == 0 || !takes_value(&args[i - 1]))
+    }) {
         fail(&format!("unknown argument {}", a.1));
     }
     let mut rows_out = Vec::new();
@@ -171,11 +197,12 @@ fn main() {
     let mut r = Rng(42);
     // Warm-up: the engine compiles its kernels and settles its tier choices on the first calls.
     for dtype in ["i32", "i64", "f64"] {
-        for n in [8192usize, 1 << 16] {
+        for n in [8192usize, 1 << 16, 1 << 20] {
             let m = mask(&mut r, n, 50.0, 10.0);
             let (a, b) = (array(&mut r, dtype, n, 10.0), array(&mut r, dtype, n, 10.0));
-            for _ in 0..200 {
+            for _ in 0..(1 << 24) / n {
                 std::hint::black_box(selectjit_arrow::zip(&m, &a, &b).ok());
+                std::hint::black_box(arrow_select::zip::zip(&m, &a, &b).ok());
             }
         }
     }
@@ -191,8 +218,13 @@ fn main() {
             for (mname, pct, null_pct) in MASKS {
                 let m = mask(&mut r, n, pct, null_pct);
                 for (sname, ts, fs) in &SIDES {
-                    let (t, f) = (input(&mut r, ts, dtype, n), input(&mut r, fs, dtype, n));
                     let case = format!("{mname}/{sname}");
+                    if let Some(o) = &only
+                        && !format!("{case} {n} {dtype}").contains(o.as_str())
+                    {
+                        continue;
+                    }
+                    let (t, f) = (input(&mut r, ts, dtype, n), input(&mut r, fs, dtype, n));
                     let ours = selectjit_arrow::zip(&m, t.datum(), f.datum())
                         .unwrap_or_else(|e| fail(&format!("{case} {dtype}: {e}")));
                     let theirs = arrow_select::zip::zip(&m, t.datum(), f.datum())
@@ -202,12 +234,19 @@ fn main() {
                             "{case} {n} {dtype}: selectjit's output differs from arrow's"
                         ));
                     }
-                    let sj = median_ns(reps, || {
-                        std::hint::black_box(selectjit_arrow::zip(&m, t.datum(), f.datum()).ok());
-                    });
-                    let ar = median_ns(reps, || {
-                        std::hint::black_box(arrow_select::zip::zip(&m, t.datum(), f.datum()).ok());
-                    });
+                    let (sj, ar) = medians_ns(
+                        reps,
+                        || {
+                            std::hint::black_box(
+                                selectjit_arrow::zip(&m, t.datum(), f.datum()).ok(),
+                            );
+                        },
+                        || {
+                            std::hint::black_box(
+                                arrow_select::zip::zip(&m, t.datum(), f.datum()).ok(),
+                            );
+                        },
+                    );
                     let traffic =
                         t.bytes() + f.bytes() + data_bytes(&m) + data_bytes(ours.as_ref());
                     let half = traffic.div_ceil(2).max(1);
