@@ -43,6 +43,9 @@ const STREAM: &CStr = c"arrow_array_stream";
 const KIND_SCALAR: u8 = 0;
 const KIND_ARRAY: u8 = 1;
 const KIND_STREAM: u8 = 2;
+/// An object exporting both: an array when `__arrow_c_array__` succeeds, else (an object of
+/// several chunks, e.g. nanoarrow's) a chunked array.
+const KIND_ARRAY_OR_STREAM: u8 = 3;
 
 /// Why a call is not done here: the exception class pyarrow (or, without it, the package)
 /// raises and a message. The Python layer hands the call to `pyarrow.compute` instead.
@@ -272,6 +275,18 @@ fn extension<T>() -> Refused<T> {
     refuse("NotImplementedError", "an argument of an extension type")
 }
 
+/// A chunked argument.
+fn import_chunked(obj: &Bound<'_, PyAny>) -> PyResult<Refused<In>> {
+    let Some((chunks, dtype)) = import_stream(obj)? else {
+        return Ok(extension());
+    };
+    Ok(Ok(In::Col {
+        chunks,
+        dtype,
+        chunked: true,
+    }))
+}
+
 /// One `(kind, object)` argument of the Python layer.
 fn import_arg(arg: &Bound<'_, PyAny>) -> PyResult<Refused<In>> {
     let (kind, obj): (u8, Bound<'_, PyAny>) = arg.extract()?;
@@ -289,8 +304,13 @@ fn import_arg(arg: &Bound<'_, PyAny>) -> PyResult<Refused<In>> {
             }
             In::Scalar(a)
         }
-        KIND_ARRAY => {
-            let Some(a) = import_array(&obj)? else {
+        KIND_ARRAY | KIND_ARRAY_OR_STREAM => {
+            let a = match import_array(&obj) {
+                Ok(a) => a,
+                Err(_) if kind == KIND_ARRAY_OR_STREAM => return import_chunked(&obj),
+                Err(e) => return Err(e),
+            };
+            let Some(a) = a else {
                 return Ok(extension());
             };
             let dtype = a.data_type().clone();
@@ -300,16 +320,7 @@ fn import_arg(arg: &Bound<'_, PyAny>) -> PyResult<Refused<In>> {
                 chunked: false,
             }
         }
-        KIND_STREAM => {
-            let Some((chunks, dtype)) = import_stream(&obj)? else {
-                return Ok(extension());
-            };
-            In::Col {
-                chunks,
-                dtype,
-                chunked: true,
-            }
-        }
+        KIND_STREAM => return import_chunked(&obj),
         _ => return Err(PyValueError::new_err("argument kind")),
     }))
 }

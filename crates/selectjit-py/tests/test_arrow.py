@@ -307,6 +307,25 @@ def test_polars_input():
     assert got.type == want.type == pa.int64() and got.equals(want)
 
 
+def test_nanoarrow_input(no_fallback):
+    na = pytest.importorskip("nanoarrow")
+    rng = np.random.default_rng(11)
+    n = 500
+    c = rand_cond(rng, n)
+    a = rand_array(rng, pa.int32(), n)
+    b = rand_array(rng, pa.int32(), n)
+    got = sa.if_else(na.Array(c), na.Array(a), b)
+    assert isinstance(got, pa.Array)
+    assert_same(got, pc.if_else(c, a, b))
+    # A nanoarrow array of several chunks is a chunked array.
+    got = sa.if_else(na.Array(pa.chunked_array([c[:100], c[100:]])), a, na.Array(b))
+    assert isinstance(got, pa.ChunkedArray)
+    assert_same(got, pc.if_else(pa.chunked_array([c[:100], c[100:]]), a, b))
+    cond = cond_struct(rng, n, 2)
+    got = sa.case_when(na.Array(cond), na.Array(a), b, na.Array(a))
+    assert_same(got, pc.case_when(cond, a, b, a))
+
+
 def test_without_pyarrow(monkeypatch):
     """Without pyarrow: capsule exporters in, capsule exporters out, refusals raised."""
     monkeypatch.setattr(sa, "_pa_module", False)

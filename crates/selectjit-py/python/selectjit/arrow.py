@@ -4,7 +4,8 @@
 return its results: the same type, the same validity and the same values at every valid slot.
 Arrays come through the Arrow PyCapsule interface without copying: anything with
 `__arrow_c_array__` (pyarrow and nanoarrow arrays, ...) is an array, anything with only
-`__arrow_c_stream__` (pyarrow ChunkedArrays, polars Series, ...) a chunked array. The result is a
+`__arrow_c_stream__` (pyarrow ChunkedArrays, polars Series, ...) a chunked array, and so is an
+object with both whose `__arrow_c_array__` fails (a nanoarrow array of several chunks). The result is a
 `pyarrow.Array`, or a `pyarrow.ChunkedArray` when an input is chunked (then cut at the union of
 the inputs' chunk boundaries). pyarrow is imported on first use; without it, the result is an
 object exporting `__arrow_c_array__` (`__arrow_c_stream__` for chunked results) that any Arrow
@@ -38,7 +39,7 @@ __all__ = ["if_else", "case_when", "ArrowArray", "ArrowChunkedArray"]
 ArrowArray = _ext.ArrowArray
 ArrowChunkedArray = _ext.ArrowChunkedArray
 
-_SCALAR, _ARRAY, _STREAM = 0, 1, 2
+_SCALAR, _ARRAY, _STREAM, _ARRAY_OR_STREAM = 0, 1, 2, 3
 _pa_module = None
 
 
@@ -67,7 +68,8 @@ def _arg(x, pa):
             return (_SCALAR, pa.repeat(x, 1))
     t = type(x)
     if hasattr(t, "__arrow_c_array__"):
-        return (_ARRAY, x)
+        # Exporters of both (nanoarrow's arrays): a chunked array when it has several chunks.
+        return (_ARRAY_OR_STREAM if hasattr(t, "__arrow_c_stream__") else _ARRAY, x)
     if hasattr(t, "__arrow_c_stream__"):
         return (_STREAM, x)
     if pa is not None:
@@ -91,7 +93,11 @@ def _as_pyarrow(x, pa):
         return x
     t = type(x)
     if hasattr(t, "__arrow_c_array__"):
-        return pa.array(x)
+        try:
+            return pa.array(x)
+        except Exception:
+            if not hasattr(t, "__arrow_c_stream__"):
+                raise
     if hasattr(t, "__arrow_c_stream__"):
         return pa.chunked_array(x)
     return x
