@@ -6,7 +6,7 @@ true, and a 3-branch `case_when` (three conditions, three values and an ELSE). C
 `selectjit.arrow.if_else` / `case_when` (returning pyarrow arrays), `pyarrow.compute.if_else` /
 `case_when`, and polars `df.select(pl.when(c).then(a).otherwise(b))` (a `when/then` chain for
 case_when) on a DataFrame of the same columns. Every contender allocates its output, on one
-thread (`POLARS_MAX_THREADS=1`, `pyarrow.set_cpu_count(1)`; selectjit's engine with one thread).
+thread (the process pinned to one CPU, `POLARS_MAX_THREADS=1`, `pyarrow.set_cpu_count(1)`).
 Each output is checked equal to pyarrow's (`.equals()`, type included) before it is timed.
 Times are the best (and the median, in the JSON) of interleaved rounds (peers.py's harness).
 
@@ -21,7 +21,10 @@ import sys
 from pathlib import Path
 
 os.environ["POLARS_MAX_THREADS"] = "1"
-os.environ.setdefault("SELECTJIT_THREADS", "1")
+# One core for the whole process, before any library starts a thread: selectjit's engine sizes
+# its pool from the CPUs the process may run on, and nothing else can spread either.
+if hasattr(os, "sched_setaffinity"):
+    os.sched_setaffinity(0, {min(os.sched_getaffinity(0))})
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 sys.dont_write_bytecode = True  # no __pycache__ of peers.py left in the checkout
 import peers as P  # noqa: E402  (the shared harness: timing, versions)
