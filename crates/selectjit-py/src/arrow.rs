@@ -33,7 +33,7 @@ use pyo3::exceptions::{PyNotImplementedError, PyRuntimeError, PyTypeError, PyVal
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyCapsule, PyFloat, PyInt, PyTuple};
 
-use crate::arrow_shim as kernels;
+use selectjit_arrow as kernels;
 
 const SCHEMA: &CStr = c"arrow_schema";
 const ARRAY: &CStr = c"arrow_array";

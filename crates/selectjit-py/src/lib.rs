@@ -18,7 +18,6 @@ use selectjit::Tier;
 use selectjit::{Engine, EngineConfig};
 
 mod arrow;
-mod arrow_shim;
 mod call;
 mod errors;
 mod fastcall;
