@@ -142,6 +142,20 @@ def test_if_else_densities_offsets(no_fallback):
             assert_same(sa.if_else(c, a, b), pc.if_else(c, a, b))
 
 
+@pytest.mark.parametrize("typ", [pa.float64(), pa.int32(), pa.bool_(), pa.float16()], ids=str)
+def test_large(typ, no_fallback):
+    """Lengths of many blocks of rows, sliced at odd offsets."""
+    rng = np.random.default_rng(12)
+    n = 100_003
+    c = rand_cond(rng, n, 0.5, 0.1, offset=5)
+    a, b = rand_array(rng, typ, n, 0.1, offset=11), rand_array(rng, typ, n, 0.1, offset=0)
+    assert_same(sa.if_else(c, a, b), pc.if_else(c, a, b))
+    cond = cond_struct(rng, n + 3, 3).slice(3, n)
+    vals = [rand_array(rng, typ, n, 0.2) for _ in range(4)]
+    assert_same(sa.case_when(cond, *vals), pc.case_when(cond, *vals))
+    assert_same(sa.case_when(cond, *vals[:3]), pc.case_when(cond, *vals[:3]))
+
+
 @pytest.mark.parametrize("typ", [pa.float64(), pa.int16(), pa.bool_(), pa.binary(3)], ids=str)
 def test_if_else_chunked(typ, no_fallback):
     rng = np.random.default_rng(4)
