@@ -126,7 +126,8 @@ def test_if_else_python_scalars(no_fallback):
     i = rand_array(rng, pa.int64(), 500)
     f = rand_array(rng, pa.float64(), 500)
     b = rand_array(rng, pa.bool_(), 500)
-    for x, s in [(i, 7), (i, -(2**62)), (f, 1.5), (f, 3.0), (b, True), (b, False)]:
+    for x, s in [(i, 7), (i, -(2**62)), (i, 2**63 - 1), (i, -(2**63)), (f, 1.5), (f, -0.0),
+                 (f, 3.0), (f, np.float64(2.5)), (b, True), (b, False)]:
         assert_same(sa.if_else(c, x, s), pc.if_else(c, x, s))
         assert_same(sa.if_else(c, s, x), pc.if_else(c, s, x))
 
@@ -213,6 +214,7 @@ def test_if_else_errors():
         (c, rand_array(rng, pa.binary(2), 10), rand_array(rng, pa.binary(3), 10)),
         (c, rand_array(rng, pa.bool_(), 10), a),
         (c, a, object()),
+        (c, rand_array(rng, pa.uint64(), 10), 2**63),  # pyarrow.scalar overflows
         # An extension type (uuid: fixed_size_binary[16] storage) has no kernel in pyarrow.
         (c, pa.ExtensionArray.from_storage(pa.uuid(), rand_array(rng, pa.binary(16), 10, offset=0)),
          pa.ExtensionArray.from_storage(pa.uuid(), rand_array(rng, pa.binary(16), 10, offset=0))),
