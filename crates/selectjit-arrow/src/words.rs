@@ -1,66 +1,84 @@
 //! The output validity of a two-way select, 64 rows per step: `selectjit::bits::select_validity`'s
-//! result (a unit test holds them equal), with each bitmap word read as one unaligned load
-//! where the bytes allow. (`select_validity` assembles each word through a byte copy; on
-//! 1M-row columns this loop is several times faster.)
+//! result (a unit test holds them equal), faster: each bitmap is realigned 64 words at a time
+//! into a small array (whole 8-byte loads and a shift, which vectorise), the words are combined
+//! and counted over those arrays, and on x86-64 the loop is compiled a second time with POPCNT
+//! and AVX2 for hosts that have them (the baseline target has no `popcnt`: `count_ones` is a
+//! dozen instructions). On 1M rows at bit offset 3 this is several times the core's speed
+//! (`timing::against_the_core`).
 
 use selectjit::bits::{Bitmap, NullRule, Validity};
 
-/// A bitmap's bytes and bit offset, or a constant as the bits of a static buffer read with
-/// step 0: every word is read the same way, without a branch on the kind.
+/// A bitmap's bytes and bit offset, or a constant word.
 #[derive(Clone, Copy)]
-struct Src<'a> {
-    bytes: &'a [u8],
-    offset: usize,
-    step: usize,
+enum Src<'a> {
+    Bits { bytes: &'a [u8], offset: usize },
+    Const(u64),
 }
 
-static ONES: [u8; 16] = [0xff; 16];
-static ZEROS: [u8; 16] = [0; 16];
+/// Words per step: the sources' realigned words stay in the first-level cache (2 KiB).
+const STEP: usize = 64;
 
 impl<'a> Src<'a> {
     fn of_bits(b: &Bitmap<'a>) -> Src<'a> {
         let (bytes, offset) = b.parts();
-        Src {
-            bytes,
-            offset,
-            step: 1,
-        }
+        Src::Bits { bytes, offset }
     }
 
     fn of(v: &Validity<'a>) -> Src<'a> {
-        let konst = |bytes: &'a [u8]| Src {
-            bytes,
-            offset: 0,
-            step: 0,
-        };
         match v {
-            Validity::AllValid => konst(&ONES),
-            Validity::AllNull => konst(&ZEROS),
+            Validity::AllValid => Src::Const(!0),
+            Validity::AllNull => Src::Const(0),
             Validity::Bits(b) => Src::of_bits(b),
         }
     }
 
-    /// Bits `j..j + 64` as one unaligned load, `None` when the 9 bytes they may span run past
-    /// the buffer.
+    /// Words `k0..k0 + out.len()` (bits `64 k0..`) into `out`; every one of them lies inside
+    /// the bitmap (the caller's `k0 + out.len()` is at most `len / 64`).
     #[inline(always)]
-    fn fast(&self, j: usize) -> Option<u64> {
-        let i = self.offset + self.step * j;
-        let (at, shift) = (i / 8, i % 8);
-        let c = self.bytes.get(at..at + 9)?;
-        let lo = u64::from_le_bytes([c[0], c[1], c[2], c[3], c[4], c[5], c[6], c[7]]);
-        Some(if shift == 0 {
-            lo
-        } else {
-            (lo >> shift) | ((c[8] as u64) << (64 - shift))
-        })
+    fn words(&self, k0: usize, out: &mut [u64]) {
+        match *self {
+            Src::Const(c) => out.fill(c),
+            Src::Bits { bytes, offset } => {
+                let n = out.len();
+                let bit = offset + 64 * k0;
+                let (at, shift) = (bit / 8, (bit % 8) as u32);
+                if shift == 0 {
+                    let b = &bytes[at..at + 8 * n];
+                    for (o, c) in out.iter_mut().zip(b.chunks_exact(8)) {
+                        *o = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                    }
+                } else if let Some(b) = bytes.get(at..at + 8 * n + 8) {
+                    // n + 1 whole words: word i is the top of word i and the bottom of i + 1.
+                    let mut lo = [0u64; STEP + 1];
+                    for (o, c) in lo.iter_mut().zip(b.chunks_exact(8)) {
+                        *o = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                    }
+                    for (i, o) in out.iter_mut().enumerate() {
+                        *o = (lo[i] >> shift) | (lo[i + 1] << (64 - shift));
+                    }
+                } else {
+                    // The last word's top bits are in byte `at + 8n`, inside the bitmap's
+                    // bytes (they hold its bit `64 (k0 + n) - 1 + offset`, checked by
+                    // `Bitmap::new`).
+                    let b = &bytes[at..at + 8 * n + 1];
+                    for (i, o) in out.iter_mut().enumerate() {
+                        let lo = u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8"));
+                        *o = (lo >> shift) | ((b[8 * i + 8] as u64) << (64 - shift));
+                    }
+                }
+            }
+        }
     }
 
-    /// Bits `j..j + n` one at a time (the last bytes of a buffer).
+    /// Bits `j..j + n` one at a time (the last word).
     fn slow(&self, j: usize, n: usize) -> u64 {
-        (0..n).fold(0u64, |w, k| {
-            let b = self.offset + self.step * (j + k);
-            w | ((((self.bytes[b / 8] >> (b % 8)) & 1) as u64) << k)
-        })
+        match *self {
+            Src::Const(c) => c & ((1u64 << n) - 1),
+            Src::Bits { bytes, offset } => (0..n).fold(0u64, |w, k| {
+                let b = offset + j + k;
+                w | ((((bytes[b / 8] >> (b % 8)) & 1) as u64) << k)
+            }),
+        }
     }
 }
 
@@ -85,40 +103,57 @@ pub(crate) fn select_validity(
     rule: NullRule,
     out: &mut [u8],
 ) -> usize {
-    let len = cond.len();
     let s = [
         Src::of_bits(&cond),
         Src::of(&cond_valid),
         Src::of(&then),
         Src::of(&else_),
     ];
-    let slow = |j: usize, n: usize| {
-        combine(
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("avx2")
+    {
+        // SAFETY: the host has POPCNT and AVX2 (checked just above).
+        return unsafe { select_validity_avx2(cond.len(), s, rule, out) };
+    }
+    select_validity_words(cond.len(), s, rule, out)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "popcnt,avx2")]
+fn select_validity_avx2(len: usize, s: [Src<'_>; 4], rule: NullRule, out: &mut [u8]) -> usize {
+    select_validity_words(len, s, rule, out)
+}
+
+#[inline(always)]
+fn select_validity_words(len: usize, s: [Src<'_>; 4], rule: NullRule, out: &mut [u8]) -> usize {
+    let full = len / 64;
+    let (body, tail) = out[..len.div_ceil(8)].split_at_mut(8 * full);
+    let mut w = [[0u64; STEP]; 4];
+    let mut valid = 0usize;
+    for (step, chunk) in body.chunks_mut(8 * STEP).enumerate() {
+        let (k0, n) = (step * STEP, chunk.len() / 8);
+        for (src, words) in s.iter().zip(w.iter_mut()) {
+            src.words(k0, &mut words[..n]);
+        }
+        let [c, cv, t, e] = &w;
+        for (i, o) in chunk.chunks_exact_mut(8).enumerate() {
+            let v = combine(c[i], cv[i], t[i], e[i], rule);
+            valid += v.count_ones() as usize;
+            o.copy_from_slice(&v.to_le_bytes());
+        }
+    }
+    if !tail.is_empty() {
+        let (j, n) = (64 * full, len - 64 * full);
+        let v = combine(
             s[0].slow(j, n),
             s[1].slow(j, n),
             s[2].slow(j, n),
             s[3].slow(j, n),
             rule,
-        )
-    };
-    let full = len / 64;
-    let (body, tail) = out[..len.div_ceil(8)].split_at_mut(8 * full);
-    let mut valid = 0usize;
-    for (k, chunk) in body.chunks_exact_mut(8).enumerate() {
-        let j = 64 * k;
-        let v = match (s[0].fast(j), s[1].fast(j), s[2].fast(j), s[3].fast(j)) {
-            (Some(c), Some(cv), Some(t), Some(e)) => combine(c, cv, t, e, rule),
-            _ => slow(j, 64),
-        };
+        );
         valid += v.count_ones() as usize;
-        chunk.copy_from_slice(&v.to_le_bytes());
-    }
-    if !tail.is_empty() {
-        let j = 64 * full;
-        let v = slow(j, len - j);
-        valid += v.count_ones() as usize;
-        let n = tail.len();
-        tail.copy_from_slice(&v.to_le_bytes()[..n]);
+        let m = tail.len();
+        tail.copy_from_slice(&v.to_le_bytes()[..m]);
     }
     len - valid
 }
@@ -136,8 +171,9 @@ mod tests {
             s ^= s << 17;
             s
         };
-        for _ in 0..3000 {
-            let len = (next() % 700) as usize;
+        for round in 0..3000 {
+            // Every tenth length spans several steps of `STEP` words.
+            let len = (next() % if round % 10 == 0 { 20_000 } else { 700 }) as usize;
             let mut bytes = |len: usize| -> (Vec<u8>, usize) {
                 let off = (next() % 64) as usize;
                 let extra = (next() % 3) as usize;
@@ -172,6 +208,77 @@ mod tests {
                 let gn = select_validity(bm(&c, co, len), cvv, tv, ev, rule, &mut got);
                 assert_eq!((got, gn), (want, wn), "len {len} {rule:?}");
             }
+        }
+    }
+}
+
+#[cfg(test)]
+mod timing {
+    use super::*;
+
+    /// `cargo test --release -p selectjit-arrow words::timing -- --ignored --nocapture`: this
+    /// loop against the core's `select_validity` on 1M rows, every bitmap at bit offset 3.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn against_the_core() {
+        let len: usize = 1 << 20;
+        let bytes: Vec<Vec<u8>> = (0..4u64)
+            .map(|s| {
+                (0..(len + 3).div_ceil(8) as u64)
+                    .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ s) as u8)
+                    .collect()
+            })
+            .collect();
+        let bm = |i: usize| Bitmap::new(&bytes[i], 3, len).expect("bitmap");
+        let mut out = vec![0u8; len.div_ceil(8)];
+        let time = |f: &mut dyn FnMut() -> usize| {
+            let mut t: Vec<f64> = (0..201)
+                .map(|_| {
+                    let s = std::time::Instant::now();
+                    std::hint::black_box(f());
+                    s.elapsed().as_nanos() as f64 / 1e3
+                })
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t[100]
+        };
+        for rule in [NullRule::NullIsFalse, NullRule::NullPropagates] {
+            let args = (
+                bm(0),
+                Validity::Bits(bm(1)),
+                Validity::Bits(bm(2)),
+                Validity::Bits(bm(3)),
+            );
+            let ours =
+                time(&mut || select_validity(args.0, args.1, args.2, args.3, rule, &mut out));
+            let core = time(&mut || {
+                selectjit::bits::select_validity(args.0, args.1, args.2, args.3, rule, &mut out)
+                    .expect("core")
+            });
+            let scalar_else = time(&mut || {
+                selectjit::bits::select_validity(
+                    args.0,
+                    Validity::AllValid,
+                    args.2,
+                    Validity::AllValid,
+                    rule,
+                    &mut out,
+                )
+                .expect("core")
+            });
+            let ours_scalar_else = time(&mut || {
+                select_validity(
+                    args.0,
+                    Validity::AllValid,
+                    args.2,
+                    Validity::AllValid,
+                    rule,
+                    &mut out,
+                )
+            });
+            println!(
+                "{rule:?}: words.rs {ours:.1} us, core {core:.1} us; one bitmap side: words.rs {ours_scalar_else:.1} us, core {scalar_else:.1} us"
+            );
         }
     }
 }
