@@ -1,14 +1,15 @@
 //! The selects: argument checks in arrow-rs's order, fixed-width types on selectjit's kernels,
 //! booleans on words of bits, everything else on arrow-rs's `zip`.
 
-use std::sync::OnceLock;
+use std::ptr::NonNull;
+use std::sync::{Arc, OnceLock};
 
 use arrow_array::{Array, ArrayRef, BooleanArray, Datum, make_array, new_null_array};
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, IntervalUnit};
 use selectjit::bits::{Bitmap, Bits, NullRule, Validity, case_when_validity, select_bits};
-use selectjit::{Broadcast, Choice, Cond, DType, Engine, TensorMut, TensorRef};
+use selectjit::{Broadcast, Choice, Cond, DType, Engine, OutputPool, TensorMut, TensorRef};
 
 use crate::{When, compute, invalid};
 
@@ -151,11 +152,11 @@ impl Input {
             Layout::Fixed(w) => {
                 let b = self.bytes(w)?;
                 if self.scalar {
-                    fill(b, len).into()
+                    fill(b, len).into_buffer()
                 } else {
-                    let mut m = MutableBuffer::with_capacity(b.len());
-                    m.extend_from_slice(b);
-                    m.into()
+                    let mut m = output_buffer(b.len());
+                    m.as_slice_mut().copy_from_slice(b);
+                    m.into_buffer()
                 }
             }
             Layout::Bool => match self.bits()? {
@@ -216,26 +217,101 @@ fn output(
     Ok(make_array(data))
 }
 
+/// An output buffer being written: pages from the engine's [`OutputPool`] for outputs of at
+/// least [`OutputPool::MIN_POOLED_BYTES`] (the pages of the last call's output, already mapped,
+/// instead of fresh ones the kernel must fault in and zero), an arrow `MutableBuffer`
+/// otherwise. Both are 64-byte aligned (Arrow's recommendation).
+pub(crate) enum OutBuf {
+    Arrow(MutableBuffer),
+    Pooled(PoolBlock),
+}
+
+/// A block of the engine's output pool, given back to it when dropped (when the last arrow
+/// `Buffer` sharing it is dropped).
+pub(crate) struct PoolBlock {
+    ptr: NonNull<u8>,
+    len: usize,
+    pool: Arc<OutputPool>,
+}
+
+// SAFETY: the block is plain bytes owned by this handle alone (nothing else frees or writes
+// it), and the pool it returns to is `Sync`: moving or sharing it is as for a `Vec<u8>`.
+unsafe impl Send for PoolBlock {}
+// SAFETY: as above: `&PoolBlock` gives no access to the bytes (arrow reads them through the
+// `Buffer` it owns).
+unsafe impl Sync for PoolBlock {}
+
+impl Drop for PoolBlock {
+    fn drop(&mut self) {
+        // SAFETY: `ptr` came from `self.pool.alloc(self.len)` (in `output_buffer`), is freed
+        // only here, once, and nothing uses it afterwards: the last arrow `Buffer` over it is
+        // being dropped (it owns this handle).
+        unsafe { self.pool.free(self.ptr, self.len) };
+    }
+}
+
+impl OutBuf {
+    pub(crate) fn as_slice_mut(&mut self) -> &mut [u8] {
+        match self {
+            OutBuf::Arrow(m) => m.as_slice_mut(),
+            // SAFETY: `ptr` is a live block of `len` bytes owned by this handle (`&mut self`
+            // makes the borrow exclusive). The bytes may be uninitialised: as for
+            // `output_buffer`'s `MutableBuffer`, every caller writes all `len` bytes before
+            // anything reads them.
+            OutBuf::Pooled(b) => unsafe { std::slice::from_raw_parts_mut(b.ptr.as_ptr(), b.len) },
+        }
+    }
+
+    fn into_buffer(self) -> Buffer {
+        match self {
+            OutBuf::Arrow(m) => m.into(),
+            OutBuf::Pooled(b) => {
+                let (ptr, len) = (b.ptr, b.len);
+                // SAFETY: `ptr` points to `len` bytes, all written (see `as_slice_mut`), that
+                // stay allocated and unwritten as long as the owner `b` lives: the `Buffer`
+                // holds it and drops it (returning the block to the pool) with its last clone.
+                unsafe { Buffer::from_custom_allocation(ptr, len, Arc::new(b)) }
+            }
+        }
+    }
+}
+
 /// A buffer of `n` bytes for a select to fill, 64-byte aligned, not zeroed first (on 1M-row
 /// columns zeroing was an extra pass over the output, 11 % of the call).
-fn output_buffer(n: usize) -> MutableBuffer {
+fn output_buffer(n: usize) -> OutBuf {
+    if n >= OutputPool::MIN_POOLED_BYTES
+        && let Some(pool) = engine().output_pool()
+        && let Some(ptr) = pool.alloc(n)
+    {
+        return OutBuf::Pooled(PoolBlock {
+            ptr,
+            len: n,
+            pool: pool.clone(),
+        });
+    }
     let mut m = MutableBuffer::with_capacity(n);
     // SAFETY: `with_capacity(n)` reserved the `n` bytes; a `u8` has no invalid value, and
     // every caller writes all `n` bytes before anything reads them: it hands the whole buffer
     // to a select whose output shape covers them (`len * w` for shape `[len]` of width `w`, or
     // `[len, k]` of width `w / k`; the engine checks the buffer's length against the shape),
-    // or `fill`s every element. On an error the buffer is dropped unread.
+    // `fill`s every element, or copies a slice of `n` bytes into it. On an error the buffer is
+    // dropped unread.
     unsafe { m.set_len(n) };
-    m
+    OutBuf::Arrow(m)
 }
 
 /// `len` copies of the value `v` (one value's bytes) in a new buffer.
-fn fill(v: &[u8], len: usize) -> MutableBuffer {
+fn fill(v: &[u8], len: usize) -> OutBuf {
     macro_rules! typed {
         ($t:ty) => {{
             let x = <$t>::from_le_bytes(v.try_into().expect("the value's width"));
             let mut m = output_buffer(len * v.len());
-            m.typed_data_mut::<$t>().fill(x);
+            // SAFETY: every bit pattern is a valid `$t` (an integer); the buffer is 64-byte
+            // aligned and `len * size_of::<$t>()` bytes long, so the middle part is all of it
+            // (asserted: nothing is left unwritten).
+            let (pre, mid, post) = unsafe { m.as_slice_mut().align_to_mut::<$t>() };
+            assert!(pre.is_empty() && post.is_empty(), "an aligned output");
+            mid.fill(x);
             m
         }};
     }
@@ -244,11 +320,11 @@ fn fill(v: &[u8], len: usize) -> MutableBuffer {
         2 => typed!(u16),
         4 => typed!(u32),
         8 => typed!(u64),
-        16 => typed!(i128),
+        16 => typed!(u128),
         w => {
             let mut m = MutableBuffer::with_capacity(len * w);
             m.repeat_slice_n_times(v, len);
-            m
+            OutBuf::Arrow(m)
         }
     }
 }
@@ -318,16 +394,12 @@ pub(crate) fn select2(
             let mut out = MutableBuffer::from_len_zeroed(len.div_ceil(8));
             select_bits(cond, cond_valid, ti.bits()?, fi.bits()?, out.as_slice_mut())
                 .map_err(compute)?;
-            out
+            out.into()
         }
         // A null scalar's values are never seen: the other side's values everywhere.
         Layout::Fixed(_) if ti.null_scalar() || fi.null_scalar() => {
             let other = if ti.null_scalar() { &fi } else { &ti };
-            other.copy(lay, len)?.0.into_mutable().unwrap_or_else(|b| {
-                let mut m = MutableBuffer::with_capacity(b.len());
-                m.extend_from_slice(b.as_slice());
-                m
-            })
+            other.copy(lay, len)?.0
         }
         Layout::Fixed(w) => {
             let mut out = output_buffer(len * w);
@@ -355,7 +427,7 @@ pub(crate) fn select2(
                     )
                     .map_err(compute)?;
             }
-            out
+            out.into_buffer()
         }
         Layout::Other => unreachable!("handled above"),
     };
@@ -370,7 +442,7 @@ pub(crate) fn select2(
         let n = crate::words::select_validity(cond, cond_valid, tv, fv, rule, vb.as_slice_mut());
         nulls_of(vb, len, n)
     };
-    output(&dt, len, values.into(), nulls)
+    output(&dt, len, values, nulls)
 }
 
 /// `mask ? t : f` of two scalars, at least one null.
@@ -510,7 +582,7 @@ pub(crate) fn case_when(
             None => Ok(new_null_array(&dt, len)),
         };
     }
-    let values_out: MutableBuffer = match lay {
+    let values_out: Buffer = match lay {
         Layout::Bool => {
             // From the last branch backwards: out = c_i ? v_i : out.
             let nb = len.div_ceil(8);
@@ -526,6 +598,7 @@ pub(crate) fn case_when(
                 prev = Some(next);
             }
             prev.unwrap_or_else(|| MutableBuffer::from_len_zeroed(nb))
+                .into()
         }
         Layout::Fixed(w) => {
             let mut out = output_buffer(len * w);
@@ -563,7 +636,7 @@ pub(crate) fn case_when(
                     )
                     .map_err(compute)?;
             }
-            out
+            out.into_buffer()
         }
         Layout::Other => unreachable!("handled above"),
     };
@@ -586,7 +659,7 @@ pub(crate) fn case_when(
         let n = case_when_validity(len, &bits, &vals, dv, vb.as_slice_mut()).map_err(compute)?;
         nulls_of(vb, len, n)
     };
-    output(&dt, len, values_out.into(), nulls)
+    output(&dt, len, values_out, nulls)
 }
 
 /// `CASE WHEN` of variable-width or nested values: `out = zip(c_k, v_k, default)`, then
