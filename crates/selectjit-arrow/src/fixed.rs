@@ -331,7 +331,49 @@ fn fill(v: &[u8], len: usize) -> OutBuf {
 
 /// A validity bitmap just written, `None` when it has no null.
 fn nulls_of(buf: MutableBuffer, len: usize, null_count: usize) -> Option<NullBuffer> {
-    (null_count > 0).then(|| NullBuffer::new(BooleanBuffer::new(buf.into(), 0, len)))
+    (null_count > 0).then(|| {
+        let bits = BooleanBuffer::new(buf.into(), 0, len);
+        // SAFETY: `null_count` is the number of 0 bits among the `len` bits of `buf`, as
+        // `words::select_validity` and `case_when_validity` (which wrote them) return it; the
+        // bitmap is not counted a second time.
+        unsafe { NullBuffer::new_unchecked(bits, null_count) }
+    })
+}
+
+/// Whether every row of `mask` is true and valid, and whether none is: the words are read
+/// until one row of each kind is seen (on a mixed mask, the first word), not counted.
+fn all_or_none(mask: &BooleanArray, nulls: Option<&NullBuffer>) -> (bool, bool) {
+    let v = mask.values();
+    let vc = v.inner().bit_chunks(v.offset(), v.len());
+    let nc = nulls.map(|n| n.inner().inner().bit_chunks(n.offset(), n.len()));
+    let (mut any_true, mut any_false) = (false, false);
+    let mut see = |w: u64, bits: usize| {
+        let all = if bits == 64 { !0 } else { (1u64 << bits) - 1 };
+        any_true |= w & all != 0;
+        any_false |= w & all != all;
+        any_true && any_false
+    };
+    match &nc {
+        None => {
+            for w in vc.iter() {
+                if see(w, 64) {
+                    return (false, false);
+                }
+            }
+        }
+        Some(nc) => {
+            for (w, n) in vc.iter().zip(nc.iter()) {
+                if see(w & n, 64) {
+                    return (false, false);
+                }
+            }
+        }
+    }
+    let rest = vc.remainder_bits() & nc.as_ref().map_or(!0, |n| n.remainder_bits());
+    if vc.remainder_len() > 0 {
+        see(rest, vc.remainder_len());
+    }
+    (!any_false, !any_true)
 }
 
 /// arrow-rs `zip`'s checks, in its order and with its messages.
@@ -374,9 +416,9 @@ pub(crate) fn select2(
         return scalars_with_a_null(mask, &dt, lay, &ti, &fi, rule);
     }
     // Every row true, or every row false (and none null when nulls propagate): a copy.
-    let ones = mask.true_count();
-    if ones == len || (ones == 0 && (rule == NullRule::NullIsFalse || mask_nulls.is_none())) {
-        let (values, nulls) = if ones == len {
+    let (all, none) = all_or_none(mask, mask_nulls);
+    if all || (none && (rule == NullRule::NullIsFalse || mask_nulls.is_none())) {
+        let (values, nulls) = if all {
             ti.copy(lay, len)?
         } else {
             fi.copy(lay, len)?
