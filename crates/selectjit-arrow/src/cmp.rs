@@ -3,6 +3,7 @@
 
 use arrow_array::{Array, BooleanArray, Datum};
 use arrow_buffer::{BooleanBuffer, MutableBuffer, NullBuffer};
+use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
 use selectjit::{Broadcast, CmpOp, Cond, DType, Operand, TensorMut, TensorRef};
 
@@ -80,6 +81,71 @@ fn arrow_cmp(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, Ar
     }
 }
 
+/// The length checks of a comparison's operands (arrow's messages).
+fn check(la: &dyn Array, ls: bool, ra: &dyn Array, rs: bool, len: usize) -> Result<(), ArrowError> {
+    for (a, s) in [(la, ls), (ra, rs)] {
+        if s && a.len() != 1 {
+            return Err(invalid("scalar arrays must have 1 element"));
+        }
+        if !s && a.len() != len {
+            return Err(invalid("all arrays should have the same length"));
+        }
+    }
+    Ok(())
+}
+
+/// A comparison an n-way select takes as its condition as it is (`Cond::cmp` on the operands'
+/// bytes, compared in the kernel row by row, no bitmap made): integers, dates, times,
+/// timestamps and durations (compared as their integers, as arrow does), without a null on
+/// either side. Floats are not: arrow compares them in total order, the kernels in IEEE order.
+pub(crate) struct Direct {
+    op: CmpOp,
+    dtype: DType,
+    l: (ArrayData, bool),
+    r: (ArrayData, bool),
+}
+
+impl Direct {
+    /// `Some` when `l OP r` over `len` rows can be a `Cond::cmp`; an error as [`predicate`]'s
+    /// for operands of another length.
+    pub(crate) fn of(
+        op: CmpOp,
+        l: &dyn Datum,
+        r: &dyn Datum,
+        len: usize,
+    ) -> Result<Option<Direct>, ArrowError> {
+        let (la, ls) = l.get();
+        let (ra, rs) = r.get();
+        check(la, ls, ra, rs, len)?;
+        let Some((dtype, false)) = kernel_dtype(la.data_type()) else {
+            return Ok(None);
+        };
+        if la.data_type() != ra.data_type() || la.null_count() > 0 || ra.null_count() > 0 {
+            return Ok(None);
+        }
+        Ok(Some(Direct {
+            op,
+            dtype,
+            l: (la.to_data(), ls),
+            r: (ra.to_data(), rs),
+        }))
+    }
+
+    /// The condition over rows of `shape` (`[len]`, or `[len, 1]` broadcast along a value's
+    /// elements).
+    pub(crate) fn cond<'a>(&'a self, shape: &'a [usize]) -> Result<Cond<'a>, ArrowError> {
+        let w = self.dtype.width();
+        let view = |(d, s): &'a (ArrayData, bool)| -> Result<Operand<'a>, ArrowError> {
+            let b = fixed_bytes(d, w)?;
+            Ok(match s {
+                true => Operand::from_bytes(self.dtype, TensorRef::scalar(b)),
+                false => Operand::from_bytes(self.dtype, TensorRef::new(b, shape)),
+            })
+        };
+        Ok(Cond::cmp(self.op, view(&self.l)?, view(&self.r)?))
+    }
+}
+
 /// `l OP r` over `len` rows, arrow's result: null where an operand is null.
 pub(crate) fn predicate(
     op: CmpOp,
@@ -89,14 +155,7 @@ pub(crate) fn predicate(
 ) -> Result<BooleanArray, ArrowError> {
     let (la, ls) = l.get();
     let (ra, rs) = r.get();
-    for (a, s) in [(la, ls), (ra, rs)] {
-        if s && a.len() != 1 {
-            return Err(invalid("scalar arrays must have 1 element"));
-        }
-        if !s && a.len() != len {
-            return Err(invalid("all arrays should have the same length"));
-        }
-    }
+    check(la, ls, ra, rs, len)?;
     let kd = kernel_dtype(la.data_type()).filter(|_| la.data_type() == ra.data_type());
     let Some((dtype, float)) = kd else {
         // Other types (and type errors): arrow's kernels, a scalar result spread over the rows.

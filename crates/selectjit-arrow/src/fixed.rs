@@ -591,30 +591,56 @@ pub(crate) fn case_when(
     {
         return Err(invalid("all arrays should have the same length"));
     }
-    let masks: Vec<BooleanArray> = conds
-        .iter()
-        .map(|c| match c {
-            When::Mask(m) => Ok((*m).clone()),
-            When::Cmp(op, l, r) => crate::cmp::predicate(*op, *l, *r, len),
-        })
-        .collect::<Result<_, _>>()?;
     let lay = layout(&dt);
-    if lay == Layout::Other {
-        return zip_chain(&masks, values, default, &dt, len);
-    }
     let inputs: Vec<Input> = values.iter().map(|v| Input::new(*v)).collect();
     let def = default.map(Input::new);
-    // A condition: its bits and validity.
-    let bits: Vec<(Bitmap<'_>, Validity<'_>)> = masks
+    // Without a null among the values and the default the output's validity needs no
+    // condition's bits: a comparison the kernels make (integers, no null operand) is then the
+    // n-way select's condition as it is, compared row by row in the select.
+    let no_nulls = inputs
         .iter()
-        .map(|m| {
+        .chain(&def)
+        .map(Input::validity)
+        .try_fold(def.is_some(), |a, v| {
+            v.map(|v| a && matches!(v, Validity::AllValid))
+        })?;
+    let direct_ok = no_nulls && len > 0 && matches!(lay, Layout::Fixed(w) if w > 0);
+    let preds: Vec<Pred> = conds
+        .iter()
+        .map(|c| match c {
+            When::Mask(m) => Ok(Pred::Mask((*m).clone())),
+            When::Cmp(op, l, r) => {
+                if direct_ok && let Some(d) = crate::cmp::Direct::of(*op, *l, *r, len)? {
+                    return Ok(Pred::Direct(Box::new(d)));
+                }
+                crate::cmp::predicate(*op, *l, *r, len).map(Pred::Mask)
+            }
+        })
+        .collect::<Result<_, ArrowError>>()?;
+    if lay == Layout::Other {
+        let masks: Vec<BooleanArray> = preds.iter().map(Pred::mask).collect::<Result<_, _>>()?;
+        return zip_chain(&masks, values, default, &dt, len);
+    }
+    // A condition: its bits and validity (none for a direct comparison).
+    let bits: Vec<Option<(Bitmap<'_>, Validity<'_>)>> = preds
+        .iter()
+        .map(|p| {
+            let Pred::Mask(m) = p else {
+                return Ok(None);
+            };
             let v = match m.nulls().filter(|n| n.null_count() > 0) {
                 Some(n) => Validity::Bits(bitmap(n.inner())?),
                 None => Validity::AllValid,
             };
-            Ok((bitmap(m.values())?, v))
+            Ok(Some((bitmap(m.values())?, v)))
         })
         .collect::<Result<_, ArrowError>>()?;
+    // Every condition's bits (a direct comparison is only made where none are needed).
+    let all_bits = || -> Result<Vec<(Bitmap<'_>, Validity<'_>)>, ArrowError> {
+        bits.iter()
+            .map(|b| b.ok_or_else(|| invalid("case_when: a condition without bits")))
+            .collect()
+    };
     if conds.is_empty() {
         return match &def {
             Some(d) => {
@@ -629,7 +655,7 @@ pub(crate) fn case_when(
             // From the last branch backwards: out = c_i ? v_i : out.
             let nb = len.div_ceil(8);
             let mut prev: Option<MutableBuffer> = None;
-            for ((c, cv), v) in bits.iter().zip(&inputs).rev() {
+            for ((c, cv), v) in all_bits()?.iter().zip(&inputs).rev() {
                 let mut next = MutableBuffer::from_len_zeroed(nb);
                 let else_ = match (&prev, &def) {
                     (Some(p), _) => Bits::Map(Bitmap::new(p.as_slice(), 0, len).map_err(compute)?),
@@ -656,11 +682,16 @@ pub(crate) fn case_when(
                 let view = |i| view(i, w, shape, &kshape).map(Choice::Tensor);
                 let cs: Vec<Cond<'_>> = bits
                     .iter()
-                    .map(|(c, cv)| match cv {
-                        Validity::Bits(v) => Cond::bitmap_with_validity(*c, *v, cshape),
-                        _ => Cond::bitmap(*c, cshape),
+                    .zip(&preds)
+                    .map(|(b, p)| match (b, p) {
+                        (Some((c, Validity::Bits(v))), _) => {
+                            Ok(Cond::bitmap_with_validity(*c, *v, cshape))
+                        }
+                        (Some((c, _)), _) => Ok(Cond::bitmap(*c, cshape)),
+                        (None, Pred::Direct(d)) => d.cond(cshape),
+                        (None, Pred::Mask(_)) => Err(invalid("case_when: a mask without bits")),
                     })
-                    .collect();
+                    .collect::<Result<_, _>>()?;
                 let vs: Vec<Choice<'_, u8>> = inputs.iter().map(view).collect::<Result<_, _>>()?;
                 let d = match &def {
                     Some(d) => view(d)?,
@@ -698,10 +729,28 @@ pub(crate) fn case_when(
         None
     } else {
         let mut vb = MutableBuffer::from_len_zeroed(len.div_ceil(8));
-        let n = case_when_validity(len, &bits, &vals, dv, vb.as_slice_mut()).map_err(compute)?;
+        let n =
+            case_when_validity(len, &all_bits()?, &vals, dv, vb.as_slice_mut()).map_err(compute)?;
         nulls_of(vb, len, n)
     };
     output(&dt, len, values_out, nulls)
+}
+
+/// A `case_when` condition as the select takes it.
+enum Pred {
+    /// A boolean column (a `When::Mask`, or a comparison computed into one).
+    Mask(BooleanArray),
+    /// A comparison the select makes row by row (boxed: its operands' data is large).
+    Direct(Box<crate::cmp::Direct>),
+}
+
+impl Pred {
+    fn mask(&self) -> Result<BooleanArray, ArrowError> {
+        match self {
+            Pred::Mask(m) => Ok(m.clone()),
+            Pred::Direct(_) => Err(invalid("case_when: a direct comparison of other values")),
+        }
+    }
 }
 
 /// `CASE WHEN` of variable-width or nested values: `out = zip(c_k, v_k, default)`, then

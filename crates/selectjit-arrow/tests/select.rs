@@ -268,6 +268,85 @@ fn case_when_equals_the_oracle() {
     }
 }
 
+/// Comparisons of integers and temporal types without nulls, values and a default without
+/// nulls: the select compares row by row (`Cond::cmp`, no bitmap); the same rows as arrow's
+/// comparisons pick, for every value type (wide ones broadcast the condition along a row).
+#[test]
+fn direct_cmp_conditions_equal_the_oracle() {
+    let r = Rng::new(4);
+    let int_types: Vec<DataType> = cmp_types()
+        .into_iter()
+        .filter(|t| {
+            t.is_integer()
+                || matches!(
+                    t,
+                    DataType::Date32
+                        | DataType::Date64
+                        | DataType::Time32(_)
+                        | DataType::Time64(_)
+                        | DataType::Timestamp(_, _)
+                        | DataType::Duration(_)
+                )
+        })
+        .collect();
+    assert!(int_types.len() >= 8, "{int_types:?}");
+    for dt in types() {
+        for _ in 0..12 {
+            let len = 1 + length(&r) % 20_000;
+            let k = 1 + r.below(3);
+            // Few distinct values, so that equal rows occur: a column and a permutation of it
+            // (or one of its values as a scalar).
+            let ops: Vec<(CmpOp, ArrayRef, Input)> = (0..k)
+                .map(|_| {
+                    let ct = r.pick(&int_types);
+                    let base = array(&r, &ct, 5, 0);
+                    let idx = |n: usize| {
+                        arrow_array::UInt32Array::from_iter_values(
+                            (0..n).map(|_| r.below(5) as u32),
+                        )
+                    };
+                    let l = arrow_select::take::take(base.as_ref(), &idx(len), None).expect("take");
+                    let rhs = if r.below(3) == 0 {
+                        Input::Scalar(Scalar::new(
+                            arrow_select::take::take(base.as_ref(), &idx(1), None).expect("take"),
+                        ))
+                    } else {
+                        Input::Array(
+                            arrow_select::take::take(base.as_ref(), &idx(len), None).expect("take"),
+                        )
+                    };
+                    (r.pick(&OPS), l, rhs)
+                })
+                .collect();
+            let values: Vec<Input> = (0..k).map(|_| input(&r, &dt, len, 0)).collect();
+            let default = input(&r, &dt, len, 0);
+            let conds: Vec<When<'_>> = ops
+                .iter()
+                .map(|(op, l, rhs)| When::Cmp(*op, l, rhs.datum()))
+                .collect();
+            let preds: Vec<BooleanArray> = ops
+                .iter()
+                .map(|(op, l, rhs)| arrow_cmp(*op, l, rhs.datum()))
+                .collect();
+            let mut sources: Vec<ArrayRef> = values.iter().map(Input::source).collect();
+            sources.push(default.source());
+            let picks: Vec<_> = (0..len)
+                .map(|j| match (0..k).find(|&i| true_at(&preds[i], j)) {
+                    Some(i) => Some((i, values[i].row(j))),
+                    None => Some((k, default.row(j))),
+                })
+                .collect();
+            let want = rows(&dt, &sources, &picks);
+            let vals: Vec<&dyn Datum> = values.iter().map(Input::datum).collect();
+            let got = case_when(&conds, &vals, Some(default.datum()))
+                .unwrap_or_else(|e| panic!("{dt} k {k} len {len}: {e}"));
+            let what = format!("{dt} k {k} len {len}");
+            assert_eq!(got.as_ref(), want.as_ref(), "{what}");
+            check_layout(&got, &what);
+        }
+    }
+}
+
 /// A scalar of two elements: `Scalar::new` refuses it, a `Datum` need not.
 #[derive(Debug)]
 struct TwoElementScalar(ArrayRef);
