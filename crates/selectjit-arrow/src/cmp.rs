@@ -190,7 +190,7 @@ pub(crate) fn predicate(
     };
     let mut pred = vec![0u8; len];
     if len > 0 {
-        engine()
+        engine()?
             .select_bytes(
                 DType::U8,
                 Cond::cmp(op, view(lb, ls), view(rb, rs)),

@@ -9,14 +9,21 @@ use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, IntervalUnit};
 use selectjit::bits::{Bitmap, Bits, NullRule, Validity, case_when_validity, select_bits};
-use selectjit::{Broadcast, Choice, Cond, DType, Engine, OutputPool, TensorMut, TensorRef};
+use selectjit::{
+    Broadcast, Choice, Cond, DType, Engine, EngineConfig, OutputPool, TensorMut, TensorRef,
+};
 
 use crate::{When, compute, invalid};
 
-/// The engine every call shares (`Send + Sync`; its kernels compiled once).
-pub(crate) fn engine() -> &'static Engine {
-    static E: OnceLock<Engine> = OnceLock::new();
-    E.get_or_init(Engine::new)
+/// The engine every call shares (`Send + Sync`; its kernels compiled once): the library's
+/// defaults with the environment's `SELECTJIT_*` settings (`EngineConfig::from_env`, as the
+/// Python package builds its engine), made on first use. A malformed setting, or a tier this
+/// host cannot run, is an error of every call that needs the engine.
+pub(crate) fn engine() -> Result<&'static Engine, ArrowError> {
+    static E: OnceLock<Result<Engine, selectjit::Error>> = OnceLock::new();
+    E.get_or_init(|| EngineConfig::from_env().and_then(Engine::with_config))
+        .as_ref()
+        .map_err(|e| compute(e.clone()))
 }
 
 /// How a data type's values are laid out.
@@ -280,7 +287,8 @@ impl OutBuf {
 /// columns zeroing was an extra pass over the output, 11 % of the call).
 fn output_buffer(n: usize) -> OutBuf {
     if n >= OutputPool::MIN_POOLED_BYTES
-        && let Some(pool) = engine().output_pool()
+        && let Ok(engine) = engine()
+        && let Some(pool) = engine.output_pool()
         && let Some(ptr) = pool.alloc(n)
     {
         return OutBuf::Pooled(PoolBlock {
@@ -458,7 +466,7 @@ pub(crate) fn select2(
                     Validity::Bits(v) => Cond::bitmap_with_validity(cond, v, cshape),
                     _ => Cond::bitmap(cond, cshape),
                 };
-                engine()
+                engine()?
                     .select_bytes(
                         dtype,
                         c,
@@ -698,7 +706,7 @@ pub(crate) fn case_when(
                     None if k == 1 => Choice::Tensor(TensorRef::scalar(&zeros)),
                     None => Choice::Tensor(TensorRef::new(&zeros, &kshape)),
                 };
-                engine()
+                engine()?
                     .select_n_bytes(
                         dtype,
                         &cs,
