@@ -319,7 +319,7 @@ fn fill(v: &[u8], len: usize) -> OutBuf {
             // (asserted: nothing is left unwritten).
             let (pre, mid, post) = unsafe { m.as_slice_mut().align_to_mut::<$t>() };
             assert!(pre.is_empty() && post.is_empty(), "an aligned output");
-            mid.fill(x);
+            fill_fast(mid, x);
             m
         }};
     }
@@ -335,6 +335,25 @@ fn fill(v: &[u8], len: usize) -> OutBuf {
             OutBuf::Arrow(m)
         }
     }
+}
+
+/// `dst.fill(x)`, with 32-byte stores where the host has AVX2 (the baseline target stores 16
+/// bytes at a time: a fill of 64 KiB, two scalars one of them null at 8192 f64 rows, took
+/// about half of the call).
+fn fill_fast<T: Copy>(dst: &mut [T], x: T) {
+    #[cfg(target_arch = "x86_64")]
+    if std::arch::is_x86_feature_detected!("avx2") {
+        // SAFETY: the host has AVX2 (checked just above).
+        unsafe { fill_avx2(dst, x) };
+        return;
+    }
+    dst.fill(x)
+}
+
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+fn fill_avx2<T: Copy>(dst: &mut [T], x: T) {
+    dst.fill(x)
 }
 
 /// A validity bitmap just written, `None` when it has no null.
@@ -510,23 +529,23 @@ fn scalars_with_a_null(
     } else {
         ti.copy(lay, len)?
     };
+    // The validity as for any select (a null scalar is a side whose every slot is null): one
+    // pass over the mask's words, counted as it is written (no `!mask`, no count after).
     let mask_nulls = mask.nulls().filter(|n| n.null_count() > 0);
-    // The rows that take `t`: true and valid.
-    let taken = || match mask_nulls {
-        Some(n) => mask.values() & n.inner(),
-        None => mask.values().clone(),
+    let cond_valid = match mask_nulls {
+        Some(n) => Validity::Bits(bitmap(n.inner())?),
+        None => Validity::AllValid,
     };
-    let valid = match (ti.null_scalar(), fi.null_scalar()) {
-        (true, true) => BooleanBuffer::new_unset(len),
-        (false, true) => taken(),
-        // Rows that take `f` are valid; under Arrow C++'s rule not those of a null condition.
-        (true, false) => match (rule, mask_nulls) {
-            (NullRule::NullPropagates, Some(n)) => &!mask.values() & n.inner(),
-            _ => !&taken(),
-        },
-        (false, false) => unreachable!("a null scalar"),
-    };
-    let nulls = Some(NullBuffer::new(valid)).filter(|n| n.null_count() > 0);
+    let mut vb = MutableBuffer::from_len_zeroed(len.div_ceil(8));
+    let n = crate::words::select_validity(
+        bitmap(mask.values())?,
+        cond_valid,
+        ti.validity()?,
+        fi.validity()?,
+        rule,
+        vb.as_slice_mut(),
+    );
+    let nulls = nulls_of(vb, len, n);
     output(dt, len, values, nulls)
 }
 
