@@ -4,7 +4,11 @@
 //! 8192 and 1M rows. Each case compares the two outputs first (a difference is an error), then
 //! times the median of each, and the copy roofline: the fastest copy (`selectjit_bench::roofline`)
 //! of half the case's traffic (the inputs' values and validity read, the mask's bits, the
-//! output's values and validity written).
+//! output's values and validity written), timed in the same rounds as the two selects (each
+//! round runs selectjit, arrow, one copy), so that it finds the caches as they do: at 1M rows
+//! every one of them starts from memory the other two pushed out of the last-level cache.
+//! `roofline_warm_ns` is the copy alone, back to back (its 2 x 12 MiB stay in a 32 MiB L3):
+//! the definition used before 2026-11-27, for comparison.
 //!
 //! `selectjit-arrow-bench [--quick] [--json FILE] [--only TEXT]` (`--only`: the cases whose
 //! name, row count or dtype contains TEXT)
@@ -149,25 +153,46 @@ fn median_ns(reps: usize, mut f: impl FnMut()) -> f64 {
     t[t.len() / 2]
 }
 
-/// Median nanoseconds of `a` and of `b` over `reps` rounds, each round running both (after
-/// two warm-up rounds): the allocator and the clock see both in the same state.
-fn medians_ns(reps: usize, mut a: impl FnMut(), mut b: impl FnMut()) -> (f64, f64) {
+/// Median nanoseconds of `a`, of `b` and of the fastest copy over rounds that run `a`, `b`,
+/// then one copy of `bufs` (after two warm-up rounds): the allocator, the clock and the caches
+/// see all three in the same state (each run after the other two touched their own memory).
+/// The copy kinds take turns, one per round, `reps` rounds each; `a` and `b` run in every
+/// round (`reps` times the number of copy kinds).
+fn medians_ns(
+    reps: usize,
+    mut a: impl FnMut(),
+    mut b: impl FnMut(),
+    bufs: &mut CopyBuffers,
+) -> (f64, f64, f64) {
     let time = |f: &mut dyn FnMut()| {
         let s = Instant::now();
         f();
         s.elapsed().as_nanos() as f64
     };
+    let kinds: Vec<CopyKind> = CopyKind::ALL
+        .iter()
+        .copied()
+        .filter(|k| k.available())
+        .collect();
     let (mut ta, mut tb) = (Vec::new(), Vec::new());
-    for round in 0..reps + 2 {
-        let (x, y) = (time(&mut a), time(&mut b));
+    let mut tc: Vec<Vec<f64>> = vec![Vec::new(); kinds.len()];
+    for round in 0..reps * kinds.len() + 2 {
+        let x = time(&mut a);
+        let y = time(&mut b);
+        let k = round % kinds.len();
+        let z = time(&mut || bufs.copy(kinds[k]).expect("available copy"));
         if round >= 2 {
             ta.push(x);
             tb.push(y);
+            tc[k].push(z);
         }
     }
-    ta.sort_by(f64::total_cmp);
-    tb.sort_by(f64::total_cmp);
-    (ta[reps / 2], tb[reps / 2])
+    let median = |t: &mut Vec<f64>| {
+        t.sort_by(f64::total_cmp);
+        t[t.len() / 2]
+    };
+    let copy = tc.iter_mut().map(median).fold(f64::INFINITY, f64::min);
+    (median(&mut ta), median(&mut tb), copy)
 }
 
 fn main() {
@@ -191,8 +216,17 @@ fn main() {
     }
     let mut rows_out = Vec::new();
     println!(
-        "{:<36} {:>8} {:>5} {:>12} {:>12} {:>8} {:>12} {:>9}",
-        "case", "rows", "dtype", "selectjit_us", "arrow_us", "speedup", "roofline_us", "sj/roof"
+        "{:<36} {:>8} {:>5} {:>12} {:>12} {:>8} {:>12} {:>9} {:>12} {:>9}",
+        "case",
+        "rows",
+        "dtype",
+        "selectjit_us",
+        "arrow_us",
+        "speedup",
+        "roofline_us",
+        "sj/roof",
+        "roof_warm_us",
+        "sj/warm"
     );
     let mut r = Rng(42);
     // Warm-up: the engine compiles its kernels and settles its tier choices on the first calls.
@@ -234,7 +268,17 @@ fn main() {
                             "{case} {n} {dtype}: selectjit's output differs from arrow's"
                         ));
                     }
-                    let (sj, ar) = medians_ns(
+                    let traffic =
+                        t.bytes() + f.bytes() + data_bytes(&m) + data_bytes(ours.as_ref());
+                    let half = traffic.div_ceil(2).max(1);
+                    let bufs = match copies.iter().position(|(h, _)| *h == half) {
+                        Some(i) => &mut copies[i].1,
+                        None => {
+                            copies.push((half, CopyBuffers::new(half)));
+                            &mut copies.last_mut().expect("pushed").1
+                        }
+                    };
+                    let (sj, ar, roof) = medians_ns(
                         reps,
                         || {
                             std::hint::black_box(
@@ -246,29 +290,24 @@ fn main() {
                                 arrow_select::zip::zip(&m, t.datum(), f.datum()).ok(),
                             );
                         },
+                        bufs,
                     );
-                    let traffic =
-                        t.bytes() + f.bytes() + data_bytes(&m) + data_bytes(ours.as_ref());
-                    let half = traffic.div_ceil(2).max(1);
-                    let bufs = match copies.iter().position(|(h, _)| *h == half) {
-                        Some(i) => &mut copies[i].1,
-                        None => {
-                            copies.push((half, CopyBuffers::new(half)));
-                            &mut copies.last_mut().expect("pushed").1
-                        }
-                    };
-                    let roof = CopyKind::ALL
+                    // The copy alone, back to back (its buffers stay in cache between runs):
+                    // the roofline as measured before 2026-11-27, kept for comparison.
+                    let roof_warm = CopyKind::ALL
                         .iter()
                         .filter(|k| k.available())
                         .map(|&k| median_ns(reps, || bufs.copy(k).expect("available copy")))
                         .fold(f64::INFINITY, f64::min);
                     println!(
-                        "{case:<36} {n:>8} {dtype:>5} {:>12.2} {:>12.2} {:>7.1}x {:>12.2} {:>8.2}x",
+                        "{case:<36} {n:>8} {dtype:>5} {:>12.2} {:>12.2} {:>7.1}x {:>12.2} {:>8.2}x {:>12.2} {:>8.2}x",
                         sj / 1e3,
                         ar / 1e3,
                         ar / sj,
                         roof / 1e3,
-                        sj / roof
+                        sj / roof,
+                        roof_warm / 1e3,
+                        sj / roof_warm
                     );
                     rows_out.push(serde_json::json!({
                         "case": case,
@@ -277,6 +316,7 @@ fn main() {
                         "selectjit_ns": sj,
                         "arrow_ns": ar,
                         "roofline_ns": roof,
+                        "roofline_warm_ns": roof_warm,
                     }));
                 }
             }
