@@ -7,8 +7,8 @@ use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
 use selectjit::{Broadcast, CmpOp, Cond, DType, Operand, TensorMut, TensorRef};
 
-use crate::fixed::{engine, fixed_bytes};
-use crate::{compute, invalid};
+use crate::fixed::{check_len, engine, fixed_bytes};
+use crate::compute;
 
 /// The dtype selectjit compares a data type as, and whether it is a float (compared through
 /// its total-order key, as arrow does).
@@ -83,15 +83,8 @@ fn arrow_cmp(op: CmpOp, l: &dyn Datum, r: &dyn Datum) -> Result<BooleanArray, Ar
 
 /// The length checks of a comparison's operands (arrow's messages).
 fn check(la: &dyn Array, ls: bool, ra: &dyn Array, rs: bool, len: usize) -> Result<(), ArrowError> {
-    for (a, s) in [(la, ls), (ra, rs)] {
-        if s && a.len() != 1 {
-            return Err(invalid("scalar arrays must have 1 element"));
-        }
-        if !s && a.len() != len {
-            return Err(invalid("all arrays should have the same length"));
-        }
-    }
-    Ok(())
+    check_len(la, ls, len)?;
+    check_len(ra, rs, len)
 }
 
 /// A comparison an n-way select takes as its condition as it is (`Cond::cmp` on the operands'

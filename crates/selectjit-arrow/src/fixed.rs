@@ -410,13 +410,17 @@ fn check2(mask_len: usize, t: &dyn Datum, f: &dyn Datum) -> Result<(), ArrowErro
     if ta.data_type() != fa.data_type() {
         return Err(invalid("arguments need to have the same data type"));
     }
-    for (a, s) in [(ta, ts), (fa, fs)] {
-        if s && a.len() != 1 {
-            return Err(invalid("scalar arrays must have 1 element"));
-        }
-        if !s && a.len() != mask_len {
-            return Err(invalid("all arrays should have the same length"));
-        }
+    check_len(ta, ts, mask_len)?;
+    check_len(fa, fs, mask_len)
+}
+
+/// arrow-rs `zip`'s length check of one argument: a scalar of one element, an array of `len`.
+pub(crate) fn check_len(a: &dyn Array, scalar: bool, len: usize) -> Result<(), ArrowError> {
+    if scalar && a.len() != 1 {
+        return Err(invalid("scalar arrays must have 1 element"));
+    }
+    if !scalar && a.len() != len {
+        return Err(invalid("all arrays should have the same length"));
     }
     Ok(())
 }
@@ -605,12 +609,7 @@ pub(crate) fn case_when(
         .unwrap_or(1);
     for d in &all {
         let (a, s) = d.get();
-        if s && a.len() != 1 {
-            return Err(invalid("scalar arrays must have 1 element"));
-        }
-        if !s && a.len() != len {
-            return Err(invalid("all arrays should have the same length"));
-        }
+        check_len(a, s, len)?;
     }
     if conds
         .iter()

@@ -249,33 +249,20 @@ mod timing {
                 Validity::Bits(bm(2)),
                 Validity::Bits(bm(3)),
             );
-            let ours =
-                time(&mut || select_validity(args.0, args.1, args.2, args.3, rule, &mut out));
-            let core = time(&mut || {
-                selectjit::bits::select_validity(args.0, args.1, args.2, args.3, rule, &mut out)
-                    .expect("core")
-            });
-            let scalar_else = time(&mut || {
-                selectjit::bits::select_validity(
-                    args.0,
-                    Validity::AllValid,
-                    args.2,
-                    Validity::AllValid,
-                    rule,
-                    &mut out,
-                )
-                .expect("core")
-            });
-            let ours_scalar_else = time(&mut || {
-                select_validity(
-                    args.0,
-                    Validity::AllValid,
-                    args.2,
-                    Validity::AllValid,
-                    rule,
-                    &mut out,
-                )
-            });
+            // Both functions on all four bitmaps, then with one bitmap side and the rest
+            // constant.
+            let mut t = [0.0f64; 4];
+            for (i, (cv, e)) in [(args.1, args.3), (Validity::AllValid, Validity::AllValid)]
+                .into_iter()
+                .enumerate()
+            {
+                t[2 * i] = time(&mut || select_validity(args.0, cv, args.2, e, rule, &mut out));
+                t[2 * i + 1] = time(&mut || {
+                    selectjit::bits::select_validity(args.0, cv, args.2, e, rule, &mut out)
+                        .expect("core")
+                });
+            }
+            let [ours, core, ours_scalar_else, scalar_else] = t;
             println!(
                 "{rule:?}: words.rs {ours:.1} us, core {core:.1} us; one bitmap side: words.rs {ours_scalar_else:.1} us, core {scalar_else:.1} us"
             );
