@@ -7,8 +7,8 @@ use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType};
 use selectjit::{Broadcast, CmpOp, Cond, DType, Operand, TensorMut, TensorRef};
 
-use crate::fixed::{check_len, engine, fixed_bytes};
 use crate::compute;
+use crate::fixed::{check_len, engine, fixed_bytes};
 
 /// The dtype selectjit compares a data type as, and whether it is a float (compared through
 /// its total-order key, as arrow does).
