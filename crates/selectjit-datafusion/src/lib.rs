@@ -38,7 +38,6 @@
 //! # }
 //! ```
 
-use std::any::Any;
 use std::fmt;
 use std::hash::{Hash, Hasher};
 use std::sync::{Arc, Mutex};
@@ -120,7 +119,7 @@ impl SelectjitCaseRule {
         schema: &Schema,
     ) -> Result<Transformed<Arc<dyn PhysicalExpr>>> {
         Arc::clone(e).transform_up(|node| {
-            let Some(case) = node.as_any().downcast_ref::<CaseExpr>() else {
+            let Some(case) = node.downcast_ref::<CaseExpr>() else {
                 return Ok(Transformed::no(node));
             };
             match SelectjitCaseExpr::try_from_case(case, &node, schema) {
@@ -141,8 +140,7 @@ impl SelectjitCaseRule {
     }
 
     fn rewrite_plan(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
-        let any = plan.as_any();
-        if let Some(p) = any.downcast_ref::<ProjectionExec>() {
+        if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
             let schema = p.input().schema();
             let mut changed = false;
             let mut exprs = Vec::with_capacity(p.expr().len());
@@ -158,13 +156,13 @@ impl SelectjitCaseRule {
                 let new = ProjectionExec::try_new(exprs, Arc::clone(p.input()))?;
                 return Ok(Transformed::yes(Arc::new(new)));
             }
-        } else if let Some(f) = any.downcast_ref::<FilterExec>() {
+        } else if let Some(f) = plan.downcast_ref::<FilterExec>() {
             let t = self.rewrite_expr(f.predicate(), &f.input().schema())?;
             if t.transformed {
                 let new = FilterExecBuilder::from(f).with_predicate(t.data).build()?;
                 return Ok(Transformed::yes(Arc::new(new)));
             }
-        } else if let Some(a) = any.downcast_ref::<AggregateExec>() {
+        } else if let Some(a) = plan.downcast_ref::<AggregateExec>() {
             let schema = a.input_schema();
             let mut changed = false;
             let mut aggs: Vec<Arc<AggregateFunctionExpr>> = Vec::new();
@@ -232,7 +230,7 @@ fn kernel_comparable(t: &DataType) -> bool {
 
 /// Why `e` may fail on some row, or `None` when it cannot.
 fn may_fail(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<String> {
-    let any = e.as_any();
+    let any: &dyn PhysicalExpr = e.as_ref();
     let children_ok = || e.children().into_iter().find_map(|c| may_fail(c, schema));
     if any.is::<Column>() || any.is::<Literal>() {
         return None;
@@ -368,7 +366,7 @@ impl SelectjitCaseExpr {
                 (WhenExpr::Cmp(op, ..), Some(base)) => {
                     WhenExpr::Cmp(*op, Arc::clone(base), Arc::clone(w))
                 }
-                (WhenExpr::Cmp(op, ..), None) => match w.as_any().downcast_ref::<BinaryExpr>() {
+                (WhenExpr::Cmp(op, ..), None) => match w.downcast_ref::<BinaryExpr>() {
                     Some(b) => WhenExpr::Cmp(*op, Arc::clone(b.left()), Arc::clone(b.right())),
                     None => WhenExpr::Bool(Arc::clone(w)),
                 },
@@ -417,7 +415,7 @@ fn cmp_when(
 }
 
 fn when_of(w: &Arc<dyn PhysicalExpr>, schema: &Schema) -> WhenExpr {
-    if let Some(b) = w.as_any().downcast_ref::<BinaryExpr>() {
+    if let Some(b) = w.downcast_ref::<BinaryExpr>() {
         let op = match b.op() {
             Operator::Eq => Some(CmpOp::Eq),
             Operator::NotEq => Some(CmpOp::Ne),
@@ -479,10 +477,6 @@ impl Hash for SelectjitCaseExpr {
 }
 
 impl PhysicalExpr for SelectjitCaseExpr {
-    fn as_any(&self) -> &dyn Any {
-        self
-    }
-
     fn data_type(&self, input_schema: &Schema) -> Result<DataType> {
         self.original.data_type(input_schema)
     }
@@ -573,7 +567,7 @@ impl PhysicalExpr for SelectjitCaseExpr {
         children: Vec<Arc<dyn PhysicalExpr>>,
     ) -> Result<Arc<dyn PhysicalExpr>> {
         let new = Arc::clone(&self.original).with_new_children(children)?;
-        let Some(case) = new.as_any().downcast_ref::<CaseExpr>() else {
+        let Some(case) = new.downcast_ref::<CaseExpr>() else {
             return Ok(new);
         };
         if case.when_then_expr().len() != self.whens.len() {

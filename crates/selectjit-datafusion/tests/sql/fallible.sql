@@ -1,0 +1,2 @@
+-- replaced: 0
+SELECT id, CASE WHEN a <> 0 THEN b / a ELSE 0 END AS r FROM t ORDER BY id

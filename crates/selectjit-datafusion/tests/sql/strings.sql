@@ -1,0 +1,2 @@
+-- replaced: 0
+SELECT id, CASE WHEN qty < 25 THEN s WHEN qty < 75 THEN 'mid' ELSE NULL END AS r FROM t ORDER BY id
