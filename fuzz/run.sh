@@ -6,7 +6,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 secs="${1:-60}"
 command -v cargo-fuzz >/dev/null 2>&1 || cargo install cargo-fuzz --locked
-for t in differential shapes npy; do
+for t in differential shapes npy arrow_zip; do
     mkdir -p "corpus/$t"
     cp -n corpus_seed/"$t"/* "corpus/$t/" 2>/dev/null || true
     echo "== fuzz $t for ${secs}s"

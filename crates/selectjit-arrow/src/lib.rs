@@ -29,6 +29,7 @@
 
 mod cmp;
 mod fixed;
+mod words;
 
 use arrow_array::{ArrayRef, BooleanArray, Datum};
 use arrow_schema::ArrowError;

@@ -17,6 +17,7 @@ use pyo3::types::{PyDict, PyTuple};
 use selectjit::Tier;
 use selectjit::{Engine, EngineConfig};
 
+mod arrow;
 mod call;
 mod errors;
 mod fastcall;
@@ -444,5 +445,9 @@ fn selectjit_module(m: &Bound<'_, PyModule>) -> PyResult<()> {
     )?;
     m.add_class::<pred::PyPred>()?;
     pred::register(m)?;
+    m.add_function(wrap_pyfunction!(arrow::_arrow_if_else, m)?)?;
+    m.add_function(wrap_pyfunction!(arrow::_arrow_case_when, m)?)?;
+    m.add_class::<arrow::ArrowArrayOut>()?;
+    m.add_class::<arrow::ArrowChunkedOut>()?;
     Ok(())
 }

@@ -5,8 +5,9 @@ on by default) come from the compiled extension `selectjit._selectjit`;
 `select` and `nan_to_num` are numpy.select and numpy.nan_to_num in one pass (an n-way select:
 the first true condition wins); `selectjit.dask.where`, `select` and `nan_to_num` are the same
 operations over dask arrays (dask is imported only when that
-submodule is used). The lazy predicates (`greater`, `less`, ..., `isnan`, ..., `logical_not`,
-named as numpy's ufuncs) are conditions `where` computes inside its kernel:
+submodule is used); `selectjit.arrow.if_else` and `case_when` are pyarrow.compute's over Arrow
+columns (pyarrow is imported only when they are called). The lazy predicates (`greater`,
+`less`, ..., `isnan`, ..., `logical_not`, named as numpy's ufuncs) are conditions `where` computes inside its kernel:
 `selectjit.where(selectjit.greater(x, 0), x, 0)` is ReLU in one pass. The exceptions selectjit
 raises are `SelectError`s (see `selectjit._errors`).
 """
@@ -96,10 +97,10 @@ def _shared_engine(tier: str, threads: _Optional[int]) -> Engine:
 if not _TYPE_CHECKING:  # (type checkers see the submodule itself)
 
     def __getattr__(name):
-        # `selectjit.dask` without an explicit `import selectjit.dask` (PEP 562); importing the
-        # submodule does not import dask either, its functions do.
-        if name == "dask":
+        # `selectjit.dask` and `selectjit.arrow` without an explicit import (PEP 562);
+        # importing a submodule does not import dask or pyarrow either, its functions do.
+        if name in ("dask", "arrow"):
             import importlib
 
-            return importlib.import_module(".dask", __name__)
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
