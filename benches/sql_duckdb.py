@@ -43,11 +43,11 @@ def main():
     con.execute(f"CREATE TABLE lineitem AS SELECT * FROM read_parquet('{a.table}')")
     print(f"duckdb {duckdb.__version__}, {a.threads} thread(s), median ms of {a.reps}")
     for name, sql in QUERIES:
-        con.execute(sql).fetch_arrow_table()
+        con.sql(sql).to_arrow_table()
         times = []
         for _ in range(a.reps):
             t = time.perf_counter()
-            con.execute(sql).fetch_arrow_table()
+            con.sql(sql).to_arrow_table()
             times.append((time.perf_counter() - t) * 1e3)
         print(f"{name:<16} {statistics.median(times):10.2f}")
 

@@ -22,14 +22,17 @@
 //! use selectjit_datafusion::SelectjitCaseRule;
 //!
 //! let rule = Arc::new(SelectjitCaseRule::new());
-//! let state = SessionStateBuilder::new()
-//!     .with_default_features()
-//!     .with_physical_optimizer_rule(rule.clone())
-//!     .build();
+//! let state = selectjit_datafusion::with_rule(
+//!     SessionStateBuilder::new().with_default_features(),
+//!     rule.clone(),
+//! )
+//! .build();
 //! let ctx = SessionContext::new_with_state(state);
+//! use datafusion::arrow::array::{Int32Array, RecordBatch};
+//! let x = Int32Array::from(vec![1, 2, 3]);
+//! ctx.register_batch("t", RecordBatch::try_from_iter([("x", Arc::new(x) as _)])?)?;
 //! let df = ctx
-//!     .sql("SELECT CASE WHEN x < 2 THEN 'low' WHEN x < 3 THEN 'mid' ELSE 'high' END AS b \
-//!           FROM (VALUES (1), (2), (3)) AS t(x)")
+//!     .sql("SELECT CASE WHEN x < 2 THEN 10 WHEN x < 3 THEN 20 ELSE 30 END AS b FROM t")
 //!     .await?;
 //! let batches = df.collect().await?;
 //! assert_eq!(batches[0].num_rows(), 3);
@@ -48,6 +51,7 @@ use datafusion::arrow::record_batch::RecordBatch;
 use datafusion::common::config::ConfigOptions;
 use datafusion::common::tree_node::{Transformed, TreeNode};
 use datafusion::common::{DataFusionError, Result};
+use datafusion::execution::SessionStateBuilder;
 use datafusion::logical_expr::{ColumnarValue, Operator};
 use datafusion::physical_expr::expressions::{
     BinaryExpr, CaseExpr, CastExpr, Column, InListExpr, IsNotNullExpr, IsNullExpr, LikeExpr,
@@ -55,12 +59,35 @@ use datafusion::physical_expr::expressions::{
 };
 use datafusion::physical_expr::{PhysicalExpr, aggregate::AggregateFunctionExpr};
 use datafusion::physical_optimizer::PhysicalOptimizerRule;
+use datafusion::physical_optimizer::optimizer::PhysicalOptimizer;
 use datafusion::physical_plan::ExecutionPlan;
 use datafusion::physical_plan::aggregates::AggregateExec;
 use datafusion::physical_plan::filter::{FilterExec, FilterExecBuilder};
 use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use selectjit::CmpOp;
 use selectjit_arrow::When;
+
+/// `builder` with `rule` run first, before DataFusion's own physical optimizer rules: a
+/// projection that DataFusion later pushes into a file scan (`DataSourceExec`) then carries
+/// selectjit's expression with it. (`SessionStateBuilder::with_physical_optimizer_rule` runs a
+/// rule last, when such a projection is no longer a `ProjectionExec`.)
+///
+/// ```
+/// use std::sync::Arc;
+/// use datafusion::execution::SessionStateBuilder;
+/// use selectjit_datafusion::{SelectjitCaseRule, with_rule};
+/// let rule = Arc::new(SelectjitCaseRule::new());
+/// let state = with_rule(SessionStateBuilder::new().with_default_features(), rule).build();
+/// assert_eq!(state.physical_optimizers()[0].name(), "selectjit_case");
+/// ```
+pub fn with_rule(
+    builder: SessionStateBuilder,
+    rule: Arc<SelectjitCaseRule>,
+) -> SessionStateBuilder {
+    let mut rules = PhysicalOptimizer::new().rules;
+    rules.insert(0, rule);
+    builder.with_physical_optimizer_rules(rules)
+}
 
 /// What the rule did: `CASE`s replaced, and each one left alone with its reason.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -139,7 +166,10 @@ impl SelectjitCaseRule {
         })
     }
 
-    fn rewrite_plan(&self, plan: Arc<dyn ExecutionPlan>) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
+    fn rewrite_plan(
+        &self,
+        plan: Arc<dyn ExecutionPlan>,
+    ) -> Result<Transformed<Arc<dyn ExecutionPlan>>> {
         if let Some(p) = plan.downcast_ref::<ProjectionExec>() {
             let schema = p.input().schema();
             let mut changed = false;
@@ -174,8 +204,15 @@ impl SelectjitCaseRule {
                     this |= t.transformed;
                     args.push(t.data);
                 }
-                let order: Vec<_> = agg.order_bys().iter().map(|s| Arc::clone(&s.expr)).collect();
-                match this.then(|| agg.with_new_expressions(args, order)).flatten() {
+                let order: Vec<_> = agg
+                    .order_bys()
+                    .iter()
+                    .map(|s| Arc::clone(&s.expr))
+                    .collect();
+                match this
+                    .then(|| agg.with_new_expressions(args, order))
+                    .flatten()
+                {
                     Some(new) => {
                         changed = true;
                         aggs.push(Arc::new(new));
@@ -254,7 +291,9 @@ fn may_fail(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<String> {
     if let Some(c) = any.downcast_ref::<CastExpr>() {
         let from = c.expr().data_type(schema).ok()?;
         let to = c.cast_type();
-        let widening = (from.is_integer() && (to.is_integer() || to.is_floating()) && width(to) > width(&from))
+        let widening = (from.is_integer()
+            && (to.is_integer() || to.is_floating())
+            && width(to) > width(&from))
             || (from.is_floating() && to.is_floating() && width(to) >= width(&from))
             || &from == to;
         return if widening {
@@ -276,7 +315,10 @@ fn may_fail(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<String> {
             op => Some(format!("`{op}` may fail on rows the CASE does not take")),
         };
     }
-    Some(format!("{} may fail on rows the CASE does not take", sql(e)))
+    Some(format!(
+        "{} may fail on rows the CASE does not take",
+        sql(e)
+    ))
 }
 
 fn width(t: &DataType) -> usize {
@@ -380,7 +422,11 @@ impl SelectjitCaseExpr {
             .collect();
         SelectjitCaseExpr {
             whens,
-            thens: case.when_then_expr().iter().map(|(_, t)| Arc::clone(t)).collect(),
+            thens: case
+                .when_then_expr()
+                .iter()
+                .map(|(_, t)| Arc::clone(t))
+                .collect(),
             else_: case.else_expr().cloned(),
             original: Arc::clone(node),
         }
@@ -409,7 +455,11 @@ fn cmp_when(
                 CmpOp::Gt => Operator::Gt,
                 CmpOp::Ge => Operator::GtEq,
             };
-            WhenExpr::Bool(Arc::new(BinaryExpr::new(Arc::clone(lhs), dop, Arc::clone(rhs))))
+            WhenExpr::Bool(Arc::new(BinaryExpr::new(
+                Arc::clone(lhs),
+                dop,
+                Arc::clone(rhs),
+            )))
         }
     }
 }
@@ -495,7 +545,10 @@ impl PhysicalExpr for SelectjitCaseExpr {
             match w {
                 WhenExpr::Cmp(op, l, r) => {
                     let (l, r) = (l.evaluate(batch)?, r.evaluate(batch)?);
-                    if matches!((&l, &r), (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_))) {
+                    if matches!(
+                        (&l, &r),
+                        (ColumnarValue::Scalar(_), ColumnarValue::Scalar(_))
+                    ) {
                         // Two scalars: one value for every row, as an array.
                         let l = Val::Array(l.into_array(rows)?);
                         cmps.push((*op, l, Val::of(r)?));

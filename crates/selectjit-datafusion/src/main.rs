@@ -75,7 +75,7 @@ async fn run(args: Args) -> Result<()> {
         .with_config(config)
         .with_default_features();
     if !args.no_selectjit {
-        builder = builder.with_physical_optimizer_rule(rule.clone());
+        builder = selectjit_datafusion::with_rule(builder, rule.clone());
     }
     let ctx = SessionContext::new_with_state(builder.build());
     for t in &args.tables {

@@ -20,8 +20,8 @@ import pyarrow.parquet as pq
 
 # DuckDB's and DataFusion's SQL disagree here (not a difference of results).
 SKIP = {
-    # DataFusion compares a timestamp without time zone literal as microseconds; DuckDB too,
-    # but parquet stores the column with its unit: both are read the same way. Kept.
+    "fallible": "`/` of integers is integer division in DataFusion, a float division in DuckDB",
+    "floats": "DuckDB reads the literal -0.0 as a DECIMAL, which has no negative zero",
 }
 
 # Queries whose float results are sums (added in an order each engine chooses).
@@ -52,7 +52,7 @@ def main():
             continue
         sql = q.read_text()
         ours = pq.read_table(d / f"{name}.parquet")
-        theirs = con.execute(sql).fetch_arrow_table()
+        theirs = con.sql(sql).to_arrow_table()
         if ours.num_rows != theirs.num_rows or ours.num_columns != theirs.num_columns:
             failures.append(f"{name}: {ours.shape} rows x columns, DuckDB {theirs.shape}")
             continue
