@@ -1,0 +1,2 @@
+-- replaced: 1
+SELECT id, CASE WHEN dec > 100 THEN dec WHEN qty > 10 THEN CAST(0 AS DECIMAL(15, 2)) ELSE dec END AS r FROM t ORDER BY id

@@ -1,0 +1,2 @@
+-- replaced: 2
+SELECT id, CASE WHEN qty < 20 THEN CASE WHEN a > b THEN a ELSE b END WHEN qty IS NOT NULL THEN c END AS r FROM t ORDER BY id

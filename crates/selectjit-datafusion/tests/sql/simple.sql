@@ -1,0 +1,2 @@
+-- replaced: 1
+SELECT id, CASE qty WHEN 1 THEN a WHEN 2 THEN b WHEN 3 THEN 30 END AS r FROM t ORDER BY id
