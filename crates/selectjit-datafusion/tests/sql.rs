@@ -20,26 +20,9 @@ use datafusion::execution::SessionStateBuilder;
 use datafusion::prelude::*;
 use selectjit_datafusion::SelectjitCaseRule;
 
-/// A small deterministic generator.
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 29)).wrapping_mul(0xbf58476d1ce4e5b9) >> 11
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-    /// `None` one time in `k`.
-    fn some<T>(&mut self, k: u64, v: T) -> Option<T> {
-        (self.below(k) != 0).then_some(v)
-    }
-}
+#[path = "../src/rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![

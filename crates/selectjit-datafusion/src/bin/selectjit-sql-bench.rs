@@ -61,21 +61,9 @@ pub const QUERIES: [(&str, &str); 3] = [
     ),
 ];
 
-struct Rng(u64);
-
-impl Rng {
-    fn next(&mut self) -> u64 {
-        self.0 = self
-            .0
-            .wrapping_mul(6364136223846793005)
-            .wrapping_add(1442695040888963407);
-        let x = self.0;
-        (x ^ (x >> 29)).wrapping_mul(0xbf58476d1ce4e5b9) >> 11
-    }
-    fn below(&mut self, n: u64) -> u64 {
-        self.next() % n
-    }
-}
+#[path = "../rng.rs"]
+mod rng;
+use rng::Rng;
 
 fn schema() -> Arc<Schema> {
     Arc::new(Schema::new(vec![
