@@ -4,8 +4,12 @@
 use std::ptr::NonNull;
 use std::sync::{Arc, OnceLock};
 
-use arrow_array::{Array, ArrayRef, BooleanArray, Datum, make_array, new_null_array};
-use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer};
+use arrow_array::cast::AsArray;
+use arrow_array::{
+    Array, ArrayRef, ArrowPrimitiveType, BooleanArray, Datum, PrimitiveArray, downcast_primitive,
+    make_array, new_null_array,
+};
+use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer, ToByteSlice};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, IntervalUnit};
 use selectjit::bits::{Bitmap, Bits, NullRule, Validity, case_when_validity, select_bits};
@@ -159,7 +163,7 @@ impl Input {
             Layout::Fixed(w) => {
                 let b = self.bytes(w)?;
                 if self.scalar {
-                    fill(b, len).into_buffer()
+                    fill(b, len)
                 } else {
                     let mut m = output_buffer(b.len());
                     m.as_slice_mut().copy_from_slice(b);
@@ -216,20 +220,35 @@ fn output(
     values: Buffer,
     nulls: Option<NullBuffer>,
 ) -> Result<ArrayRef, ArrowError> {
-    let data = ArrayData::builder(dt.clone())
+    let builder = ArrayData::builder(dt.clone())
         .len(len)
         .add_buffer(values)
-        .nulls(nulls)
-        .build()?;
+        .nulls(nulls);
+    // The checks `build` makes, but the recount of the null bitmap (a pass over it: a tenth of
+    // a call that fills 8192 rows): debug builds make them all.
+    #[cfg(debug_assertions)]
+    let data = builder.build()?;
+    #[cfg(not(debug_assertions))]
+    let data = {
+        // SAFETY: the array's one buffer holds `len` values of `dt`'s width (every caller
+        // builds `values` as `len * w` bytes, or `len` bits for booleans, 64-byte aligned or
+        // a `Vec` of the value's type), and `nulls`, when given, is `len` bits whose null
+        // count was counted as they were written or by `NullBuffer::new`: what `build`
+        // would check, recounting the nulls (which debug builds do).
+        let data = unsafe { builder.build_unchecked() };
+        data.validate()?;
+        data
+    };
     Ok(make_array(data))
 }
 
 /// An output buffer being written: pages from the engine's [`OutputPool`] for outputs of at
 /// least [`OutputPool::MIN_POOLED_BYTES`] (the pages of the last call's output, already mapped,
-/// instead of fresh ones the kernel must fault in and zero), an arrow `MutableBuffer`
-/// otherwise. Both are 64-byte aligned (Arrow's recommendation).
+/// instead of fresh ones the kernel must fault in and zero), a `Vec` otherwise. Both are used
+/// from a 64-byte boundary (Arrow's recommendation).
 pub(crate) enum OutBuf {
-    Arrow(MutableBuffer),
+    /// A `Vec` whose bytes from the offset on are the output.
+    Heap(Vec<u8>, usize),
     Pooled(PoolBlock),
 }
 
@@ -260,7 +279,7 @@ impl Drop for PoolBlock {
 impl OutBuf {
     pub(crate) fn as_slice_mut(&mut self) -> &mut [u8] {
         match self {
-            OutBuf::Arrow(m) => m.as_slice_mut(),
+            OutBuf::Heap(v, off) => &mut v[*off..],
             // SAFETY: `ptr` is a live block of `len` bytes owned by this handle (`&mut self`
             // makes the borrow exclusive). The bytes may be uninitialised: as for
             // `output_buffer`'s `MutableBuffer`, every caller writes all `len` bytes before
@@ -271,7 +290,7 @@ impl OutBuf {
 
     fn into_buffer(self) -> Buffer {
         match self {
-            OutBuf::Arrow(m) => m.into(),
+            OutBuf::Heap(v, off) => Buffer::from_vec(v).slice(off),
             OutBuf::Pooled(b) => {
                 let (ptr, len) = (b.ptr, b.len);
                 // SAFETY: `ptr` points to `len` bytes, all written (see `as_slice_mut`), that
@@ -284,7 +303,10 @@ impl OutBuf {
 }
 
 /// A buffer of `n` bytes for a select to fill, 64-byte aligned, not zeroed first (on 1M-row
-/// columns zeroing was an extra pass over the output, 11 % of the call).
+/// columns zeroing was an extra pass over the output, 11 % of the call). Below
+/// [`OutputPool::MIN_POOLED_BYTES`] it is a `malloc`ed `Vec` 63 bytes longer, used from its
+/// first 64-byte boundary: `posix_memalign` (what `MutableBuffer` calls) cost a fifth of a call
+/// filling 8192 rows.
 fn output_buffer(n: usize) -> OutBuf {
     if n >= OutputPool::MIN_POOLED_BYTES
         && let Ok(engine) = engine()
@@ -297,30 +319,34 @@ fn output_buffer(n: usize) -> OutBuf {
             pool: pool.clone(),
         });
     }
-    let mut m = MutableBuffer::with_capacity(n);
-    // SAFETY: `with_capacity(n)` reserved the `n` bytes; a `u8` has no invalid value, and
-    // every caller writes all `n` bytes before anything reads them: it hands the whole buffer
-    // to a select whose output shape covers them (`len * w` for shape `[len]` of width `w`, or
-    // `[len, k]` of width `w / k`; the engine checks the buffer's length against the shape),
-    // `fill`s every element, or copies a slice of `n` bytes into it. On an error the buffer is
-    // dropped unread.
-    unsafe { m.set_len(n) };
-    OutBuf::Arrow(m)
+    let mut v: Vec<u8> = Vec::with_capacity(n + 63);
+    let off = v.as_ptr().align_offset(64).min(63);
+    v.resize(off, 0);
+    // SAFETY: `with_capacity(n + 63)` reserved the bytes up to `off + n` (`off <= 63`); the
+    // first `off` were zeroed just above; a `u8` has no invalid value, and every caller writes
+    // the `n` bytes after them before anything reads them: it hands the whole slice
+    // (`as_slice_mut`) to a select whose output shape covers it (`len * w` for shape `[len]`
+    // of width `w`, or `[len, k]` of width `w / k`; the engine checks the buffer's length
+    // against the shape), `fill`s every element, or copies a slice of `n` bytes into it. On
+    // an error the buffer is dropped unread.
+    unsafe { v.set_len(off + n) };
+    OutBuf::Heap(v, off)
 }
 
 /// `len` copies of the value `v` (one value's bytes) in a new buffer.
-fn fill(v: &[u8], len: usize) -> OutBuf {
+fn fill(v: &[u8], len: usize) -> Buffer {
     macro_rules! typed {
         ($t:ty) => {{
             let x = <$t>::from_le_bytes(v.try_into().expect("the value's width"));
-            let mut m = output_buffer(len * v.len());
+            let n = len * v.len();
+            let mut m = output_buffer(n);
             // SAFETY: every bit pattern is a valid `$t` (an integer); the buffer is 64-byte
             // aligned and `len * size_of::<$t>()` bytes long, so the middle part is all of it
             // (asserted: nothing is left unwritten).
             let (pre, mid, post) = unsafe { m.as_slice_mut().align_to_mut::<$t>() };
             assert!(pre.is_empty() && post.is_empty(), "an aligned output");
             fill_fast(mid, x);
-            m
+            m.into_buffer()
         }};
     }
     match v.len() {
@@ -332,7 +358,7 @@ fn fill(v: &[u8], len: usize) -> OutBuf {
         w => {
             let mut m = MutableBuffer::with_capacity(len * w);
             m.repeat_slice_n_times(v, len);
-            OutBuf::Arrow(m)
+            m.into()
         }
     }
 }
@@ -356,10 +382,16 @@ fn fill_avx2<T: Copy>(dst: &mut [T], x: T) {
     dst.fill(x)
 }
 
+/// A zeroed buffer for the validity of `len` rows: a `Vec` (`calloc`; a bitmap needs no
+/// alignment, and `MutableBuffer`'s 64-byte aligned allocation cost more than its pass).
+fn validity_buffer(len: usize) -> Vec<u8> {
+    vec![0; len.div_ceil(8)]
+}
+
 /// A validity bitmap just written, `None` when it has no null.
-fn nulls_of(buf: MutableBuffer, len: usize, null_count: usize) -> Option<NullBuffer> {
+fn nulls_of(buf: Vec<u8>, len: usize, null_count: usize) -> Option<NullBuffer> {
     (null_count > 0).then(|| {
-        let bits = BooleanBuffer::new(buf.into(), 0, len);
+        let bits = BooleanBuffer::new(Buffer::from_vec(buf), 0, len);
         // SAFETY: `null_count` is the number of 0 bits among the `len` bits of `buf`, as
         // `words::select_validity` and `case_when_validity` (which wrote them) return it; the
         // bitmap is not counted a second time.
@@ -440,12 +472,13 @@ pub(crate) fn select2(
     }
     let len = mask.len();
     let mask_nulls = mask.nulls().filter(|n| n.null_count() > 0);
-    let (ti, fi) = (Input::new(t), Input::new(f));
     // Two scalars, one of them null: the other's values everywhere, the validity a word
-    // operation on the mask (as arrow-rs's scalar zipper does).
-    if ti.scalar && fi.scalar && (ti.null_scalar() || fi.null_scalar()) {
-        return scalars_with_a_null(mask, &dt, lay, &ti, &fi, rule);
+    // operation on the mask.
+    let ((ta, t_scalar), (fa, f_scalar)) = (t.get(), f.get());
+    if t_scalar && f_scalar && (ta.is_null(0) || fa.is_null(0)) {
+        return scalars_with_a_null(mask, &dt, lay, t, f, rule);
     }
+    let (ti, fi) = (Input::new(t), Input::new(f));
     // Every row true, or every row false (and none null when nulls propagate): a copy.
     let (all, none) = all_or_none(mask, mask_nulls);
     if all || (none && (rule == NullRule::NullIsFalse || mask_nulls.is_none())) {
@@ -511,46 +544,93 @@ pub(crate) fn select2(
     {
         None
     } else {
-        let mut vb = MutableBuffer::from_len_zeroed(len.div_ceil(8));
-        let n = crate::words::select_validity(cond, cond_valid, tv, fv, rule, vb.as_slice_mut());
+        let mut vb = validity_buffer(len);
+        let n = crate::words::select_validity(cond, cond_valid, tv, fv, rule, &mut vb);
         nulls_of(vb, len, n)
     };
     output(&dt, len, values, nulls)
 }
 
-/// `mask ? t : f` of two scalars, at least one null.
+/// `mask ? t : f` of two scalars, at least one null: the valid one's value everywhere (or
+/// nulls), its rows' validity a word operation on the mask, as arrow-rs's scalar zipper does;
+/// primitive types built as typed arrays (no `ArrayData` of the inputs, no recount).
 fn scalars_with_a_null(
     mask: &BooleanArray,
     dt: &DataType,
     lay: Layout,
-    ti: &Input,
-    fi: &Input,
+    t: &dyn Datum,
+    f: &dyn Datum,
     rule: NullRule,
 ) -> Result<ArrayRef, ArrowError> {
     let len = mask.len();
-    let (values, _) = if ti.null_scalar() {
-        fi.copy(lay, len)?
-    } else {
-        ti.copy(lay, len)?
-    };
-    // The validity as for any select (a null scalar is a side whose every slot is null): one
-    // pass over the mask's words, counted as it is written (no `!mask`, no count after).
+    let (ta, fa) = (t.get().0, f.get().0);
+    let t_null = ta.is_null(0);
+    if t_null && fa.is_null(0) {
+        return Ok(new_null_array(dt, len));
+    }
+    let valid_side = if t_null { fa } else { ta };
     let mask_nulls = mask.nulls().filter(|n| n.null_count() > 0);
-    let cond_valid = match mask_nulls {
-        Some(n) => Validity::Bits(bitmap(n.inner())?),
-        None => Validity::AllValid,
+    let nulls = if mask_nulls.is_none() {
+        // The rows that take the valid side are the mask's set bits (its bitmap itself,
+        // shared, not copied) or its unset bits (its complement, one word pass).
+        let valid = if t_null {
+            !mask.values()
+        } else {
+            mask.values().clone()
+        };
+        let nulls = len - crate::words::count_ones(bitmap(&valid)?);
+        // SAFETY: `nulls` is the number of unset bits of the bitmap, just counted.
+        (nulls > 0).then(|| unsafe { NullBuffer::new_unchecked(valid, nulls) })
+    } else {
+        // Otherwise as for any select (a null scalar is a side whose every slot is null): one
+        // pass over the mask's words, counted as it is written.
+        let validity = |a: &dyn Array| {
+            if a.is_null(0) {
+                Validity::AllNull
+            } else {
+                Validity::AllValid
+            }
+        };
+        let cond_valid = match mask_nulls {
+            Some(n) => Validity::Bits(bitmap(n.inner())?),
+            None => Validity::AllValid,
+        };
+        let mut vb = validity_buffer(len);
+        let n = crate::words::select_validity(
+            bitmap(mask.values())?,
+            cond_valid,
+            validity(ta),
+            validity(fa),
+            rule,
+            &mut vb,
+        );
+        nulls_of(vb, len, n)
     };
-    let mut vb = MutableBuffer::from_len_zeroed(len.div_ceil(8));
-    let n = crate::words::select_validity(
-        bitmap(mask.values())?,
-        cond_valid,
-        ti.validity()?,
-        fi.validity()?,
-        rule,
-        vb.as_slice_mut(),
-    );
-    let nulls = nulls_of(vb, len, n);
-    output(dt, len, values, nulls)
+    macro_rules! primitive {
+        ($t:ty, $a:ident, $len:ident, $nulls:ident) => {
+            primitive_fill::<$t>($a, $len, $nulls)
+        };
+    }
+    downcast_primitive! {
+        dt => (primitive, valid_side, len, nulls),
+        _ => {
+            let (values, _) = Input::new(if t_null { f } else { t }).copy(lay, len)?;
+            output(dt, len, values, nulls)
+        }
+    }
+}
+
+/// `len` copies of the scalar `a`'s value with validity `nulls`, as a `PrimitiveArray` of
+/// `a`'s type.
+fn primitive_fill<T: ArrowPrimitiveType>(
+    a: &dyn Array,
+    len: usize,
+    nulls: Option<NullBuffer>,
+) -> Result<ArrayRef, ArrowError> {
+    let a = a.as_primitive::<T>();
+    let values = ScalarBuffer::new(fill(a.value(0).to_byte_slice(), len), 0, len);
+    let out = PrimitiveArray::<T>::try_new(values, nulls)?.with_data_type(a.data_type().clone());
+    Ok(Arc::new(out))
 }
 
 /// Variable-width and nested types: arrow-rs's `zip`, and under Arrow C++'s rule the mask's
@@ -754,9 +834,8 @@ pub(crate) fn case_when(
     {
         None
     } else {
-        let mut vb = MutableBuffer::from_len_zeroed(len.div_ceil(8));
-        let n =
-            case_when_validity(len, &all_bits()?, &vals, dv, vb.as_slice_mut()).map_err(compute)?;
+        let mut vb = validity_buffer(len);
+        let n = case_when_validity(len, &all_bits()?, &vals, dv, &mut vb).map_err(compute)?;
         nulls_of(vb, len, n)
     };
     output(&dt, len, values_out, nulls)
