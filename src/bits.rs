@@ -107,6 +107,22 @@ impl<'a> Bitmap<'a> {
         })
     }
 
+    /// The number of set bits (with POPCNT where the host has it).
+    ///
+    /// ```
+    /// use selectjit::bits::Bitmap;
+    /// let b = Bitmap::new(&[0b1011_0110, 0b1], 1, 8).unwrap();
+    /// assert_eq!(b.count_ones(), 6); // bits 1-7 of the first byte, bit 0 of the second
+    /// ```
+    pub fn count_ones(&self) -> usize {
+        #[cfg(target_arch = "x86_64")]
+        if popcnt_avx2() {
+            // SAFETY: the host has POPCNT and AVX2 (checked by `popcnt_avx2`).
+            return unsafe { words::count_ones_avx2(self) };
+        }
+        words::count_ones(self)
+    }
+
     /// Bits `j..j + 64` (fewer at the end: the missing ones are 0) as one word, bit 0 first.
     #[inline]
     pub(crate) fn word(&self, j: usize) -> u64 {
@@ -179,7 +195,7 @@ pub(crate) fn expand_words(out: &mut [u8], word: impl Fn(usize) -> u64) {
 }
 
 #[cfg(target_arch = "x86_64")]
-fn avx512bw() -> bool {
+pub(crate) fn avx512bw() -> bool {
     static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
     *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512bw"))
 }
@@ -332,15 +348,26 @@ pub fn select_validity(
         v.check(what, len)?;
     }
     out_bytes(len, out)?;
-    Ok(write_words(len, out, |j| {
-        let cv = cond_valid.word(j);
-        let c = cond.word(j) & cv;
-        let v = (c & then.word(j)) | (!c & else_.word(j));
-        match rule {
-            NullRule::NullIsFalse => v,
-            NullRule::NullPropagates => v & cv,
-        }
-    }))
+    let s = [
+        words::Src::of_bits(&cond),
+        words::Src::of(&cond_valid),
+        words::Src::of(&then),
+        words::Src::of(&else_),
+    ];
+    #[cfg(target_arch = "x86_64")]
+    if popcnt_avx2() {
+        // SAFETY: the host has POPCNT and AVX2 (checked by `popcnt_avx2`).
+        return Ok(unsafe { words::select_validity_avx2(len, s, rule, out) });
+    }
+    Ok(words::select_validity(len, s, rule, out))
+}
+
+#[cfg(target_arch = "x86_64")]
+fn popcnt_avx2() -> bool {
+    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *HAS.get_or_init(|| {
+        std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("avx2")
+    })
 }
 
 /// The validity of an n-way select (`CASE WHEN`: the first true condition wins, a null
@@ -451,6 +478,180 @@ pub fn select_bits(
         (c & then.word(j)) | (!c & else_.word(j))
     });
     Ok(())
+}
+
+/// The validity loop of [`select_validity`] and the count of [`Bitmap::count_ones`]: each
+/// bitmap is realigned 64 words at a time into a small array (whole 8-byte loads and a shift,
+/// which vectorise), the words are combined and counted over those arrays, and on x86-64 the
+/// loop is compiled a second time with POPCNT and AVX2 for hosts that have them (the baseline
+/// target has no `popcnt`: `count_ones` is a dozen instructions). On 1M rows at bit offset 3
+/// this was several times the speed of a word at a time through `Bitmap::word`
+/// (`tests::timing`).
+mod words {
+    use super::{Bitmap, NullRule, Validity};
+
+    /// A bitmap's bytes and bit offset, or a constant word.
+    #[derive(Clone, Copy)]
+    pub(super) enum Src<'a> {
+        Bits { bytes: &'a [u8], offset: usize },
+        Const(u64),
+    }
+
+    /// Words per step: the sources' realigned words stay in the first-level cache (2 KiB).
+    const STEP: usize = 64;
+
+    impl<'a> Src<'a> {
+        pub(super) fn of_bits(b: &Bitmap<'a>) -> Src<'a> {
+            let (bytes, offset) = b.parts();
+            Src::Bits { bytes, offset }
+        }
+
+        pub(super) fn of(v: &Validity<'a>) -> Src<'a> {
+            match v {
+                Validity::AllValid => Src::Const(!0),
+                Validity::AllNull => Src::Const(0),
+                Validity::Bits(b) => Src::of_bits(b),
+            }
+        }
+
+        /// Words `k0..k0 + out.len()` (bits `64 k0..`) into `out`; every one of them lies inside
+        /// the bitmap (the caller's `k0 + out.len()` is at most `len / 64`).
+        #[inline(always)]
+        fn words(&self, k0: usize, out: &mut [u64]) {
+            match *self {
+                Src::Const(c) => out.fill(c),
+                Src::Bits { bytes, offset } => {
+                    let n = out.len();
+                    let bit = offset + 64 * k0;
+                    let (at, shift) = (bit / 8, (bit % 8) as u32);
+                    if shift == 0 {
+                        let b = &bytes[at..at + 8 * n];
+                        for (o, c) in out.iter_mut().zip(b.chunks_exact(8)) {
+                            *o = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                        }
+                    } else if let Some(b) = bytes.get(at..at + 8 * n + 8) {
+                        // n + 1 whole words: word i is the top of word i and the bottom of i + 1.
+                        let mut lo = [0u64; STEP + 1];
+                        for (o, c) in lo.iter_mut().zip(b.chunks_exact(8)) {
+                            *o = u64::from_le_bytes(c.try_into().expect("8 bytes"));
+                        }
+                        for (i, o) in out.iter_mut().enumerate() {
+                            *o = (lo[i] >> shift) | (lo[i + 1] << (64 - shift));
+                        }
+                    } else {
+                        // The last word's top bits are in byte `at + 8n`, inside the bitmap's
+                        // bytes (they hold its bit `64 (k0 + n) - 1 + offset`, checked by
+                        // `Bitmap::new`).
+                        let b = &bytes[at..at + 8 * n + 1];
+                        for (i, o) in out.iter_mut().enumerate() {
+                            let lo = u64::from_le_bytes(b[8 * i..8 * i + 8].try_into().expect("8"));
+                            *o = (lo >> shift) | ((b[8 * i + 8] as u64) << (64 - shift));
+                        }
+                    }
+                }
+            }
+        }
+
+        /// Bits `j..j + n` one at a time (the last word).
+        fn slow(&self, j: usize, n: usize) -> u64 {
+            match *self {
+                Src::Const(c) => c & ((1u64 << n) - 1),
+                Src::Bits { bytes, offset } => (0..n).fold(0u64, |w, k| {
+                    let b = offset + j + k;
+                    w | ((((bytes[b / 8] >> (b % 8)) & 1) as u64) << k)
+                }),
+            }
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt,avx2")]
+    pub(super) fn count_ones_avx2(b: &Bitmap<'_>) -> usize {
+        count_ones(b)
+    }
+
+    /// The number of set bits of `b`, its words realigned `STEP` at a time.
+    #[inline(always)]
+    pub(super) fn count_ones(b: &Bitmap<'_>) -> usize {
+        let (s, len) = (Src::of_bits(b), b.len());
+        let full = len / 64;
+        let mut w = [0u64; STEP];
+        let mut ones = 0usize;
+        for k0 in (0..full).step_by(STEP) {
+            let n = STEP.min(full - k0);
+            s.words(k0, &mut w[..n]);
+            ones += w[..n]
+                .iter()
+                .map(|x| x.count_ones() as usize)
+                .sum::<usize>();
+        }
+        if len > 64 * full {
+            ones += s.slow(64 * full, len - 64 * full).count_ones() as usize;
+        }
+        ones
+    }
+
+    #[inline(always)]
+    fn combine(c: u64, cv: u64, t: u64, e: u64, rule: NullRule) -> u64 {
+        let c = c & cv;
+        let v = (c & t) | (!c & e);
+        match rule {
+            NullRule::NullIsFalse => v,
+            NullRule::NullPropagates => v & cv,
+        }
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt,avx2")]
+    pub(super) fn select_validity_avx2(
+        len: usize,
+        s: [Src<'_>; 4],
+        rule: NullRule,
+        out: &mut [u8],
+    ) -> usize {
+        select_validity(len, s, rule, out)
+    }
+
+    /// [`super::select_validity`] of the sources `[cond, cond_valid, then, else]` over `len`
+    /// rows into `out` (checked by the caller); returns the number of nulls.
+    #[inline(always)]
+    pub(super) fn select_validity(
+        len: usize,
+        s: [Src<'_>; 4],
+        rule: NullRule,
+        out: &mut [u8],
+    ) -> usize {
+        let full = len / 64;
+        let (body, tail) = out[..len.div_ceil(8)].split_at_mut(8 * full);
+        let mut w = [[0u64; STEP]; 4];
+        let mut valid = 0usize;
+        for (step, chunk) in body.chunks_mut(8 * STEP).enumerate() {
+            let (k0, n) = (step * STEP, chunk.len() / 8);
+            for (src, words) in s.iter().zip(w.iter_mut()) {
+                src.words(k0, &mut words[..n]);
+            }
+            let [c, cv, t, e] = &w;
+            for (i, o) in chunk.chunks_exact_mut(8).enumerate() {
+                let v = combine(c[i], cv[i], t[i], e[i], rule);
+                valid += v.count_ones() as usize;
+                o.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        if !tail.is_empty() {
+            let (j, n) = (64 * full, len - 64 * full);
+            let v = combine(
+                s[0].slow(j, n),
+                s[1].slow(j, n),
+                s[2].slow(j, n),
+                s[3].slow(j, n),
+                rule,
+            );
+            valid += v.count_ones() as usize;
+            let m = tail.len();
+            tail.copy_from_slice(&v.to_le_bytes()[..m]);
+        }
+        len - valid
+    }
 }
 
 #[cfg(test)]
@@ -586,5 +787,120 @@ mod tests {
         // Row 0: c1 null -> c2 true -> v2 valid. Row 1: c1 true -> v1 valid. Rows 2, 3: c2 ->
         // v2: valid, null.
         assert_eq!((out[0], nulls), (0b0111, 1));
+    }
+
+    /// [`select_validity`]'s rows a word at a time through `Bitmap::word`: what the realigned
+    /// loop must equal.
+    fn select_validity_by_words(
+        cond: Bitmap<'_>,
+        cond_valid: Validity<'_>,
+        then: Validity<'_>,
+        else_: Validity<'_>,
+        rule: NullRule,
+        out: &mut [u8],
+    ) -> usize {
+        write_words(cond.len(), out, |j| {
+            let cv = cond_valid.word(j);
+            let c = cond.word(j) & cv;
+            let v = (c & then.word(j)) | (!c & else_.word(j));
+            match rule {
+                NullRule::NullIsFalse => v,
+                NullRule::NullPropagates => v & cv,
+            }
+        })
+    }
+
+    fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            s
+        }
+    }
+
+    #[test]
+    fn realigned_words_equal_a_word_at_a_time() {
+        let mut next = xorshift(0x1234_5678_9abc_def0);
+        for round in 0..3000 {
+            // Every tenth length spans several steps of the realigned words.
+            let len = (next() % if round % 10 == 0 { 20_000 } else { 700 }) as usize;
+            let mut bytes = |len: usize| -> (Vec<u8>, usize) {
+                let off = (next() % 64) as usize;
+                let extra = (next() % 3) as usize;
+                let b: Vec<u8> = (0..(off + len).div_ceil(8) + extra)
+                    .map(|_| next() as u8)
+                    .collect();
+                (b, off)
+            };
+            let (c, co) = bytes(len);
+            let (cv, cvo) = bytes(len);
+            let (t, to) = bytes(len);
+            let (e, eo) = bytes(len);
+            fn bm(b: &[u8], o: usize, len: usize) -> Bitmap<'_> {
+                Bitmap::new(b, o, len).expect("bitmap")
+            }
+            fn pick(x: u64, b: Bitmap<'_>) -> Validity<'_> {
+                match x % 3 {
+                    0 => Validity::AllValid,
+                    1 => Validity::AllNull,
+                    _ => Validity::Bits(b),
+                }
+            }
+            let cvv = pick(next(), bm(&cv, cvo, len));
+            let tv = pick(next(), bm(&t, to, len));
+            let ev = pick(next(), bm(&e, eo, len));
+            let cb = bm(&c, co, len);
+            for rule in [NullRule::NullIsFalse, NullRule::NullPropagates] {
+                let mut want = vec![0xa5u8; len.div_ceil(8)];
+                let mut got = vec![0x5au8; len.div_ceil(8)];
+                let wn = select_validity_by_words(cb, cvv, tv, ev, rule, &mut want);
+                let gn = select_validity(cb, cvv, tv, ev, rule, &mut got).expect("select");
+                assert_eq!((&got, gn), (&want, wn), "len {len} {rule:?}");
+            }
+            let ones = (0..len).filter(|&i| cb.get(i) == Some(true)).count();
+            assert_eq!(cb.count_ones(), ones, "len {len} offset {co}");
+            assert_eq!(words::count_ones(&cb), ones, "without POPCNT");
+        }
+    }
+
+    /// `cargo test --release --lib bits::tests::against_a_word_at_a_time -- --ignored
+    /// --nocapture`: the realigned loop against a word at a time on 1M rows, every bitmap at
+    /// bit offset 3.
+    #[test]
+    #[ignore = "a measurement, not a check"]
+    fn against_a_word_at_a_time() {
+        let len: usize = 1 << 20;
+        let bytes: Vec<Vec<u8>> = (0..4u64)
+            .map(|s| {
+                (0..(len + 3).div_ceil(8) as u64)
+                    .map(|i| (i.wrapping_mul(0x9e37_79b9_7f4a_7c15) ^ s) as u8)
+                    .collect()
+            })
+            .collect();
+        let bm = |i: usize| Bitmap::new(&bytes[i], 3, len).expect("bitmap");
+        let mut out = vec![0u8; len.div_ceil(8)];
+        let time = |f: &mut dyn FnMut() -> usize| {
+            let mut t: Vec<f64> = (0..201)
+                .map(|_| {
+                    let s = std::time::Instant::now();
+                    std::hint::black_box(f());
+                    s.elapsed().as_nanos() as f64 / 1e3
+                })
+                .collect();
+            t.sort_by(f64::total_cmp);
+            t[100]
+        };
+        for rule in [NullRule::NullIsFalse, NullRule::NullPropagates] {
+            let (c, cv, t, e) = (
+                bm(0),
+                Validity::Bits(bm(1)),
+                Validity::Bits(bm(2)),
+                Validity::Bits(bm(3)),
+            );
+            let fast = time(&mut || select_validity(c, cv, t, e, rule, &mut out).expect("select"));
+            let slow = time(&mut || select_validity_by_words(c, cv, t, e, rule, &mut out));
+            println!("{rule:?}: realigned {fast:.1} us, a word at a time {slow:.1} us");
+        }
     }
 }

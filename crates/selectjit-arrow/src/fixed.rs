@@ -12,7 +12,9 @@ use arrow_array::{
 use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffer, ToByteSlice};
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, IntervalUnit};
-use selectjit::bits::{Bitmap, Bits, NullRule, Validity, case_when_validity, select_bits};
+use selectjit::bits::{
+    Bitmap, Bits, NullRule, Validity, case_when_validity, select_bits, select_validity,
+};
 use selectjit::{
     Broadcast, Choice, Cond, DType, Engine, EngineConfig, OutputPool, TensorMut, TensorRef,
 };
@@ -393,7 +395,7 @@ fn nulls_of(buf: Vec<u8>, len: usize, null_count: usize) -> Option<NullBuffer> {
     (null_count > 0).then(|| {
         let bits = BooleanBuffer::new(Buffer::from_vec(buf), 0, len);
         // SAFETY: `null_count` is the number of 0 bits among the `len` bits of `buf`, as
-        // `words::select_validity` and `case_when_validity` (which wrote them) return it; the
+        // `select_validity` and `case_when_validity` (which wrote them) return it; the
         // bitmap is not counted a second time.
         unsafe { NullBuffer::new_unchecked(bits, null_count) }
     })
@@ -545,7 +547,7 @@ pub(crate) fn select2(
         None
     } else {
         let mut vb = validity_buffer(len);
-        let n = crate::words::select_validity(cond, cond_valid, tv, fv, rule, &mut vb);
+        let n = select_validity(cond, cond_valid, tv, fv, rule, &mut vb).map_err(compute)?;
         nulls_of(vb, len, n)
     };
     output(&dt, len, values, nulls)
@@ -578,7 +580,7 @@ fn scalars_with_a_null(
         } else {
             mask.values().clone()
         };
-        let nulls = len - crate::words::count_ones(bitmap(&valid)?);
+        let nulls = len - bitmap(&valid)?.count_ones();
         // SAFETY: `nulls` is the number of unset bits of the bitmap, just counted.
         (nulls > 0).then(|| unsafe { NullBuffer::new_unchecked(valid, nulls) })
     } else {
@@ -596,14 +598,15 @@ fn scalars_with_a_null(
             None => Validity::AllValid,
         };
         let mut vb = validity_buffer(len);
-        let n = crate::words::select_validity(
+        let n = select_validity(
             bitmap(mask.values())?,
             cond_valid,
             validity(ta),
             validity(fa),
             rule,
             &mut vb,
-        );
+        )
+        .map_err(compute)?;
         nulls_of(vb, len, n)
     };
     macro_rules! primitive {

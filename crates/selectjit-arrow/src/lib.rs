@@ -29,7 +29,6 @@
 
 mod cmp;
 mod fixed;
-mod words;
 
 use arrow_array::{ArrayRef, BooleanArray, Datum};
 use arrow_schema::ArrowError;
