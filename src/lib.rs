@@ -81,6 +81,7 @@
 
 pub mod aot;
 pub mod bits;
+mod bitsel;
 mod cache;
 mod cond;
 mod dtype;

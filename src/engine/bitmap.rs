@@ -10,11 +10,13 @@ use super::config::Backend;
 use super::exec::CondArg;
 use super::validate::{Desc, Operand};
 use crate::bits::{Bitmap, expand_words};
+use crate::bitsel::{self, Side};
 use crate::cond::{Cond, Repr};
 use crate::dtype::DType;
 use crate::error::{Error, Result, ShapeFmt};
 use crate::shape::{Broadcast, check_shape, numel};
 use crate::tensor::TensorRef;
+use crate::tier::Tier;
 
 /// Elements per expanded block: 4 KiB of mask, with each operand's block in L1 or L2.
 pub(crate) const BLOCK: usize = 4096;
@@ -145,6 +147,27 @@ impl Engine {
                 flat_operand(&else_, oshape, n, w, numpy),
             )
         {
+            // Where the host has AVX-512BW, the bits straight into opmask registers (the
+            // static kernels and the tiers that would use 512-bit vectors).
+            let direct = match self.config.backend {
+                Backend::Static => true,
+                Backend::Jit => matches!(self.config.tier, Tier::Auto | Tier::Avx512),
+                Backend::Interp => false,
+            };
+            if direct && bitsel::available() {
+                fn side<'x>(o: &Operand<'x>, full: bool) -> Side<'x> {
+                    match *o {
+                        Operand::Buf(b, _) if full => Side::Full(b),
+                        Operand::Buf(b, _) => Side::One(b),
+                        Operand::Out => Side::Out,
+                    }
+                }
+                let (t, e) = (side(&then, tf), side(&else_, ef));
+                let (t, e) = if not { (e, t) } else { (t, e) };
+                if bitsel::select_flat(w, cond.bits, cond.valid, t, e, &mut out[..n * w]) {
+                    return Ok(());
+                }
+            }
             let mut buf = [0u8; BLOCK];
             let mut j = 0;
             while j < n {
