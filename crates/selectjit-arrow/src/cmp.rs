@@ -12,7 +12,7 @@ use crate::fixed::{check_len, engine, fixed_bytes};
 
 /// The dtype selectjit compares a data type as, and whether it is a float (compared through
 /// its total-order key, as arrow does).
-fn kernel_dtype(dt: &DataType) -> Option<(DType, bool)> {
+pub(crate) fn kernel_dtype(dt: &DataType) -> Option<(DType, bool)> {
     use DataType::*;
     Some(match dt {
         Int8 => (DType::I8, false),

@@ -31,7 +31,7 @@ mod cmp;
 mod fixed;
 
 use arrow_array::{ArrayRef, BooleanArray, Datum};
-use arrow_schema::ArrowError;
+use arrow_schema::{ArrowError, DataType};
 use selectjit::bits::NullRule;
 
 pub use selectjit::CmpOp;
@@ -117,6 +117,23 @@ pub fn case_when(
     default: Option<&dyn Datum>,
 ) -> Result<ArrayRef, ArrowError> {
     fixed::case_when(conds, values, default)
+}
+
+/// Whether [`When::Cmp`] of two operands of type `dt` is computed by selectjit's kernel on the
+/// values as they are: integers, and dates, times, timestamps and durations as their integers.
+/// Floats are compared there too, after a pass that makes their total-order keys; other types
+/// go through arrow's kernels.
+///
+/// ```
+/// use arrow_schema::{DataType, TimeUnit};
+/// use selectjit_arrow::cmp_in_kernel;
+/// assert!(cmp_in_kernel(&DataType::Int32));
+/// assert!(cmp_in_kernel(&DataType::Timestamp(TimeUnit::Microsecond, None)));
+/// assert!(!cmp_in_kernel(&DataType::Float64));
+/// assert!(!cmp_in_kernel(&DataType::Utf8));
+/// ```
+pub fn cmp_in_kernel(dt: &DataType) -> bool {
+    cmp::kernel_dtype(dt).is_some_and(|(_, float)| !float)
 }
 
 /// One condition of [`case_when`].

@@ -250,21 +250,6 @@ fn sql(e: &Arc<dyn PhysicalExpr>) -> String {
     datafusion::physical_expr_common::physical_expr::fmt_sql(e.as_ref()).to_string()
 }
 
-/// Types whose comparisons the select's kernel computes exactly as arrow does (integers by
-/// value; dates, times, timestamps and durations as their integers).
-fn kernel_comparable(t: &DataType) -> bool {
-    t.is_integer()
-        || matches!(
-            t,
-            DataType::Date32
-                | DataType::Date64
-                | DataType::Time32(_)
-                | DataType::Time64(_)
-                | DataType::Timestamp(_, _)
-                | DataType::Duration(_)
-        )
-}
-
 /// Why `e` may fail on some row, or `None` when it cannot.
 fn may_fail(e: &Arc<dyn PhysicalExpr>, schema: &Schema) -> Option<String> {
     let any: &dyn PhysicalExpr = e.as_ref();
@@ -443,7 +428,7 @@ fn cmp_when(
 ) -> WhenExpr {
     let (l, r) = (lhs.data_type(schema), rhs.data_type(schema));
     match (l, r) {
-        (Ok(l), Ok(r)) if l == r && kernel_comparable(&l) => {
+        (Ok(l), Ok(r)) if l == r && selectjit_arrow::cmp_in_kernel(&l) => {
             WhenExpr::Cmp(op, Arc::clone(lhs), Arc::clone(rhs))
         }
         _ => {
