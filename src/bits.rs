@@ -410,15 +410,21 @@ pub fn case_when_validity(
     }
     default.check("default", len)?;
     out_bytes(len, out)?;
-    Ok(write_words(len, out, |j| {
-        let (mut left, mut v) = (!0u64, 0u64);
-        for ((c, cv), val) in conds.iter().zip(values) {
-            let take = left & c.word(j) & cv.word(j);
-            v |= take & val.word(j);
-            left &= !take;
-        }
-        v | (left & default.word(j))
-    }))
+    let mut s: Vec<words::Src<'_>> = Vec::with_capacity(3 * conds.len() + 1);
+    for ((c, cv), v) in conds.iter().zip(values) {
+        s.extend([
+            words::Src::of_bits(c),
+            words::Src::of(cv),
+            words::Src::of(v),
+        ]);
+    }
+    s.push(words::Src::of(&default));
+    #[cfg(target_arch = "x86_64")]
+    if popcnt_avx2() {
+        // SAFETY: the host has POPCNT and AVX2 (checked by `popcnt_avx2`).
+        return Ok(unsafe { words::case_when_validity_avx2(len, &s, out) });
+    }
+    Ok(words::case_when_validity(len, &s, out))
 }
 
 /// One side of a select of bit-packed values: a bitmap, or one value for every row.
@@ -652,6 +658,56 @@ mod words {
         }
         len - valid
     }
+
+    /// The row's validity word of a `CASE WHEN` of `k` branches from the words `get(i)` of
+    /// the sources `[c0, cv0, v0, c1, cv1, v1, ..., default]`.
+    #[inline(always)]
+    fn first_true(k: usize, get: impl Fn(usize) -> u64) -> u64 {
+        let (mut left, mut v) = (!0u64, 0u64);
+        for i in 0..k {
+            let take = left & get(3 * i) & get(3 * i + 1);
+            v |= take & get(3 * i + 2);
+            left &= !take;
+        }
+        v | (left & get(3 * k))
+    }
+
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "popcnt,avx2")]
+    pub(super) fn case_when_validity_avx2(len: usize, s: &[Src<'_>], out: &mut [u8]) -> usize {
+        case_when_validity(len, s, out)
+    }
+
+    /// [`super::case_when_validity`] of the sources `[c0, cv0, v0, c1, cv1, v1, ...,
+    /// default]` over `len` rows into `out` (checked by the caller), realigned as
+    /// [`select_validity`]'s; returns the number of nulls.
+    #[inline(always)]
+    pub(super) fn case_when_validity(len: usize, s: &[Src<'_>], out: &mut [u8]) -> usize {
+        let k = (s.len() - 1) / 3;
+        let full = len / 64;
+        let (body, tail) = out[..len.div_ceil(8)].split_at_mut(8 * full);
+        let mut w = vec![[0u64; STEP]; s.len()];
+        let mut valid = 0usize;
+        for (step, chunk) in body.chunks_mut(8 * STEP).enumerate() {
+            let (k0, n) = (step * STEP, chunk.len() / 8);
+            for (src, words) in s.iter().zip(w.iter_mut()) {
+                src.words(k0, &mut words[..n]);
+            }
+            for (i, o) in chunk.chunks_exact_mut(8).enumerate() {
+                let v = first_true(k, |j| w[j][i]);
+                valid += v.count_ones() as usize;
+                o.copy_from_slice(&v.to_le_bytes());
+            }
+        }
+        if !tail.is_empty() {
+            let (j, n) = (64 * full, len - 64 * full);
+            let v = first_true(k, |i| s[i].slow(j, n));
+            valid += v.count_ones() as usize;
+            let m = tail.len();
+            tail.copy_from_slice(&v.to_le_bytes()[..m]);
+        }
+        len - valid
+    }
 }
 
 #[cfg(test)]
@@ -810,6 +866,25 @@ mod tests {
         })
     }
 
+    /// [`case_when_validity`]'s rows a word at a time through `Bitmap::word`.
+    fn case_when_validity_by_words(
+        len: usize,
+        conds: &[(Bitmap<'_>, Validity<'_>)],
+        values: &[Validity<'_>],
+        default: Validity<'_>,
+        out: &mut [u8],
+    ) -> usize {
+        write_words(len, out, |j| {
+            let (mut left, mut v) = (!0u64, 0u64);
+            for ((c, cv), val) in conds.iter().zip(values) {
+                let take = left & c.word(j) & cv.word(j);
+                v |= take & val.word(j);
+                left &= !take;
+            }
+            v | (left & default.word(j))
+        })
+    }
+
     fn xorshift(mut s: u64) -> impl FnMut() -> u64 {
         move || {
             s ^= s << 13;
@@ -861,6 +936,40 @@ mod tests {
             let ones = (0..len).filter(|&i| cb.get(i) == Some(true)).count();
             assert_eq!(cb.count_ones(), ones, "len {len} offset {co}");
             assert_eq!(words::count_ones(&cb), ones, "without POPCNT");
+        }
+    }
+
+    #[test]
+    fn case_when_realigned_equals_a_word_at_a_time() {
+        let mut next = xorshift(0x0fed_cba9_8765_4321);
+        for round in 0..1500 {
+            let len = (next() % if round % 10 == 0 { 20_000 } else { 700 }) as usize;
+            let k = (next() % 5) as usize;
+            // Per branch: condition bits, their validity, the value's validity; then the
+            // default's.
+            let bufs: Vec<(Vec<u8>, usize, u64)> = (0..3 * k + 1)
+                .map(|_| {
+                    let off = (next() % 64) as usize;
+                    let extra = (next() % 3) as usize;
+                    let b = (0..(off + len).div_ceil(8) + extra)
+                        .map(|_| next() as u8)
+                        .collect();
+                    (b, off, next())
+                })
+                .collect();
+            let bm = |i: usize| Bitmap::new(&bufs[i].0, bufs[i].1, len).expect("bitmap");
+            let val = |i: usize| match bufs[i].2 % 3 {
+                0 => Validity::AllValid,
+                1 => Validity::AllNull,
+                _ => Validity::Bits(bm(i)),
+            };
+            let conds: Vec<_> = (0..k).map(|i| (bm(3 * i), val(3 * i + 1))).collect();
+            let values: Vec<_> = (0..k).map(|i| val(3 * i + 2)).collect();
+            let mut want = vec![0xa5u8; len.div_ceil(8)];
+            let mut got = vec![0x5au8; len.div_ceil(8)];
+            let wn = case_when_validity_by_words(len, &conds, &values, val(3 * k), &mut want);
+            let gn = case_when_validity(len, &conds, &values, val(3 * k), &mut got).expect("cw");
+            assert_eq!((&got, gn), (&want, wn), "len {len} k {k}");
         }
     }
 

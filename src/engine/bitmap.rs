@@ -116,6 +116,18 @@ fn block<'x>(o: &Operand<'x>, full: bool, j: usize, sh: &'x [usize], w: usize) -
 }
 
 impl Engine {
+    /// Whether flat selects on bitmaps run the kernels that read the bits straight into
+    /// opmask registers ([`bitsel`]): on hosts with AVX-512BW, for the static kernels and the
+    /// tiers that would use 512-bit vectors.
+    pub(super) fn reads_bits(&self) -> bool {
+        let direct = match self.config.backend {
+            Backend::Static => true,
+            Backend::Jit => matches!(self.config.tier, Tier::Auto | Tier::Avx512),
+            Backend::Interp => false,
+        };
+        direct && bitsel::available()
+    }
+
     /// [`Engine::run_cond`]'s select of a bitmap condition (checked by [`BitCond::of`]);
     /// `not`: then and else trade places.
     #[allow(clippy::too_many_arguments)]
@@ -147,14 +159,7 @@ impl Engine {
                 flat_operand(&else_, oshape, n, w, numpy),
             )
         {
-            // Where the host has AVX-512BW, the bits straight into opmask registers (the
-            // static kernels and the tiers that would use 512-bit vectors).
-            let direct = match self.config.backend {
-                Backend::Static => true,
-                Backend::Jit => matches!(self.config.tier, Tier::Auto | Tier::Avx512),
-                Backend::Interp => false,
-            };
-            if direct && bitsel::available() {
+            if self.reads_bits() {
                 fn side<'x>(o: &Operand<'x>, full: bool) -> Side<'x> {
                     match *o {
                         Operand::Buf(b, _) if full => Side::Full(b),

@@ -19,6 +19,7 @@ use super::bitmap::{BLOCK, BitCond};
 use super::config::InPlace;
 pub use super::nway_pass::Choice;
 use super::nway_pass::{Placed, Run, Slot, Val, contiguous};
+use crate::bitsel::{self, NCond, Side};
 use crate::cond::{Cond, Operand, Repr, Src};
 use crate::dtype::{DType, Element};
 use crate::error::{Error, Result, ShapeFmt};
@@ -842,9 +843,40 @@ impl Engine {
                 .chain([&default])
                 .all(|v| choice_flat(v, shape, n, w).is_some())
         {
+            let (o, ..) = out.into_parts();
+            // Every condition a bitmap: the bits straight into opmask registers, where the
+            // engine reads them so.
+            if self.reads_bits()
+                && let Some(nconds) = conds
+                    .iter()
+                    .zip(&bc)
+                    .map(|(c, b)| {
+                        b.as_ref().map(|b| NCond {
+                            bits: b.bits,
+                            valid: b.valid,
+                            not: c.not,
+                        })
+                    })
+                    .collect::<Option<smallvec::SmallVec<[NCond<'_>; 8]>>>()
+            {
+                fn side<'x>(c: &Choice<'x, u8>, shape: &[usize], n: usize, w: usize) -> Side<'x> {
+                    match *c {
+                        Choice::Tensor(t) if choice_flat(c, shape, n, w) == Some(true) => {
+                            Side::Full(t.data())
+                        }
+                        Choice::Tensor(t) => Side::One(t.data()),
+                        Choice::Out => Side::Out,
+                    }
+                }
+                let sides: smallvec::SmallVec<[Side<'_>; 8]> =
+                    values.iter().map(|v| side(v, shape, n, w)).collect();
+                let d = side(&default, shape, n, w);
+                if bitsel::select_n_flat(w, &nconds, &sides, d, &mut o[..n * w]) {
+                    return Ok(());
+                }
+            }
             let count = bc.iter().flatten().count();
             let mut bufs = vec![0u8; BLOCK * count];
-            let (o, ..) = out.into_parts();
             let mut j = 0;
             while j < n {
                 let m = (n - j).min(BLOCK);
