@@ -876,48 +876,62 @@ impl Engine {
                 }
             }
             let count = bc.iter().flatten().count();
-            let mut bufs = vec![0u8; BLOCK * count];
-            let mut j = 0;
-            while j < n {
-                let m = (n - j).min(BLOCK);
-                let sh = [m];
-                let mut chunks = bufs.chunks_mut(BLOCK);
-                let mut masks: smallvec::SmallVec<[&[u8]; 8]> = smallvec::SmallVec::new();
-                for b in bc.iter().flatten() {
-                    let c = &mut chunks.next().expect("a block per bitmap")[..m];
-                    b.expand(j, c);
-                    masks.push(c);
-                }
-                let mut masks = masks.into_iter();
-                let bconds: smallvec::SmallVec<[Cond<'_>; 8]> = conds
-                    .iter()
-                    .zip(&bc)
-                    .map(|(c, b)| match b {
-                        Some(_) => Cond {
-                            repr: Repr::Mask(TensorRef::new(
-                                masks.next().expect("a mask per bitmap"),
-                                &sh,
-                            )),
-                            not: c.not,
-                        },
-                        None => cond_block(c, shape, j, &sh),
-                    })
-                    .collect();
-                let bvals: smallvec::SmallVec<[Choice<'_, u8>; 8]> = values
-                    .iter()
-                    .map(|v| choice_block(v, shape, j, &sh, w))
-                    .collect();
-                self.select_n_bytes(
-                    dtype,
-                    &bconds,
-                    &bvals,
-                    choice_block(&default, shape, j, &sh, w),
-                    TensorMut::new(&mut o[j * w..(j + m) * w], &sh),
-                    Broadcast::Numpy,
-                )?;
-                j += m;
+            // The blocks' masks: this thread's scratch (taken, so that a nested call finds
+            // none and makes its own), grown to the widest call seen.
+            thread_local! {
+                static SCRATCH: std::cell::Cell<Vec<u8>> = const { std::cell::Cell::new(Vec::new()) };
             }
-            return Ok(());
+            let mut bufs = SCRATCH.take();
+            bufs.resize(bufs.len().max(BLOCK * count), 0);
+            let mut run = || -> Result<()> {
+                let mut j = 0;
+                while j < n {
+                    let m = (n - j).min(BLOCK);
+                    let sh = [m];
+                    let mut chunks = bufs.chunks_mut(BLOCK);
+                    let mut masks: smallvec::SmallVec<[&[u8]; 8]> = smallvec::SmallVec::new();
+                    for b in bc.iter().flatten() {
+                        let c = &mut chunks.next().expect("a block per bitmap")[..m];
+                        b.expand(j, c);
+                        masks.push(c);
+                    }
+                    let mut masks = masks.into_iter();
+                    let bconds: smallvec::SmallVec<[Cond<'_>; 8]> = conds
+                        .iter()
+                        .zip(&bc)
+                        .map(|(c, b)| match b {
+                            Some(_) => Cond {
+                                repr: Repr::Mask(TensorRef::new(
+                                    masks.next().expect("a mask per bitmap"),
+                                    &sh,
+                                )),
+                                not: c.not,
+                            },
+                            None => cond_block(c, shape, j, &sh),
+                        })
+                        .collect();
+                    let bvals: smallvec::SmallVec<[Choice<'_, u8>; 8]> = values
+                        .iter()
+                        .map(|v| choice_block(v, shape, j, &sh, w))
+                        .collect();
+                    self.select_n_bytes(
+                        dtype,
+                        &bconds,
+                        &bvals,
+                        choice_block(&default, shape, j, &sh, w),
+                        TensorMut::new(&mut o[j * w..(j + m) * w], &sh),
+                        Broadcast::Numpy,
+                    )?;
+                    j += m;
+                }
+                Ok(())
+            };
+            let r = run();
+            // Kept for the next call up to 16 conditions' blocks (64 KiB).
+            if bufs.len() <= 16 * BLOCK {
+                SCRATCH.set(bufs);
+            }
+            return r;
         }
         let masks: Vec<Option<(Vec<u8>, &[usize])>> = bc
             .iter()
