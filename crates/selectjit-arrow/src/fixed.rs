@@ -21,15 +21,16 @@ use selectjit::{
 
 use crate::{When, compute, invalid};
 
-/// The engine every call shares (`Send + Sync`; its kernels compiled once): the library's
-/// defaults with the environment's `SELECTJIT_*` settings (`EngineConfig::from_env`, as the
-/// Python package builds its engine), made on first use. A malformed setting, or a tier this
-/// host cannot run, is an error of every call that needs the engine.
+/// [`crate::shared_engine`] with its error as arrow's.
 pub(crate) fn engine() -> Result<&'static Engine, ArrowError> {
+    shared_engine().map_err(|e| compute(e.clone()))
+}
+
+/// See [`crate::shared_engine`].
+pub(crate) fn shared_engine() -> Result<&'static Engine, &'static selectjit::Error> {
     static E: OnceLock<Result<Engine, selectjit::Error>> = OnceLock::new();
     E.get_or_init(|| EngineConfig::from_env().and_then(Engine::with_config))
         .as_ref()
-        .map_err(|e| compute(e.clone()))
 }
 
 /// How a data type's values are laid out.

@@ -119,6 +119,21 @@ pub fn case_when(
     fixed::case_when(conds, values, default)
 }
 
+/// The engine every call of this crate runs on (`Send + Sync`; its kernels compiled once, its
+/// output pool shared): the library's defaults with the environment's `SELECTJIT_*` settings
+/// (`EngineConfig::from_env`), made on first use. Code in the same process that wants the
+/// same settings (the Python package's default engine) takes this one rather than a second
+/// cache of the same kernels. A malformed setting, or a tier this host cannot run, is the
+/// error of every call that needs it.
+///
+/// ```
+/// let engine = selectjit_arrow::shared_engine().expect("the default settings");
+/// assert!(std::ptr::eq(engine, selectjit_arrow::shared_engine().unwrap()));
+/// ```
+pub fn shared_engine() -> Result<&'static selectjit::Engine, &'static selectjit::Error> {
+    fixed::shared_engine()
+}
+
 /// Whether [`When::Cmp`] of two operands of type `dt` is computed by selectjit's kernel on the
 /// values as they are: integers, and dates, times, timestamps and durations as their integers.
 /// Floats are compared there too, after a pass that makes their total-order keys; other types

@@ -63,14 +63,12 @@ pub(crate) fn process_handler(py: Python<'_>) -> PyResult<&'static Handler> {
     H.get_or_try_init(py, || Handler::new(py, process_engine()?))
 }
 
-/// The process-wide engine of `selectjit.where`: the library's defaults with the settings of
-/// the environment (`SELECTJIT_*`), built on first use. A malformed setting, or a tier this
-/// host cannot run, is an error of every call that uses it.
+/// The process-wide engine of `selectjit.where` and `selectjit.arrow`: the library's defaults
+/// with the settings of the environment (`SELECTJIT_*`), built on first use, the one
+/// `selectjit_arrow` runs on (one cache of kernels, one output pool). A malformed setting, or a
+/// tier this host cannot run, is an error of every call that uses it.
 pub(crate) fn process_engine() -> PyResult<&'static Engine> {
-    static E: std::sync::OnceLock<Result<Engine, selectjit::Error>> = std::sync::OnceLock::new();
-    E.get_or_init(|| EngineConfig::from_env().and_then(Engine::with_config))
-        .as_ref()
-        .map_err(|e| lib_error(e.clone()))
+    selectjit_arrow::shared_engine().map_err(|e| lib_error(e.clone()))
 }
 
 /// A selectjit engine: a kernel cache and a code-generation tier.
