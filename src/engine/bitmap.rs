@@ -10,7 +10,7 @@ use super::config::Backend;
 use super::exec::CondArg;
 use super::validate::{Desc, Operand};
 use crate::bits::{Bitmap, expand_words};
-use crate::bitsel::{self, Side};
+use crate::bitsel::{self, Isa, Side};
 use crate::cond::{Cond, Repr};
 use crate::dtype::DType;
 use crate::error::{Error, Result, ShapeFmt};
@@ -116,16 +116,19 @@ fn block<'x>(o: &Operand<'x>, full: bool, j: usize, sh: &'x [usize], w: usize) -
 }
 
 impl Engine {
-    /// Whether flat selects on bitmaps run the kernels that read the bits straight into
-    /// opmask registers ([`bitsel`]): on hosts with AVX-512BW, for the static kernels and the
-    /// tiers that would use 512-bit vectors.
-    pub(super) fn reads_bits(&self) -> bool {
-        let direct = match self.config.backend {
-            Backend::Static => true,
-            Backend::Jit => matches!(self.config.tier, Tier::Auto | Tier::Avx512),
-            Backend::Interp => false,
-        };
-        direct && bitsel::available()
+    /// Which kernels that read the bits themselves ([`bitsel`]) run this engine's flat selects
+    /// on bitmaps: the AVX-512 ones (opmasks) for the static kernels and the tiers `Auto` and
+    /// `Avx512` on hosts with AVX-512BW, the AVX2 ones (masks made in registers) for the tier
+    /// `Avx2` and, on hosts without AVX-512BW, for the static kernels and `Auto`; none for the
+    /// tier `Cranelift` (its kernels read expanded byte masks) and the interpreter.
+    pub(super) fn reads_bits(&self) -> Option<Isa> {
+        let best = || [Isa::Avx512, Isa::Avx2].into_iter().find(|i| i.available());
+        match (self.config.backend, self.config.tier) {
+            (Backend::Interp, _) | (Backend::Jit, Tier::Cranelift) => None,
+            (Backend::Static, _) | (Backend::Jit, Tier::Auto) => best(),
+            (Backend::Jit, Tier::Avx512) => Some(Isa::Avx512).filter(|i| i.available()),
+            (Backend::Jit, Tier::Avx2) => Some(Isa::Avx2).filter(|i| i.available()),
+        }
     }
 
     /// [`Engine::run_cond`]'s select of a bitmap condition (checked by [`BitCond::of`]);
@@ -159,7 +162,7 @@ impl Engine {
                 flat_operand(&else_, oshape, n, w, numpy),
             )
         {
-            if self.reads_bits() {
+            if let Some(isa) = self.reads_bits() {
                 fn side<'x>(o: &Operand<'x>, full: bool) -> Side<'x> {
                     match *o {
                         Operand::Buf(b, _) if full => Side::Full(b),
@@ -169,7 +172,7 @@ impl Engine {
                 }
                 let (t, e) = (side(&then, tf), side(&else_, ef));
                 let (t, e) = if not { (e, t) } else { (t, e) };
-                if bitsel::select_flat(w, cond.bits, cond.valid, t, e, &mut out[..n * w]) {
+                if bitsel::select_flat(isa, w, cond.bits, cond.valid, t, e, &mut out[..n * w]) {
                     return Ok(());
                 }
             }

@@ -846,7 +846,7 @@ impl Engine {
             let (o, ..) = out.into_parts();
             // Every condition a bitmap: the bits straight into opmask registers, where the
             // engine reads them so.
-            if self.reads_bits()
+            if self.reads_bits() == Some(bitsel::Isa::Avx512)
                 && let Some(nconds) = conds
                     .iter()
                     .zip(&bc)
