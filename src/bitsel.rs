@@ -383,61 +383,20 @@ macro_rules! kernel_n {
     };
 }
 
+/// The two-way and the n-way kernel of one width: their names, the width, lanes per vector,
+/// the opmask type, the element type and the intrinsics for that element size.
 #[cfg(target_arch = "x86_64")]
-kernel!(
-    select_w1,
-    group_w1,
-    1,
-    64,
-    u64,
-    i8,
-    _mm512_mask_blend_epi8,
-    _mm512_maskz_loadu_epi8,
-    _mm512_mask_storeu_epi8,
-    _mm512_set1_epi8
-);
-#[cfg(target_arch = "x86_64")]
-kernel!(
-    select_w2,
-    group_w2,
-    2,
-    32,
-    u32,
-    i16,
-    _mm512_mask_blend_epi16,
-    _mm512_maskz_loadu_epi16,
-    _mm512_mask_storeu_epi16,
-    _mm512_set1_epi16
-);
-#[cfg(target_arch = "x86_64")]
-kernel!(
-    select_w4,
-    group_w4,
-    4,
-    16,
-    u16,
-    i32,
-    _mm512_mask_blend_epi32,
-    _mm512_maskz_loadu_epi32,
-    _mm512_mask_storeu_epi32,
-    _mm512_set1_epi32
-);
-#[cfg(target_arch = "x86_64")]
-kernel!(
-    select_w8,
-    group_w8,
-    8,
-    8,
-    u8,
-    i64,
-    _mm512_mask_blend_epi64,
-    _mm512_maskz_loadu_epi64,
-    _mm512_mask_storeu_epi64,
-    _mm512_set1_epi64
-);
+macro_rules! kernels {
+    ($two:ident, $group:ident, $n:ident, $($rest:tt)*) => {
+        kernel!($two, $group, $($rest)*);
+        kernel_n!($n, $($rest)*);
+    };
+}
 
 #[cfg(target_arch = "x86_64")]
-kernel_n!(
+kernels!(
+    select_w1,
+    group_w1,
     select_n_w1,
     1,
     64,
@@ -449,7 +408,9 @@ kernel_n!(
     _mm512_set1_epi8
 );
 #[cfg(target_arch = "x86_64")]
-kernel_n!(
+kernels!(
+    select_w2,
+    group_w2,
     select_n_w2,
     2,
     32,
@@ -461,7 +422,9 @@ kernel_n!(
     _mm512_set1_epi16
 );
 #[cfg(target_arch = "x86_64")]
-kernel_n!(
+kernels!(
+    select_w4,
+    group_w4,
     select_n_w4,
     4,
     16,
@@ -473,7 +436,9 @@ kernel_n!(
     _mm512_set1_epi32
 );
 #[cfg(target_arch = "x86_64")]
-kernel_n!(
+kernels!(
+    select_w8,
+    group_w8,
     select_n_w8,
     8,
     8,
