@@ -846,7 +846,7 @@ impl Engine {
             let (o, ..) = out.into_parts();
             // Every condition a bitmap: the bits straight into opmask registers, where the
             // engine reads them so.
-            if self.reads_bits() == Some(bitsel::Isa::Avx512)
+            if let Some(isa) = self.reads_bits()
                 && let Some(nconds) = conds
                     .iter()
                     .zip(&bc)
@@ -871,7 +871,7 @@ impl Engine {
                 let sides: smallvec::SmallVec<[Side<'_>; 8]> =
                     values.iter().map(|v| side(v, shape, n, w)).collect();
                 let d = side(&default, shape, n, w);
-                if bitsel::select_n_flat(w, &nconds, &sides, d, &mut o[..n * w]) {
+                if bitsel::select_n_flat(isa, w, &nconds, &sides, d, &mut o[..n * w]) {
                     return Ok(());
                 }
             }
