@@ -648,6 +648,15 @@ unsafe fn select_n_avx2<const W: usize>(
 mod tests {
     use super::*;
 
+    /// Row `r` of `w`-byte elements that `side` holds (`before`: the output before the call).
+    fn row<'a>(side: Side<'a>, before: &'a [u8], r: usize, w: usize) -> &'a [u8] {
+        match side {
+            Side::Full(b) => &b[r * w..(r + 1) * w],
+            Side::One(b) => &b[..w],
+            Side::Out => &before[r * w..(r + 1) * w],
+        }
+    }
+
     /// Every width, offset, length around the vectors and groups, side kind and validity,
     /// against the rows one at a time (the engine's tests check it against the interpreter).
     #[test]
@@ -686,14 +695,9 @@ mod tests {
                                 let c =
                                     bits.get(i).unwrap() && valid.is_none_or(|v| v.get(i).unwrap());
                                 let side = if c { ts } else { es };
-                                let want = match side {
-                                    Side::Full(b) => &b[i * w..(i + 1) * w],
-                                    Side::One(b) => &b[..w],
-                                    Side::Out => &before[i * w..(i + 1) * w],
-                                };
                                 assert_eq!(
                                     &out[i * w..(i + 1) * w],
-                                    want,
+                                    row(side, &before, i, w),
                                     "{isa:?} w {w} n {n} row {i}"
                                 );
                             }
@@ -765,14 +769,9 @@ mod tests {
                                 v != c.not
                             };
                             let side = conds.iter().position(holds).map_or(default, |i| values[i]);
-                            let want = match side {
-                                Side::Full(b) => &b[r * w..(r + 1) * w],
-                                Side::One(b) => &b[..w],
-                                Side::Out => &before[r * w..(r + 1) * w],
-                            };
                             assert_eq!(
                                 &out[r * w..(r + 1) * w],
-                                want,
+                                row(side, &before, r, w),
                                 "{isa:?} w {w} n {n} k {k} row {r}"
                             );
                         }
