@@ -678,6 +678,18 @@ mod words {
         case_when_validity(len, s, out)
     }
 
+    /// Realigned words kept for the next [`case_when_validity`] up to this many sources (five
+    /// branches and the default: 8 KiB); a call with more frees its own when done.
+    const KEEP: usize = 16;
+
+    thread_local! {
+        /// This thread's realigned words of [`case_when_validity`] (taken for the call, so
+        /// that a nested one would find none and make its own), grown to the widest call seen
+        /// up to [`KEEP`] sources.
+        static SCRATCH: std::cell::Cell<Vec<[u64; STEP]>> =
+            const { std::cell::Cell::new(Vec::new()) };
+    }
+
     /// [`super::case_when_validity`] of the sources `[c0, cv0, v0, c1, cv1, v1, ...,
     /// default]` over `len` rows into `out` (checked by the caller), realigned as
     /// [`select_validity`]'s; returns the number of nulls.
@@ -686,7 +698,13 @@ mod words {
         let k = (s.len() - 1) / 3;
         let full = len / 64;
         let (body, tail) = out[..len.div_ceil(8)].split_at_mut(8 * full);
-        let mut w = vec![[0u64; STEP]; s.len()];
+        // A step writes each source's words before it reads them: what the scratch held
+        // before does not matter.
+        let mut scratch = SCRATCH.take();
+        if scratch.len() < s.len() {
+            scratch.resize(s.len(), [0u64; STEP]);
+        }
+        let w = &mut scratch[..s.len()];
         let mut valid = 0usize;
         for (step, chunk) in body.chunks_mut(8 * STEP).enumerate() {
             let (k0, n) = (step * STEP, chunk.len() / 8);
@@ -698,6 +716,9 @@ mod words {
                 valid += v.count_ones() as usize;
                 o.copy_from_slice(&v.to_le_bytes());
             }
+        }
+        if scratch.len() <= KEEP {
+            SCRATCH.set(scratch);
         }
         if !tail.is_empty() {
             let (j, n) = (64 * full, len - 64 * full);
@@ -969,6 +990,35 @@ mod tests {
             let mut got = vec![0x5au8; len.div_ceil(8)];
             let wn = case_when_validity_by_words(len, &conds, &values, val(3 * k), &mut want);
             let gn = case_when_validity(len, &conds, &values, val(3 * k), &mut got).expect("cw");
+            assert_eq!((&got, gn), (&want, wn), "len {len} k {k}");
+        }
+    }
+
+    /// The realigned words are this thread's scratch, kept between calls up to
+    /// `words::KEEP` sources: calls of growing and shrinking widths, past it and back, each
+    /// equal a word at a time (a wider call's stale words never leak into a narrower one).
+    #[test]
+    fn case_when_scratch_serves_calls_of_every_width() {
+        let mut next = xorshift(0x05ee_d0f5_c7a7_c4e1);
+        for k in [6usize, 1, 6, 0, 3, 7, 2, 5, 9, 4] {
+            let len = 64 * 130 + (next() % 64) as usize;
+            let bufs: Vec<(Vec<u8>, usize)> = (0..3 * k + 1)
+                .map(|_| {
+                    let off = (next() % 64) as usize;
+                    let b = (0..(off + len).div_ceil(8)).map(|_| next() as u8).collect();
+                    (b, off)
+                })
+                .collect();
+            let bm = |i: usize| Bitmap::new(&bufs[i].0, bufs[i].1, len).expect("bitmap");
+            let conds: Vec<_> = (0..k)
+                .map(|i| (bm(3 * i), Validity::Bits(bm(3 * i + 1))))
+                .collect();
+            let values: Vec<_> = (0..k).map(|i| Validity::Bits(bm(3 * i + 2))).collect();
+            let default = Validity::Bits(bm(3 * k));
+            let mut want = vec![0xa5u8; len.div_ceil(8)];
+            let mut got = vec![0x5au8; len.div_ceil(8)];
+            let wn = case_when_validity_by_words(len, &conds, &values, default, &mut want);
+            let gn = case_when_validity(len, &conds, &values, default, &mut got).expect("cw");
             assert_eq!((&got, gn), (&want, wn), "len {len} k {k}");
         }
     }
