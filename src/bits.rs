@@ -116,8 +116,8 @@ impl<'a> Bitmap<'a> {
     /// ```
     pub fn count_ones(&self) -> usize {
         #[cfg(target_arch = "x86_64")]
-        if popcnt_avx2() {
-            // SAFETY: the host has POPCNT and AVX2 (checked by `popcnt_avx2`).
+        if cpu().popcnt_avx2() {
+            // SAFETY: the host has POPCNT and AVX2 (checked by `Cpu::popcnt_avx2`).
             return unsafe { words::count_ones_avx2(self) };
         }
         words::count_ones(self)
@@ -186,18 +186,59 @@ const SPREAD: [u64; 256] = {
 #[inline]
 pub(crate) fn expand_words(out: &mut [u8], word: impl Fn(usize) -> u64) {
     #[cfg(target_arch = "x86_64")]
-    if avx512bw() {
-        // SAFETY: the host has AVX-512BW (checked by `avx512bw`).
+    if cpu().avx512bw() {
+        // SAFETY: the host has AVX-512F and AVX-512BW (checked by `Cpu::avx512bw`).
         unsafe { expand_avx512(out, word) };
         return;
     }
     expand_table(out, word)
 }
 
-#[cfg(target_arch = "x86_64")]
-pub(crate) fn avx512bw() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx512bw"))
+/// The x86 features that the crate's hand-written kernels check at run time: the bit loops
+/// here, [`crate::bitsel`]'s kernels and the static kernels' level. Detected once per process
+/// ([`cpu`]): what the CPU has, whatever `SELECTJIT_MAX_ISA` says (the static kernels apply the
+/// cap to it; the bit kernels, as before, do not). All false on other architectures.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Cpu {
+    pub(crate) popcnt: bool,
+    pub(crate) avx2: bool,
+    pub(crate) avx512f: bool,
+    pub(crate) avx512bw: bool,
+    pub(crate) avx512vl: bool,
+}
+
+#[cfg_attr(not(target_arch = "x86_64"), allow(dead_code))]
+impl Cpu {
+    /// POPCNT and AVX2: the second build of the realigned-word loops ([`words`]).
+    pub(crate) fn popcnt_avx2(self) -> bool {
+        self.popcnt && self.avx2
+    }
+
+    /// AVX-512F and AVX-512BW: 64-byte expansion under an opmask ([`expand_words`]) and
+    /// [`crate::bitsel`]'s AVX-512 kernels (both built with `avx512f,avx512bw`).
+    pub(crate) fn avx512bw(self) -> bool {
+        self.avx512f && self.avx512bw
+    }
+}
+
+/// This CPU's [`Cpu`] features, detected on the first call.
+pub(crate) fn cpu() -> Cpu {
+    static CPU: std::sync::OnceLock<Cpu> = std::sync::OnceLock::new();
+    *CPU.get_or_init(|| {
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            Cpu {
+                popcnt: has!("popcnt"),
+                avx2: has!("avx2"),
+                avx512f: has!("avx512f"),
+                avx512bw: has!("avx512bw"),
+                avx512vl: has!("avx512vl"),
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        Cpu::default()
+    })
 }
 
 /// [`expand_words`] with AVX-512BW: each word a k-mask, its bytes 1 where set.
@@ -355,19 +396,11 @@ pub fn select_validity(
         words::Src::of(&else_),
     ];
     #[cfg(target_arch = "x86_64")]
-    if popcnt_avx2() {
-        // SAFETY: the host has POPCNT and AVX2 (checked by `popcnt_avx2`).
+    if cpu().popcnt_avx2() {
+        // SAFETY: the host has POPCNT and AVX2 (checked by `Cpu::popcnt_avx2`).
         return Ok(unsafe { words::select_validity_avx2(len, s, rule, out) });
     }
     Ok(words::select_validity(len, s, rule, out))
-}
-
-#[cfg(target_arch = "x86_64")]
-fn popcnt_avx2() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| {
-        std::arch::is_x86_feature_detected!("popcnt") && std::arch::is_x86_feature_detected!("avx2")
-    })
 }
 
 /// The validity of an n-way select (`CASE WHEN`: the first true condition wins, a null
@@ -420,8 +453,8 @@ pub fn case_when_validity(
     }
     s.push(words::Src::of(&default));
     #[cfg(target_arch = "x86_64")]
-    if popcnt_avx2() {
-        // SAFETY: the host has POPCNT and AVX2 (checked by `popcnt_avx2`).
+    if cpu().popcnt_avx2() {
+        // SAFETY: the host has POPCNT and AVX2 (checked by `Cpu::popcnt_avx2`).
         return Ok(unsafe { words::case_when_validity_avx2(len, &s, out) });
     }
     Ok(words::case_when_validity(len, &s, out))
@@ -737,6 +770,32 @@ mod tests {
 
     fn bit(b: &[u8], i: usize) -> bool {
         (b[i / 8] >> (i % 8)) & 1 == 1
+    }
+
+    /// The one detection: each field is its feature's (a field read from another's
+    /// detection would go unnoticed on a host that has both), all false off x86-64.
+    #[test]
+    fn cpu_features_are_the_hosts() {
+        let c = cpu();
+        #[cfg(target_arch = "x86_64")]
+        {
+            use std::arch::is_x86_feature_detected as has;
+            assert_eq!(
+                [c.popcnt, c.avx2, c.avx512f, c.avx512bw, c.avx512vl],
+                [
+                    has!("popcnt"),
+                    has!("avx2"),
+                    has!("avx512f"),
+                    has!("avx512bw"),
+                    has!("avx512vl")
+                ]
+            );
+            assert_eq!(c.popcnt_avx2(), has!("popcnt") && has!("avx2"));
+            assert_eq!(c.avx512bw(), has!("avx512f") && has!("avx512bw"));
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        assert_eq!(c, Cpu::default());
+        assert_eq!(c, cpu());
     }
 
     #[test]

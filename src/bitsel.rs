@@ -36,20 +36,12 @@ pub(crate) enum Isa {
 impl Isa {
     /// Whether this host runs it.
     pub(crate) fn available(self) -> bool {
-        #[cfg(target_arch = "x86_64")]
-        return match self {
-            Isa::Avx512 => crate::bits::avx512bw(),
-            Isa::Avx2 => avx2(),
-        };
-        #[cfg(not(target_arch = "x86_64"))]
-        false
+        let cpu = crate::bits::cpu();
+        match self {
+            Isa::Avx512 => cpu.avx512bw(),
+            Isa::Avx2 => cpu.avx2,
+        }
     }
-}
-
-#[cfg(target_arch = "x86_64")]
-fn avx2() -> bool {
-    static HAS: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
-    *HAS.get_or_init(|| std::arch::is_x86_feature_detected!("avx2"))
 }
 
 /// `out[i] = bits[i] && valid[i] ? then[i] : else_[i]` for the `bits.len()` rows of `w`-byte

@@ -26,14 +26,19 @@ pub(crate) enum Level {
 }
 
 impl Level {
-    /// The best level this CPU runs.
+    /// The best level this CPU runs: its features as the bit kernels see them
+    /// ([`crate::bits::cpu`], detected once), under the cap of `SELECTJIT_MAX_ISA`.
     pub(crate) fn detect() -> Level {
-        use crate::jit::host::{cpu_has, isa_allows};
-        let has = |f: &str| cpu_has(f) && isa_allows(f);
-        if has("avx512f") && has("avx512bw") && has("avx512vl") {
+        use crate::jit::host::isa_allows;
+        let cpu = crate::bits::cpu();
+        let has = |on: bool, f: &str| on && isa_allows(f);
+        if has(cpu.avx512f, "avx512f")
+            && has(cpu.avx512bw, "avx512bw")
+            && has(cpu.avx512vl, "avx512vl")
+        {
             return Level::Avx512;
         }
-        if has("avx2") {
+        if has(cpu.avx2, "avx2") {
             return Level::Avx2;
         }
         Level::Portable
