@@ -531,9 +531,49 @@ unsafe fn copy_row<const W: usize>(s: Src, r: usize, out: *mut u8) {
     unsafe { std::ptr::copy(src, out.add(r * W), W) };
 }
 
-/// The AVX2 kernel for `W`-byte elements (`32 / W` to a vector): whole groups of 64 rows, each
-/// vector's lane masks made from its bits in registers; the last rows (fewer than 64) one at
-/// a time.
+/// Rows `g..g + 64` (all inside the sides and `out`) of `W`-byte elements under the condition
+/// word `k64`, each vector's lane masks made from its bits; a side is its pointer (`ROWS_T` /
+/// `ROWS_E`) or its splat vector.
+///
+/// # Safety
+///
+/// The host has AVX2; a row side's pointer and `out` cover rows `g..g + 64`.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn group_avx2<const W: usize, const ROWS_T: bool, const ROWS_E: bool>(
+    g: usize,
+    k64: u64,
+    t: (*const u8, std::arch::x86_64::__m256i),
+    e: (*const u8, std::arch::x86_64::__m256i),
+    out: *mut u8,
+) {
+    use std::arch::x86_64::*;
+    let lanes = 32 / W;
+    for i in 0..64 / lanes {
+        let r = g + i * lanes;
+        // SAFETY: rows `r..r + lanes` lie inside `g..g + 64` (the caller's contract).
+        unsafe {
+            let ev = if ROWS_E {
+                _mm256_loadu_si256(e.0.add(r * W).cast())
+            } else {
+                e.1
+            };
+            let tv = if ROWS_T {
+                _mm256_loadu_si256(t.0.add(r * W).cast())
+            } else {
+                t.1
+            };
+            let m = lane_mask_avx2::<W>(k64 >> (i * lanes));
+            _mm256_storeu_si256(out.add(r * W).cast(), _mm256_blendv_epi8(ev, tv, m));
+        }
+    }
+}
+
+/// The AVX2 kernel for `W`-byte elements (`32 / W` to a vector): whole groups of 64 rows with
+/// the side kinds fixed per loop ([`group_avx2`], one copy per combination of a row side and a
+/// splat side), each vector's lane masks made from its bits in registers; the last rows (fewer
+/// than 64) one at a time.
 ///
 /// # Safety
 ///
@@ -548,26 +588,29 @@ unsafe fn select_avx2<const W: usize>(
     e: Src,
     out: *mut u8,
 ) {
-    use std::arch::x86_64::*;
-    let lanes = 32 / W;
     // SAFETY: `One` sides hold one element (the caller's contract).
     let (ts, es) = unsafe { (splat_avx2::<W>(t), splat_avx2::<W>(e)) };
-    let load = |s: Src, splat: __m256i, r: usize| match s {
-        // SAFETY: rows `r..r + lanes` lie inside the side's `n` elements (whole groups only).
-        Src::Rows(p) => unsafe { _mm256_loadu_si256(p.add(r * W).cast()) },
-        Src::One(_) => splat,
+    let ptr = |s: Src| match s {
+        Src::Rows(p) | Src::One(p) => p,
     };
+    let (tp, ep) = ((ptr(t), ts), (ptr(e), es));
     let word = |g: usize| bits.word(g) & valid.map_or(!0, |v| v.word(g));
     let full = n / 64 * 64;
-    for g in (0..full).step_by(64) {
-        let k64 = word(g);
-        for i in 0..64 / lanes {
-            let r = g + i * lanes;
-            let m = lane_mask_avx2::<W>(k64 >> (i * lanes));
-            let v = _mm256_blendv_epi8(load(e, es, r), load(t, ts, r), m);
-            // SAFETY: rows `r..r + lanes` lie inside `out` (whole groups only).
-            unsafe { _mm256_storeu_si256(out.add(r * W).cast(), v) };
-        }
+    macro_rules! groups {
+        ($rt:expr, $re:expr) => {
+            for g in (0..full).step_by(64) {
+                // SAFETY: the host has AVX2 (this function's contract); rows `g..g + 64` lie
+                // inside the `n` rows (`g + 64 <= full <= n`), which a `Rows` side (the only
+                // kind `$rt` / `$re` mark as rows) and `out` cover.
+                unsafe { group_avx2::<W, $rt, $re>(g, word(g), tp, ep, out) };
+            }
+        };
+    }
+    match (t, e) {
+        (Src::Rows(_), Src::Rows(_)) => groups!(true, true),
+        (Src::Rows(_), Src::One(_)) => groups!(true, false),
+        (Src::One(_), Src::Rows(_)) => groups!(false, true),
+        (Src::One(_), Src::One(_)) => groups!(false, false),
     }
     let k64 = word(full);
     for r in full..n {
@@ -669,13 +712,17 @@ mod tests {
                     let vb = Bitmap::new(&vbytes, offset + 1, n).unwrap();
                     let t: Vec<u8> = (0..n * w).map(|i| i as u8 | 0x80).collect();
                     let e: Vec<u8> = (0..n * w).map(|i| (i as u8) & 0x7f).collect();
-                    let one = [0xeeu8; 8];
+                    let (one, other) = ([0xeeu8; 8], [0x33u8; 8]);
                     for valid in [None, Some(vb)] {
+                        // Every combination of a row side and a splat side (each has its own
+                        // loop), and the output in place on either side.
                         for (ts, es) in [
                             (Side::Full(&t), Side::Full(&e)),
                             (Side::One(&one[..w]), Side::Full(&e)),
                             (Side::Full(&t), Side::One(&one[..w])),
+                            (Side::One(&one[..w]), Side::One(&other[..w])),
                             (Side::Out, Side::Full(&e)),
+                            (Side::Full(&t), Side::Out),
                         ] {
                             let mut out: Vec<u8> = (0..n * w).map(|i| (i * 7) as u8).collect();
                             let before = out.clone();
