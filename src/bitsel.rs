@@ -34,12 +34,14 @@ pub(crate) enum Isa {
 }
 
 impl Isa {
-    /// Whether this host runs it.
+    /// Whether this host runs it, under the cap of `SELECTJIT_MAX_ISA` (as every other
+    /// kernel of the library).
     pub(crate) fn available(self) -> bool {
+        use crate::env::{IsaCap, isa_cap};
         let cpu = crate::bits::cpu();
         match self {
-            Isa::Avx512 => cpu.avx512bw(),
-            Isa::Avx2 => cpu.avx2,
+            Isa::Avx512 => cpu.avx512bw() && isa_cap() == IsaCap::All,
+            Isa::Avx2 => cpu.avx2 && isa_cap() >= IsaCap::Avx2,
         }
     }
 }
