@@ -67,6 +67,9 @@ use datafusion::physical_plan::projection::{ProjectionExec, ProjectionExpr};
 use selectjit::CmpOp;
 use selectjit_arrow::When;
 
+mod strset;
+use strset::StrSet;
+
 /// `builder` with `rule` run first, before DataFusion's own physical optimizer rules: a
 /// projection that DataFusion later pushes into a file scan (`DataSourceExec`) then carries
 /// selectjit's expression with it. (`SessionStateBuilder::with_physical_optimizer_rule` runs a
@@ -317,6 +320,16 @@ enum WhenExpr {
     Cmp(CmpOp, Arc<dyn PhysicalExpr>, Arc<dyn PhysicalExpr>),
     /// A boolean expression DataFusion evaluates.
     Bool(Arc<dyn PhysicalExpr>),
+    /// A string column against literals, in one pass ([`strset`]).
+    Str(StrSet),
+}
+
+/// The boolean `WHEN` `e`: a string test read here, or DataFusion's.
+fn bool_when(e: Arc<dyn PhysicalExpr>) -> WhenExpr {
+    match StrSet::of(&e) {
+        Some(s) => WhenExpr::Str(s),
+        None => WhenExpr::Bool(e),
+    }
 }
 
 /// A `CASE` run as one n-way select ([`SelectjitCaseRule`] makes it from DataFusion's).
@@ -395,14 +408,12 @@ impl SelectjitCaseExpr {
                 }
                 (WhenExpr::Cmp(op, ..), None) => match w.downcast_ref::<BinaryExpr>() {
                     Some(b) => WhenExpr::Cmp(*op, Arc::clone(b.left()), Arc::clone(b.right())),
-                    None => WhenExpr::Bool(Arc::clone(w)),
+                    None => bool_when(Arc::clone(w)),
                 },
-                (WhenExpr::Bool(_), Some(base)) => WhenExpr::Bool(Arc::new(BinaryExpr::new(
-                    Arc::clone(base),
-                    Operator::Eq,
-                    Arc::clone(w),
-                ))),
-                (WhenExpr::Bool(_), None) => WhenExpr::Bool(Arc::clone(w)),
+                (WhenExpr::Bool(_) | WhenExpr::Str(_), Some(base)) => bool_when(Arc::new(
+                    BinaryExpr::new(Arc::clone(base), Operator::Eq, Arc::clone(w)),
+                )),
+                (WhenExpr::Bool(_) | WhenExpr::Str(_), None) => bool_when(Arc::clone(w)),
             })
             .collect();
         SelectjitCaseExpr {
@@ -440,7 +451,7 @@ fn cmp_when(
                 CmpOp::Gt => Operator::Gt,
                 CmpOp::Ge => Operator::GtEq,
             };
-            WhenExpr::Bool(Arc::new(BinaryExpr::new(
+            bool_when(Arc::new(BinaryExpr::new(
                 Arc::clone(lhs),
                 dop,
                 Arc::clone(rhs),
@@ -466,7 +477,7 @@ fn when_of(w: &Arc<dyn PhysicalExpr>, schema: &Schema) -> WhenExpr {
             return WhenExpr::Cmp(op, Arc::clone(b.left()), Arc::clone(b.right()));
         }
     }
-    WhenExpr::Bool(Arc::clone(w))
+    bool_when(Arc::clone(w))
 }
 
 /// An evaluated operand: an array, or a scalar as a one-element array.
@@ -556,6 +567,10 @@ impl PhysicalExpr for SelectjitCaseExpr {
                         })?
                         .clone();
                     bools.push(b);
+                    order.push(false);
+                }
+                WhenExpr::Str(s) => {
+                    bools.push(s.evaluate(batch)?);
                     order.push(false);
                 }
             }

@@ -4,7 +4,7 @@
 //! result is compared with and without the rule before anything is timed.
 //!
 //! ```text
-//! selectjit-sql-bench [--rows N] [--reps R] [--json FILE] [--parquet FILE]
+//! selectjit-sql-bench [--rows N] [--reps R] [--json FILE] [--parquet FILE] [--only TEXT]
 //! ```
 //! `--parquet FILE` also writes the table, for another engine to run the same queries on
 //! (`benches/sql_duckdb.py`).
@@ -39,6 +39,9 @@ struct Args {
     /// Write the table as Parquet too.
     #[arg(long)]
     parquet: Option<std::path::PathBuf>,
+    /// Run only the queries whose name contains this text.
+    #[arg(long)]
+    only: Option<String>,
 }
 
 /// The queries: name and SQL.
@@ -214,6 +217,13 @@ async fn main() -> Result<()> {
     );
     let mut rows = Vec::new();
     for (name, sql) in QUERIES {
+        if args
+            .only
+            .as_ref()
+            .is_some_and(|o| !name.contains(o.as_str()))
+        {
+            continue;
+        }
         for partitions in [Some(1), None] {
             let alone = context(&batches, false, partitions)?;
             let ours = context(&batches, true, partitions)?;
