@@ -195,6 +195,15 @@ async fn main() -> Result<()> {
     if args.reps == 0 {
         bail!("--reps must be at least 1");
     }
+    if let Some(o) = &args.only
+        && !QUERIES.iter().any(|(name, _)| name.contains(o.as_str()))
+    {
+        let names: Vec<&str> = QUERIES.iter().map(|(n, _)| *n).collect();
+        bail!(
+            "--only {o:?} matches no query (the queries: {})",
+            names.join(", ")
+        );
+    }
     let batches = table(args.rows)?;
     if let Some(p) = &args.parquet {
         let ctx = context(&batches, false, Some(1))?;
