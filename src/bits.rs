@@ -294,7 +294,7 @@ pub enum Validity<'a> {
 
 impl Validity<'_> {
     #[inline]
-    fn word(&self, j: usize) -> u64 {
+    pub(crate) fn word(&self, j: usize) -> u64 {
         match self {
             Validity::AllValid => !0,
             Validity::AllNull => 0,
@@ -310,6 +310,25 @@ impl Validity<'_> {
             _ => Ok(()),
         }
     }
+}
+
+/// One side of [`crate::Engine::select_with_validity`]: values of one width (`w` bytes each)
+/// and their validity.
+///
+/// ```
+/// use selectjit::bits::{Bitmap, Column, Validity};
+/// let values = [1u8, 2, 3, 4];
+/// let valid = Bitmap::new(&[0b1011], 0, 4).unwrap(); // row 2 null
+/// let rows = Column::Rows(&values, Validity::Bits(valid));
+/// let scalar = Column::Scalar(&[9], true);
+/// assert!(matches!((rows, scalar), (Column::Rows(..), Column::Scalar(_, true))));
+/// ```
+#[derive(Clone, Copy, Debug)]
+pub enum Column<'a> {
+    /// One value per row (row `i`: bytes `i * w..(i + 1) * w`) and the rows' validity.
+    Rows(&'a [u8], Validity<'a>),
+    /// One value (its first `w` bytes) for every row; `false`: every row null (a null scalar).
+    Scalar(&'a [u8], bool),
 }
 
 /// What a null condition does.

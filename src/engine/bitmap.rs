@@ -9,8 +9,8 @@ use super::Engine;
 use super::config::Backend;
 use super::exec::CondArg;
 use super::validate::{Desc, Operand};
-use crate::bits::{Bitmap, expand_words};
-use crate::bitsel::{self, Isa, Side};
+use crate::bits::{Bitmap, Column, NullRule, Validity, expand_words};
+use crate::bitsel::{self, Isa, Side, ValidOut};
 use crate::cond::{Cond, Repr};
 use crate::dtype::DType;
 use crate::error::{Error, Result, ShapeFmt};
@@ -131,6 +131,126 @@ impl Engine {
         }
     }
 
+    /// `out[i] = cond[i] && cond_valid[i] ? then[i] : else_[i]` over the `cond.len()` rows of
+    /// `dtype`'s width, flat (row `i` of the output at bytes `i * w..`), and the output's
+    /// validity in the same pass into `out_valid`, as [`crate::bits::select_validity`] writes
+    /// it under `rule` (bit offset 0, the bits past the last row 0): one pass over the bits
+    /// instead of a select and then a validity pass. Returns the number of null rows, or
+    /// `None`, having written nothing, where this engine has no kernel that reads bits for
+    /// the call (widths other than 1, 2, 4 and 8 bytes, no rows, a condition null in every row,
+    /// the tier `Cranelift`, the interpreter, a host without AVX2): then
+    /// [`Engine::select_bytes`] with [`Cond::bitmap`] and
+    /// [`select_validity`](crate::bits::select_validity) compute the same.
+    ///
+    /// Errors ([`Error::Layout`], nothing written): a bitmap of another length than `cond`, a
+    /// buffer too short for the rows (`out` `n * w` bytes, `out_valid` `n` bits, a
+    /// [`Column::Rows`] `n` values, a [`Column::Scalar`] one).
+    ///
+    /// ```
+    /// # fn main() -> selectjit::Result<()> {
+    /// use selectjit::bits::{Bitmap, Column, NullRule, Validity};
+    /// use selectjit::{DType, Engine};
+    /// let engine = Engine::new();
+    /// let cond = Bitmap::new(&[0b0101], 0, 4)?;
+    /// let then = [1u32, 2, 3, 4].map(u32::to_le_bytes).concat();
+    /// let then_valid = Bitmap::new(&[0b1110], 0, 4)?; // row 0 null
+    /// let (mut out, mut valid) = ([0u8; 16], [0u8; 1]);
+    /// if let Some(nulls) = engine.select_with_validity(
+    ///     DType::U32,
+    ///     cond,
+    ///     Validity::AllValid,
+    ///     Column::Rows(&then, Validity::Bits(then_valid)),
+    ///     Column::Scalar(&9u32.to_le_bytes(), true),
+    ///     NullRule::NullIsFalse,
+    ///     &mut out,
+    ///     &mut valid,
+    /// )? {
+    ///     assert_eq!(out, [1u32, 9, 3, 9].map(u32::to_le_bytes).concat()[..]);
+    ///     assert_eq!((valid[0], nulls), (0b1110, 1));
+    /// }
+    /// # Ok(())
+    /// # }
+    /// ```
+    #[allow(clippy::too_many_arguments)]
+    pub fn select_with_validity(
+        &self,
+        dtype: DType,
+        cond: Bitmap<'_>,
+        cond_valid: Validity<'_>,
+        then: Column<'_>,
+        else_: Column<'_>,
+        rule: NullRule,
+        out: &mut [u8],
+        out_valid: &mut [u8],
+    ) -> Result<Option<usize>> {
+        let (w, n) = (dtype.width(), cond.len());
+        let layout = |what: &'static str, msg: String| Err(Error::Layout { what, msg });
+        // Each side as the kernel reads it (all its rows, or one value) and its validity.
+        let mut sides = [(Side::Out, Validity::AllValid); 2];
+        for (i, (what, c)) in [("then", then), ("else", else_)].into_iter().enumerate() {
+            let (bytes, rows, v) = match c {
+                Column::Rows(b, v) => (b, n, v),
+                Column::Scalar(b, true) => (b, 1, Validity::AllValid),
+                Column::Scalar(b, false) => (b, 1, Validity::AllNull),
+            };
+            if let Validity::Bits(b) = v
+                && b.len() != n
+            {
+                let msg = format!("a validity bitmap of {} bits for {n} rows", b.len());
+                return layout(what, msg);
+            }
+            let Some(b) = rows.checked_mul(w).and_then(|k| bytes.get(..k)) else {
+                let msg = format!("{rows} values of {w} bytes, the buffer has {}", bytes.len());
+                return layout(what, msg);
+            };
+            sides[i] = (
+                match c {
+                    Column::Rows(..) => Side::Full(b),
+                    Column::Scalar(..) => Side::One(b),
+                },
+                v,
+            );
+        }
+        if let Validity::Bits(b) = cond_valid
+            && b.len() != n
+        {
+            let msg = format!("a validity bitmap of {} bits for {n} rows", b.len());
+            return layout("cond validity", msg);
+        }
+        let Some(out) = n.checked_mul(w).and_then(|k| out.get_mut(..k)) else {
+            let msg = format!("{n} values of {w} bytes, the buffer has {}", out.len());
+            return layout("output", msg);
+        };
+        if out_valid.len() < n.div_ceil(8) {
+            let msg = format!(
+                "{n} bits need {} bytes, the buffer has {}",
+                n.div_ceil(8),
+                out_valid.len()
+            );
+            return layout("output validity", msg);
+        }
+        let valid = match cond_valid {
+            Validity::AllValid => None,
+            Validity::Bits(b) => Some(b),
+            Validity::AllNull => return Ok(None),
+        };
+        let Some(isa) = self.reads_bits().filter(|_| n > 0) else {
+            return Ok(None);
+        };
+        let [(t, tv), (e, ev)] = sides;
+        let mut vo = ValidOut {
+            then: tv,
+            else_: ev,
+            rule,
+            out: out_valid,
+            valid: 0,
+        };
+        if bitsel::select_flat(isa, w, cond, valid, t, e, out, Some(&mut vo)) {
+            return Ok(Some(n - vo.valid));
+        }
+        Ok(None)
+    }
+
     /// [`Engine::run_cond`]'s select of a bitmap condition (checked by [`BitCond::of`]);
     /// `not`: then and else trade places.
     #[allow(clippy::too_many_arguments)]
@@ -172,7 +292,8 @@ impl Engine {
                 }
                 let (t, e) = (side(&then, tf), side(&else_, ef));
                 let (t, e) = if not { (e, t) } else { (t, e) };
-                if bitsel::select_flat(isa, w, cond.bits, cond.valid, t, e, &mut out[..n * w]) {
+                let o = &mut out[..n * w];
+                if bitsel::select_flat(isa, w, cond.bits, cond.valid, t, e, o, None) {
                     return Ok(());
                 }
             }
