@@ -13,7 +13,7 @@ use arrow_buffer::{BooleanBuffer, Buffer, MutableBuffer, NullBuffer, ScalarBuffe
 use arrow_data::ArrayData;
 use arrow_schema::{ArrowError, DataType, IntervalUnit};
 use selectjit::bits::{
-    Bitmap, Bits, NullRule, Validity, case_when_validity, select_bits, select_validity,
+    Bitmap, Bits, Column, NullRule, Validity, case_when_validity, select_bits, select_validity,
 };
 use selectjit::{
     Broadcast, Choice, Cond, DType, Engine, EngineConfig, OutputPool, TensorMut, TensorRef,
@@ -143,6 +143,16 @@ impl Input {
                 Some(n) if n.null_count() > 0 => Validity::Bits(bitmap(n.inner())?),
                 _ => Validity::AllValid,
             }
+        })
+    }
+
+    /// Its values and validity as a side of `Engine::select_with_validity`.
+    fn column(&self, w: usize) -> Result<Column<'_>, ArrowError> {
+        let b = self.bytes(w)?;
+        Ok(if self.scalar {
+            Column::Scalar(b, !self.null_scalar())
+        } else {
+            Column::Rows(b, self.validity()?)
         })
     }
 
@@ -494,6 +504,38 @@ pub(crate) fn select2(
         None => Validity::AllValid,
     };
     let (tv, fv) = (ti.validity()?, fi.validity()?);
+    let all_valid = |v: &Validity<'_>| matches!(v, Validity::AllValid);
+    let with_nulls = !(all_valid(&tv)
+        && all_valid(&fv)
+        && (rule == NullRule::NullIsFalse || mask_nulls.is_none()));
+    // Values of 1, 2, 4 or 8 bytes with a validity to compute: both in one pass over the
+    // bits where the engine's kernels read them (a validity pass after the select read the
+    // condition's bits and the sides' validity a second time, from memory at 1M rows: 40-55
+    // us of a 290-370 us call).
+    if with_nulls
+        && let Layout::Fixed(w @ (1 | 2 | 4 | 8)) = lay
+        && !ti.null_scalar()
+        && !fi.null_scalar()
+    {
+        let (tc, fc) = (ti.column(w)?, fi.column(w)?);
+        let mut out = output_buffer(len * w);
+        let mut vb = validity_buffer(len);
+        if let Some(nulls) = engine()?
+            .select_with_validity(
+                move_dtype(w).0,
+                cond,
+                cond_valid,
+                tc,
+                fc,
+                rule,
+                out.as_slice_mut(),
+                &mut vb,
+            )
+            .map_err(compute)?
+        {
+            return output(&dt, len, out.into_buffer(), nulls_of(vb, len, nulls));
+        }
+    }
     let values = match lay {
         Layout::Bool => {
             let mut out = MutableBuffer::from_len_zeroed(len.div_ceil(8));
@@ -536,11 +578,7 @@ pub(crate) fn select2(
         }
         Layout::Other => unreachable!("handled above"),
     };
-    let all_valid = |v: &Validity<'_>| matches!(v, Validity::AllValid);
-    let nulls = if all_valid(&tv)
-        && all_valid(&fv)
-        && (rule == NullRule::NullIsFalse || mask_nulls.is_none())
-    {
+    let nulls = if !with_nulls {
         None
     } else {
         let mut vb = validity_buffer(len);
