@@ -421,7 +421,7 @@ mod tests {
     use crate::shape::{Broadcast, dense_strides as contiguous_strides, infer, strides_over};
 
     /// Whether `level` runs here; if not, says so (`SKIPPED: ...` on stderr), or fails under
-    /// `SELECTJIT_REQUIRE_ALL_TIERS=1` (as `.ci/run` sets, and as `tests/common/skip.rs` does
+    /// `SELECTJIT_REQUIRE_ALL_TIERS=1` (as `.ci/run` sets on an AVX-512 host, and as `tests/common/skip.rs` does
     /// for the other tests). On other architectures the x86 levels are inherent skips.
     fn runs(level: Level) -> bool {
         if level.available() {

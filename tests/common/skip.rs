@@ -1,8 +1,9 @@
 //! Skips that say so, and that fail when every tier is required: a test that cannot run part of
 //! its work on this host (an x86 level the CPU lacks, so its kernels are not run natively, or a
 //! single tier-choice candidate) calls [`skip`], which prints `SKIPPED: <what> (<why>)` to
-//! stderr, or panics when `SELECTJIT_REQUIRE_ALL_TIERS=1` (as `.ci/run` sets: the CI host has
-//! AVX-512, so a host that lost AVX2 or AVX-512 cannot go green without running the x86 tests).
+//! stderr, or panics when `SELECTJIT_REQUIRE_ALL_TIERS=1` (as `.ci/run` sets on a host with
+//! AVX-512, so that such a host cannot go green without running every x86 test natively; on a
+//! host with AVX2 only the AVX-512 kernels run in the emulator and the skips print).
 //! As `SELECTJIT_CROSS_REQUIRE=1` does for the cross-architecture test
 //! (`crates/selectjit-aot/tests/cross_arch.rs`).
 //!
