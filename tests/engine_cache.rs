@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use selectjit::plan::plan_contiguous;
-use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef};
+use selectjit::{Backend, Broadcast, DType, Engine, EngineConfig, TensorMut, TensorRef, Tier};
 
 fn engine(capacity: usize) -> Engine {
     Engine::with_config(
@@ -100,7 +100,23 @@ fn engines_taking_turns_on_a_thread_count_their_own_hits() {
 
 #[test]
 fn eviction_at_capacity_and_held_kernels_stay_valid() {
-    let e = engine(2);
+    eviction_frees_unheld_kernels(engine(2));
+    // A single tier: no tier trial, so every kernel is memoised on its first call (the thread's
+    // memo holds an evicted kernel no longer, and holds each signature once).
+    eviction_frees_unheld_kernels(
+        Engine::with_config(
+            EngineConfig::new()
+                .backend(Backend::Jit)
+                .tier(Tier::Cranelift)
+                .cache_capacity(2)
+                .verify(true)
+                .exact_after(1),
+        )
+        .expect("engine"),
+    );
+}
+
+fn eviction_frees_unheld_kernels(e: Engine) {
     let held = e.kernel(&plan_contiguous(4, 200).unwrap()).unwrap();
     let weak = Arc::downgrade(&held);
     let prepared = e

@@ -186,6 +186,11 @@ impl Engine {
             if m.first().is_some_and(|x| x.engine != self.id) {
                 out.extend(m.drain(..));
             }
+            // One entry per signature (`Engine::kernel` and `prepare` memoise without looking
+            // first): a second would keep the kernel alive after `forget_memo_of`.
+            if let Some(i) = m.iter().position(|x| x.sig == *sig) {
+                out.push(m.remove(i));
+            }
             if m.len() >= KEEP {
                 out.extend(m.drain(KEEP - 1..));
             }
@@ -225,6 +230,21 @@ impl Engine {
                 Vec::new()
             }
         });
+        drop(dropped);
+    }
+
+    /// Forgets this thread's memo of `sig` of this engine (the cache just evicted it): the
+    /// evicting thread holds no evicted kernel. Other threads' memos still hold theirs, at most
+    /// [`KEEP`] each, until they replace them.
+    pub(super) fn forget_memo_of(&self, sig: &Signature) {
+        let dropped: Option<Memo> = MEMO.with(|m| {
+            let mut m = m.borrow_mut();
+            let i = m
+                .iter()
+                .position(|x| x.engine == self.id && x.sig == *sig)?;
+            Some(m.remove(i))
+        });
+        // After the borrow ends; its drop clears `FAST`.
         drop(dropped);
     }
 

@@ -123,6 +123,7 @@ impl Engine {
         let (what, evicted) = self.lock_cache().lookup(sig, exact_after);
         if let Some(old) = evicted {
             env::log(|| format!("evict,{old}"));
+            self.forget_memo_of(&old);
         }
         match what {
             Lookup::Exact(k) => Some(Pick::Kernel(k)),
@@ -194,6 +195,7 @@ impl Engine {
         drop(cache);
         if let Some(old) = evicted {
             env::log(|| format!("evict,{old}"));
+            self.forget_memo_of(&old);
         }
         match e? {
             Entry::Kernel(k) => Some(Pick::Kernel(k)),
