@@ -1,10 +1,14 @@
 //! The `selectjit` command (`run`, `bench`, `explain`, `info`, `aot`) and what it needs beside
-//! the library: `.npy` I/O and the text of `explain`.
+//! the library: `.npy` I/O and the text of `explain`. Without the default feature `command`,
+//! only the `.npy` I/O (`npy`).
 #![warn(missing_docs)]
 
+#[cfg(feature = "command")]
 mod cli;
+#[cfg(feature = "command")]
 pub mod explain;
 pub mod npy;
+#[cfg(feature = "command")]
 pub mod pred;
 // `skip(what, why)`: `SKIPPED: ...` on stderr, a failure under `SELECTJIT_REQUIRE_ALL_TIERS=1`
 // (as `.ci/run` sets), shared with the workspace's other tests.
@@ -12,6 +16,7 @@ pub mod pred;
 #[path = "../../../tests/common/skip.rs"]
 mod skip;
 
+#[cfg(feature = "command")]
 pub use cli::main;
 
 /// Shapes as the library writes them in messages: `[2,3,4]`, `[]` for a scalar.
