@@ -6,8 +6,8 @@ use std::path::PathBuf;
 use std::process::Command;
 
 /// The folder holding the `libselectjit.so` this test links: `target/<profile>/deps`, where
-/// cargo put the crate's library (a cdylib and staticlib: Rust tests cannot link it, but cargo
-/// builds it before the crate's integration tests, with the features of the same invocation).
+/// cargo put the crate's library (its crate types include an rlib, so cargo builds it, the
+/// cdylib with it, before the crate's integration tests, with the same invocation's features).
 /// A nested `cargo build -p selectjit-capi` would resolve features on its own and, in a
 /// workspace-wide `cargo test --all-features`, compile the code generators a second time.
 fn lib_dir() -> PathBuf {
@@ -22,7 +22,7 @@ fn compile_c(source: &str, dir: &std::path::Path, objects: &[PathBuf]) -> PathBu
     let lib = lib_dir();
     assert!(
         lib.join("libselectjit.so").exists(),
-        "no libselectjit.so in {} (cargo builds the crate's cdylib before its integration tests)",
+        "no libselectjit.so in {} (cargo builds the crate's library, an rlib and a cdylib, first)",
         lib.display()
     );
     let exe = dir.join(source.replace(['/', '.'], "_"));
