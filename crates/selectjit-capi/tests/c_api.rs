@@ -5,14 +5,31 @@
 use std::path::PathBuf;
 use std::process::Command;
 
-/// The folder holding the `libselectjit.so` this test links: `target/<profile>/deps`, where
-/// cargo put the crate's library (its crate types include an rlib, so cargo builds it, the
-/// cdylib with it, before the crate's integration tests, with the same invocation's features).
-/// A nested `cargo build -p selectjit-capi` would resolve features on its own and, in a
-/// workspace-wide `cargo test --all-features`, compile the code generators a second time.
+/// The folder holding this profile's `libselectjit.so` (`target/<profile>`).
 fn lib_dir() -> PathBuf {
     let exe = std::env::current_exe().unwrap(); // target/<profile>/deps/c_api-<hash>
-    exe.parent().unwrap().to_path_buf()
+    exe.parent().and_then(|d| d.parent()).unwrap().to_path_buf()
+}
+
+/// Builds this profile's shared library: `cargo test` builds the crate's library only for
+/// Rust (it is a cdylib and staticlib, which tests do not link). Cargo does not hold its build
+/// lock while tests run; a build that is up to date costs a fraction of a second.
+fn build_shared_library(lib: &std::path::Path) {
+    let mut cmd = Command::new(env!("CARGO"));
+    cmd.args(["build", "--lib", "-p", "selectjit-capi"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"));
+    if lib.file_name().is_some_and(|n| n == "release") {
+        cmd.arg("--release");
+    }
+    if let Some(target) = lib.parent() {
+        cmd.arg("--target-dir").arg(target);
+    }
+    let out = cmd.output().expect("cargo");
+    assert!(
+        out.status.success(),
+        "building the shared library failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
 
 /// Compiles one C file of the crate against the header and the shared library, with the extra
@@ -20,9 +37,11 @@ fn lib_dir() -> PathBuf {
 fn compile_c(source: &str, dir: &std::path::Path, objects: &[PathBuf]) -> PathBuf {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
     let lib = lib_dir();
+    static BUILT: std::sync::Once = std::sync::Once::new();
+    BUILT.call_once(|| build_shared_library(&lib));
     assert!(
         lib.join("libselectjit.so").exists(),
-        "no libselectjit.so in {} (cargo builds the crate's library, an rlib and a cdylib, first)",
+        "no libselectjit.so in {} (the [lib] crate-type includes cdylib)",
         lib.display()
     );
     let exe = dir.join(source.replace(['/', '.'], "_"));
