@@ -170,7 +170,8 @@ impl Input {
         })
     }
 
-    /// Its values and validity over `len` rows as an output: a copy (a scalar repeated).
+    /// Its values and validity over `len` rows as an output: an array's own buffers, shared,
+    /// or a scalar repeated.
     fn copy(&self, layout: Layout, len: usize) -> Result<(Buffer, Option<NullBuffer>), ArrowError> {
         let values = match layout {
             Layout::Fixed(w) => {
@@ -178,9 +179,11 @@ impl Input {
                 if self.scalar {
                     fill(b, len)
                 } else {
-                    let mut m = output_buffer(b.len());
-                    m.as_slice_mut().copy_from_slice(b);
-                    m.into_buffer()
+                    // The array's own values, shared (Arrow's buffers are immutable, as
+                    // arrow-rs's `nullif` and its `filter` of every row share theirs): no copy.
+                    // `bytes` checked that they lie inside the buffer.
+                    let start = self.data.offset() * w;
+                    self.data.buffers()[0].slice_with_length(start, b.len())
                 }
             }
             Layout::Bool => match self.bits()? {

@@ -24,9 +24,9 @@ fn length(r: &Rng) -> usize {
     }
 }
 
-/// What the fast paths promise beyond equality: no validity buffer without nulls, values
-/// 64-byte aligned.
-fn check_layout(out: &ArrayRef, what: &str) {
+/// What the fast paths promise beyond equality: no validity buffer without nulls; values
+/// 64-byte aligned, but where they are one of the `sources`' own (shared, not copied).
+fn check_layout(out: &ArrayRef, what: &str, sources: &[ArrayRef]) {
     let d = out.to_data();
     if common::width(out.data_type()).is_some() || out.data_type() == &DataType::Boolean {
         if out.null_count() == 0 {
@@ -36,11 +36,13 @@ fn check_layout(out: &ArrayRef, what: &str) {
             );
         }
         if !out.is_empty() && !d.buffers()[0].is_empty() {
-            assert_eq!(
-                d.buffers()[0].as_ptr() as usize % 64,
-                0,
-                "{what}: values not aligned"
-            );
+            let p = d.buffers()[0].as_ptr() as usize;
+            let shared = sources.iter().any(|s| {
+                let sd = s.to_data();
+                let b = &sd.buffers()[0];
+                (b.as_ptr() as usize..b.as_ptr() as usize + b.len()).contains(&p)
+            });
+            assert!(shared || p.is_multiple_of(64), "{what}: values not aligned");
         }
     }
 }
@@ -64,7 +66,7 @@ fn zip_and_if_else_equal_arrow_and_the_oracle() {
             let want = arrow_select::zip::zip(&m, t.datum(), f.datum()).expect("arrow zip");
             let got = zip(&m, t.datum(), f.datum()).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(got.as_ref(), want.as_ref(), "zip {what}");
-            check_layout(&got, &what);
+            check_layout(&got, &what, &[t.source(), f.source()]);
             // The oracle: row by row.
             let (ts, fs) = (t.source(), f.source());
             let pick = |i: usize, null_cond_is_null: bool| {
@@ -87,11 +89,56 @@ fn zip_and_if_else_equal_arrow_and_the_oracle() {
             let got = if_else(&m, t.datum(), f.datum()).unwrap_or_else(|e| panic!("{what}: {e}"));
             assert_eq!(got.as_ref(), want.as_ref(), "if_else {what}");
             assert_eq!(got.data_type(), &dt);
-            check_layout(&got, &what);
+            check_layout(&got, &what, &[t.source(), f.source()]);
             cases += 1;
         }
     }
     assert!(cases > 3000);
+}
+
+/// Where an output's values are exactly one array's (every row from it, or an array against a
+/// null scalar), the array's buffer is shared, not copied, sliced arrays included; the result
+/// equals arrow's.
+#[test]
+fn values_taken_whole_share_the_arrays_buffer() {
+    let a = Int64Array::from_iter((0..1000).map(|i| (i % 7 != 0).then_some(i * 3)));
+    let b = Int64Array::from_iter_values(0..1000);
+    let null = Scalar::new(Int64Array::new_null(1));
+    let all_true = BooleanArray::from(vec![true; 1000]);
+    let mixed = BooleanArray::from_iter((0..1000).map(|i| Some(i % 3 == 0)));
+    let (a3, b3) = (a.slice(3, 900), b.slice(3, 900));
+    let (all_true3, mixed3) = (all_true.slice(3, 900), mixed.slice(3, 900));
+    let cases: [(&str, &BooleanArray, &dyn Datum, &dyn Datum, &Int64Array); 6] = [
+        ("all true, array vs array", &all_true, &a, &b, &a),
+        ("all true, array vs null", &all_true, &a, &null, &a),
+        ("mixed, array vs null", &mixed, &a, &null, &a),
+        (
+            "sliced, all true, array vs array",
+            &all_true3,
+            &a3,
+            &b3,
+            &a3,
+        ),
+        (
+            "sliced, all true, array vs null",
+            &all_true3,
+            &a3,
+            &null,
+            &a3,
+        ),
+        ("sliced, mixed, array vs null", &mixed3, &a3, &null, &a3),
+    ];
+    for (what, m, t, f, source) in cases {
+        let got = zip(m, t, f).expect("zip");
+        let want = arrow_select::zip::zip(m, t, f).expect("arrow zip");
+        assert_eq!(got.as_ref(), want.as_ref(), "{what}");
+        let values = got.to_data().buffers()[0].as_ptr();
+        assert_eq!(
+            values,
+            source.values().inner().as_ptr(),
+            "{what}: not shared"
+        );
+    }
 }
 
 /// The predicate of a `When::Cmp` as arrow's comparison kernels compute it.
@@ -263,7 +310,7 @@ fn case_when_equals_the_oracle() {
                 default.as_ref().map(Input::is_scalar)
             );
             assert_eq!(got.as_ref(), want.as_ref(), "{what}");
-            check_layout(&got, &what);
+            check_layout(&got, &what, &sources);
         }
     }
 }
@@ -342,7 +389,7 @@ fn direct_cmp_conditions_equal_the_oracle() {
                 .unwrap_or_else(|e| panic!("{dt} k {k} len {len}: {e}"));
             let what = format!("{dt} k {k} len {len}");
             assert_eq!(got.as_ref(), want.as_ref(), "{what}");
-            check_layout(&got, &what);
+            check_layout(&got, &what, &sources);
         }
     }
 }
