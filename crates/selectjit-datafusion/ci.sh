@@ -17,15 +17,11 @@ venv="$CARGO_TARGET_DIR/selectjit-datafusion-venv"
 dump="$CARGO_TARGET_DIR/selectjit-datafusion-sql"
 cd "$root"
 
-# Lints and tests in one build: cargo runs the workspace's crates through clippy-driver (what
-# `cargo clippy` does, but in a build rather than a check), with `-D warnings` (cargo caps the
-# lints of registry crates), so the heavy dependencies compile once, not checked and then built.
-clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)" \
-    || { echo "no clippy-driver: rustup component add clippy" >&2; exit 1; }
+# Lints and tests in one build (.ci/cargo-linted: the workspace's crates through clippy-driver
+# with `-D warnings`), so the heavy dependencies compile once, not checked and then built.
 t0=$(date +%s)
 rm -rf "$dump"
-RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="${RUSTFLAGS:-} -D warnings" \
-    SELECTJIT_SQL_DUMP="$dump" cargo test -p selectjit-datafusion
+SELECTJIT_SQL_DUMP="$dump" "$root/.ci/cargo-linted" test -p selectjit-datafusion
 t2=$(date +%s)
 echo "selectjit-datafusion: clippy, build and Rust tests in $((t2 - t0)) s"
 

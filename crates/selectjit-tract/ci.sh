@@ -19,14 +19,10 @@ python="${PYTHON:-python3}"
 venv="$CARGO_TARGET_DIR/selectjit-tract-venv"
 cd "$root"
 
-# Lints and tests in one build: cargo runs the workspace's crates through clippy-driver (what
-# `cargo clippy` does, but in a build rather than a check), with `-D warnings` (cargo caps the
-# lints of registry crates), so the heavy dependencies compile once, not checked and then built.
-clippy_driver="$(rustup which clippy-driver 2>/dev/null || command -v clippy-driver)" \
-    || { echo "no clippy-driver: rustup component add clippy" >&2; exit 1; }
+# Lints and tests in one build (.ci/cargo-linted: the workspace's crates through clippy-driver
+# with `-D warnings`), so the heavy dependencies compile once, not checked and then built.
 t0=$(date +%s)
-RUSTC_WORKSPACE_WRAPPER="$clippy_driver" RUSTFLAGS="${RUSTFLAGS:-} -D warnings" \
-    cargo test -p selectjit-tract
+"$root/.ci/cargo-linted" test -p selectjit-tract
 t2=$(date +%s)
 echo "selectjit-tract: clippy, build and Rust tests in $((t2 - t0)) s"
 
