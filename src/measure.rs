@@ -14,7 +14,7 @@
 //! call of a kernel touches its code and its constants, and the first calls of a kernel find
 //! the caches as the previous one left them.
 
-use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU8, AtomicU32, AtomicU64, Ordering};
 
 /// Most options a trial compares: at least the most candidate variants a class has (eight:
 /// AVX-512 ordinary, non-temporal, zmm and the two with `prefetchw`, AVX2 ordinary,
@@ -239,13 +239,29 @@ impl Way {
     }
 }
 
-/// The split trial of a kernel: three pairs each way, split only when at least 5% faster.
+/// How much faster split calls must be than single ones, by the medians of their runs, for a
+/// kernel to split: the trial prefers one thread (no wake-ups, no second core kept busy).
+pub(crate) const SPLIT_MARGIN: f64 = 0.05;
+
+/// The split trial of a kernel: three pairs each way, split only when at least
+/// [`SPLIT_MARGIN`] faster; or a way fixed without probes (what a wisdom file kept for the
+/// kernel's class).
 #[derive(Debug)]
-pub(crate) struct SplitChoice(Trial);
+pub(crate) struct SplitChoice {
+    trial: Trial,
+    /// 0: none fixed; else 1 + the fixed way's index.
+    fixed: AtomicU8,
+    /// Whether the engine has looked for a way to fix ([`SplitChoice::first_look`]).
+    looked: AtomicBool,
+}
 
 impl Default for SplitChoice {
     fn default() -> Self {
-        SplitChoice(Trial::new(2, 3))
+        SplitChoice {
+            trial: Trial::new(2, 3),
+            fixed: AtomicU8::new(0),
+            looked: AtomicBool::new(false),
+        }
     }
 }
 
@@ -253,20 +269,40 @@ impl SplitChoice {
     /// The way the next call should run, and whether it is a probe to be timed and
     /// [`SplitChoice::record`]ed.
     pub(crate) fn next(&self) -> (Way, bool) {
-        match self.0.next() {
+        match self.fixed.load(Ordering::Relaxed) {
+            1 => return (Way::Split, false),
+            2 => return (Way::Single, false),
+            _ => {}
+        }
+        match self.trial.next() {
             Some(0) => (Way::Split, true),
             Some(_) => (Way::Single, true),
             None => (self.decided(), false),
         }
     }
 
-    /// Records a probe: the call ran `way` in `ns`.
-    pub(crate) fn record(&self, way: Way, ns: u64) {
-        self.0.record(way.index(), ns);
+    /// Runs every later call `way`, without probes.
+    pub(crate) fn fix(&self, way: Way) {
+        self.fixed.store(1 + way.index() as u8, Ordering::Relaxed);
+    }
+
+    /// True for the first caller only: the one that looks for a way to [`fix`](Self::fix).
+    pub(crate) fn first_look(&self) -> bool {
+        !self.looked.load(Ordering::Relaxed) && !self.looked.swap(true, Ordering::Relaxed)
+    }
+
+    /// Records a probe: the call ran `way` in `ns`. On the last probe, the trial's time of
+    /// each way (the median of its runs): `[split, single]`.
+    pub(crate) fn record(&self, way: Way, ns: u64) -> Option<[u64; 2]> {
+        if !self.trial.record(way.index(), ns) {
+            return None;
+        }
+        let t = self.trial.times();
+        Some([t[Way::Split.index()], t[Way::Single.index()]])
     }
 
     fn decided(&self) -> Way {
-        match self.0.decided(Way::Single.index(), 0.05) {
+        match self.trial.decided(Way::Single.index(), SPLIT_MARGIN) {
             0 => Way::Split,
             _ => Way::Single,
         }
@@ -275,7 +311,7 @@ impl SplitChoice {
     /// The choice made, if the probes are done.
     #[cfg(test)]
     fn choice(&self) -> Option<Way> {
-        self.0.done().then(|| self.decided())
+        self.trial.done().then(|| self.decided())
     }
 }
 
@@ -318,6 +354,26 @@ mod tests {
             assert_eq!(c.choice(), Some(want));
             assert_eq!(c.next(), (want, false));
         }
+    }
+
+    #[test]
+    fn a_fixed_way_runs_without_probes_and_the_last_probe_reports_the_times() {
+        let c = SplitChoice::default();
+        assert!(c.first_look());
+        assert!(!c.first_look(), "one caller looks");
+        c.fix(Way::Single);
+        assert_eq!(c.next(), (Way::Single, false));
+        c.fix(Way::Split);
+        assert_eq!(c.next(), (Way::Split, false));
+
+        let c = SplitChoice::default();
+        let mut last = None;
+        while let (w, true) = c.next() {
+            assert_eq!(last, None, "a report before the last probe");
+            last = c.record(w, if w == Way::Split { 40 } else { 100 });
+        }
+        assert_eq!(last, Some([40, 100]));
+        assert_eq!(c.next(), (Way::Split, false));
     }
 
     #[test]

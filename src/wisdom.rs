@@ -11,14 +11,20 @@
 //! library 0.1.0
 //! cpu x86_64; AMD EPYC 9B14 96-Core Processor; avx2 bmi2 avx512f avx512bw avx512vl avx512dq
 //! class 0401010100000000000000000000000000000000000000000000000000000000000000 13 avx512+zmm avx2=812,790 avx512=640,655 avx512+zmm=601,598
-//! end 1
+//! split 0401010100000000000000000000000000000000000000000000000000000000000000 23 2 split split=2410,2388 single=4790,4802
+//! end 2
 //! ```
 //!
 //! A `class` line is the class's loop pattern (its AOT pattern key, [`crate::aot::key`], in
 //! hex), its output's size class (`floor(log2(bytes))`), the variant kept, then per candidate
 //! variant its times in nanoseconds, oldest first (at most [`SAMPLES_MAX`]: one per trial, the
-//! time the trial ranked it by). `end` closes the file with the number of classes, so that a
-//! truncated file is told from a complete one. Anything else is a corrupt file; a file of
+//! time the trial ranked it by). A `split` line is a class's split trials at one thread count
+//! (an engine's `threads`): the class, the thread count, the way kept (`split` across the
+//! threads or `single`), then each way's times, oldest first, one per trial; an engine with as
+//! many threads runs that way from the first call, and its next split trial of the class (if
+//! any) adds its times. The way kept is what the samples say: split when the median of the
+//! split times is [`SPLIT_MARGIN`] below the single one's. `end` closes the file with the number
+//! of `class` and `split` lines, so that a truncated file is told from a complete one. Anything else is a corrupt file; a file of
 //! another format or library version is stale, one of another CPU foreign: the engine then
 //! ignores the whole file ([`WisdomStatus`] says why) and measures as without one, and the
 //! next trial writes the file anew.
@@ -29,10 +35,11 @@ use std::path::{Path, PathBuf};
 use rustc_hash::FxHashMap;
 
 use crate::aot::key::{parse_pattern_key, pattern_key};
+use crate::measure::SPLIT_MARGIN;
 use crate::tier::{KernelClass, Tier, TierChoice, Variant};
 
 /// The file's first line: its format and version.
-const HEADER: &str = "selectjit-wisdom 1";
+const HEADER: &str = "selectjit-wisdom 2";
 
 /// The times kept per variant and class (the newest; older ones are dropped).
 pub(crate) const SAMPLES_MAX: usize = 16;
@@ -166,12 +173,7 @@ impl Record {
     fn medians(&self) -> Vec<(Variant, u64)> {
         self.samples
             .iter()
-            .filter(|(_, t)| !t.is_empty())
-            .map(|(v, t)| {
-                let mut t: Vec<u64> = t.iter().copied().collect();
-                t.sort_unstable();
-                (*v, t[(t.len() - 1) / 2])
-            })
+            .filter_map(|(v, t)| Some((*v, median(t)?)))
             .collect()
     }
 
@@ -189,11 +191,40 @@ impl Record {
     }
 }
 
+/// The median of `t` (the lower of the two middle ones), `None` when it is empty.
+fn median(t: &VecDeque<u64>) -> Option<u64> {
+    let mut t: Vec<u64> = t.iter().copied().collect();
+    t.sort_unstable();
+    t.get(t.len().checked_sub(1)? / 2).copied()
+}
+
+/// One kernel class's split trials at one thread count: each way's times, oldest first.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+struct SplitRecord {
+    split: VecDeque<u64>,
+    single: VecDeque<u64>,
+}
+
+impl SplitRecord {
+    /// Whether calls split across the threads: when the median of the split times is
+    /// [`SPLIT_MARGIN`] below that of the single ones (as a trial decides).
+    fn splits(&self) -> bool {
+        match (median(&self.split), median(&self.single)) {
+            (Some(s), Some(o)) => (s as f64) < (1.0 - SPLIT_MARGIN) * o as f64,
+            _ => false,
+        }
+    }
+}
+
+/// A class's split record is per thread count: what splitting gains depends on it.
+type SplitKey = (KernelClass, usize);
+
 /// An engine's wisdom file: where it lives and what it holds.
 #[derive(Debug)]
 pub(crate) struct Wisdom {
     path: PathBuf,
     records: FxHashMap<KernelClass, Record>,
+    splits: FxHashMap<SplitKey, SplitRecord>,
 }
 
 impl Wisdom {
@@ -203,6 +234,7 @@ impl Wisdom {
         let mut w = Wisdom {
             path: path.to_path_buf(),
             records: FxHashMap::default(),
+            splits: FxHashMap::default(),
         };
         let status = match std::fs::read(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => WisdomStatus::Missing,
@@ -214,8 +246,9 @@ impl Wisdom {
                 env!("CARGO_PKG_VERSION"),
                 &crate::jit::host::cpu_identity(),
             ) {
-                Ok(records) => {
+                Ok((records, splits)) => {
                     w.records = records;
+                    w.splits = splits;
                     WisdomStatus::Loaded {
                         classes: w.records.len(),
                         seeded: 0,
@@ -270,6 +303,28 @@ impl Wisdom {
         r.redecide(choice.chosen);
     }
 
+    /// Whether calls of `class` split across `threads` threads, if the file has measured it.
+    pub(crate) fn splits(&self, class: &KernelClass, threads: usize) -> Option<bool> {
+        self.splits.get(&(*class, threads)).map(SplitRecord::splits)
+    }
+
+    /// Takes a split trial's times in (`[split, single]`, the trial's time of each way): one
+    /// more sample of each (the newest [`SAMPLES_MAX`] kept). Returns the way now kept.
+    pub(crate) fn merge_split(&mut self, class: KernelClass, threads: usize, ns: [u64; 2]) -> bool {
+        if ns.contains(&u64::MAX) {
+            // A way not timed (the pool could not split): no sample of either.
+            return self.splits(&class, threads).unwrap_or(false);
+        }
+        let r = self.splits.entry((class, threads)).or_default();
+        for (t, ns) in [(&mut r.split, ns[0]), (&mut r.single, ns[1])] {
+            t.push_back(ns);
+            while t.len() > SAMPLES_MAX {
+                t.pop_front();
+            }
+        }
+        r.splits()
+    }
+
     /// The file's text.
     pub(crate) fn render(&self) -> String {
         use std::fmt::Write;
@@ -281,10 +336,7 @@ impl Wisdom {
         let mut classes: Vec<(&KernelClass, &Record)> = self.records.iter().collect();
         classes.sort_by_cached_key(|(c, _)| (pattern_key(&c.pattern), c.size_log2));
         for (class, r) in &classes {
-            let key: String = pattern_key(&class.pattern)
-                .iter()
-                .map(|b| format!("{b:02x}"))
-                .collect();
+            let key = hex_key(class);
             let _ = write!(s, "class {key} {} {}", class.size_log2, r.chosen);
             for (v, t) in &r.samples {
                 let times: Vec<String> = t.iter().map(u64::to_string).collect();
@@ -292,7 +344,21 @@ impl Wisdom {
             }
             s.push('\n');
         }
-        let _ = writeln!(s, "end {}", classes.len());
+        let mut splits: Vec<(&SplitKey, &SplitRecord)> = self.splits.iter().collect();
+        splits.sort_by_cached_key(|((c, t), _)| (pattern_key(&c.pattern), c.size_log2, *t));
+        for ((class, threads), r) in &splits {
+            let way = if r.splits() { "split" } else { "single" };
+            let times = |t: &VecDeque<u64>| t.iter().map(u64::to_string).collect::<Vec<_>>();
+            let _ = writeln!(
+                s,
+                "split {} {} {threads} {way} split={} single={}",
+                hex_key(class),
+                class.size_log2,
+                times(&r.split).join(","),
+                times(&r.single).join(",")
+            );
+        }
+        let _ = writeln!(s, "end {}", classes.len() + splits.len());
         s
     }
 
@@ -329,11 +395,21 @@ impl Wisdom {
 
 /// The records of a file's `bytes`, if it is a wisdom file of this format, `library` version
 /// and `cpu`; otherwise why not.
-fn parse(
-    bytes: &[u8],
-    library: &str,
-    cpu: &str,
-) -> Result<FxHashMap<KernelClass, Record>, WisdomStatus> {
+/// A class's pattern key in hex, as the file writes it.
+fn hex_key(class: &KernelClass) -> String {
+    pattern_key(&class.pattern)
+        .iter()
+        .map(|b| format!("{b:02x}"))
+        .collect()
+}
+
+/// What a file holds: its class records and its split records.
+type Parsed = (
+    FxHashMap<KernelClass, Record>,
+    FxHashMap<SplitKey, SplitRecord>,
+);
+
+fn parse(bytes: &[u8], library: &str, cpu: &str) -> Result<Parsed, WisdomStatus> {
     let corrupt = |line: usize, reason: String| WisdomStatus::Corrupt { line, reason };
     let text = std::str::from_utf8(bytes).map_err(|e| {
         let line = 1 + bytes[..e.valid_up_to()]
@@ -357,7 +433,7 @@ fn parse(
             .ok_or_else(|| corrupt(n, format!("expected `{name} ...`, found {l:?}")))
     };
     let (_, format) = field("selectjit-wisdom")?;
-    if format != "1" {
+    if Some(format) != HEADER.strip_prefix("selectjit-wisdom ") {
         return Err(WisdomStatus::Stale {
             found: format!("file format {format:?}"),
         });
@@ -375,20 +451,31 @@ fn parse(
         });
     }
     let mut records = FxHashMap::default();
+    let mut splits = FxHashMap::default();
     let mut end = None;
     for (n, l) in lines {
         if end.is_some() {
             return Err(corrupt(n, "a line after `end`".to_string()));
         }
         if let Some(count) = l.strip_prefix("end ") {
+            let lines = records.len() + splits.len();
             match count.parse::<usize>() {
-                Ok(c) if c == records.len() => end = Some(n),
+                Ok(c) if c == lines => end = Some(n),
                 _ => {
                     return Err(corrupt(
                         n,
-                        format!("`end {count}` after {} classes", records.len()),
+                        format!("`end {count}` after {lines} class and split lines"),
                     ));
                 }
+            }
+            continue;
+        }
+        if l.starts_with("split ") {
+            let (key, record) = split_line(l).map_err(|why| corrupt(n, why))?;
+            if splits.insert(key, record).is_some() {
+                let (class, threads) = key;
+                let why = format!("split of class {class} at {threads} threads a second time");
+                return Err(corrupt(n, why));
             }
             continue;
         }
@@ -404,16 +491,13 @@ fn parse(
             "no `end` line: the file is cut short".to_string(),
         ));
     }
-    Ok(records)
+    Ok((records, splits))
 }
 
-/// One `class` line's class and record.
-fn class_line(l: &str) -> Result<(KernelClass, Record), String> {
-    let mut words = l.split(' ');
-    if words.next() != Some("class") {
-        return Err(format!("expected `class ...` or `end ...`, found {l:?}"));
-    }
-    let mut next = |what: &str| words.next().ok_or_else(|| format!("no {what}: cut short"));
+/// A line's class: its pattern key and size class, the next two words.
+fn class_words<'a>(
+    next: &mut impl FnMut(&str) -> Result<&'a str, String>,
+) -> Result<KernelClass, String> {
     let key = hex(next("pattern key")?)?;
     let pattern = parse_pattern_key(&key).map_err(|e| e.to_string())?;
     let size = next("size class")?;
@@ -422,29 +506,83 @@ fn class_line(l: &str) -> Result<(KernelClass, Record), String> {
         .ok()
         .filter(|&s| s < 64)
         .ok_or_else(|| format!("size class {size:?}"))?;
+    Ok(KernelClass { pattern, size_log2 })
+}
+
+/// Times `ns,ns,...` of `what` (the newest [`SAMPLES_MAX`] kept).
+fn times(s: &str, what: &str) -> Result<VecDeque<u64>, String> {
+    let mut t = s
+        .split(',')
+        .map(|ns| {
+            ns.parse::<u64>()
+                .map_err(|_| format!("time {ns:?} of {what}"))
+        })
+        .collect::<Result<VecDeque<u64>, String>>()?;
+    while t.len() > SAMPLES_MAX {
+        t.pop_front();
+    }
+    Ok(t)
+}
+
+/// One `split` line's class, thread count and record.
+fn split_line(l: &str) -> Result<(SplitKey, SplitRecord), String> {
+    let mut words = l.split(' ').skip(1);
+    let mut next = |what: &str| words.next().ok_or_else(|| format!("no {what}: cut short"));
+    let class = class_words(&mut next)?;
+    let th = next("thread count")?;
+    let threads = th
+        .parse::<usize>()
+        .ok()
+        .filter(|&t| t >= 2)
+        .ok_or_else(|| format!("thread count {th:?}"))?;
+    let way = next("way kept")?;
+    let mut side = |name: &str| -> Result<VecDeque<u64>, String> {
+        let w = next(name)?;
+        let t = w
+            .strip_prefix(name)
+            .and_then(|w| w.strip_prefix('='))
+            .ok_or_else(|| format!("expected {name}=ns,..., found {w:?}"))?;
+        times(t, name)
+    };
+    let r = SplitRecord {
+        split: side("split")?,
+        single: side("single")?,
+    };
+    if let Some(w) = words.next() {
+        return Err(format!("{w:?} after the single times"));
+    }
+    let kept = if r.splits() { "split" } else { "single" };
+    if way != kept {
+        return Err(format!("way {way:?}, where its times say {kept:?}"));
+    }
+    Ok(((class, threads), r))
+}
+
+/// One `class` line's class and record.
+fn class_line(l: &str) -> Result<(KernelClass, Record), String> {
+    let mut words = l.split(' ');
+    if words.next() != Some("class") {
+        return Err(format!(
+            "expected `class ...`, `split ...` or `end ...`, found {l:?}"
+        ));
+    }
+    let mut next = |what: &str| words.next().ok_or_else(|| format!("no {what}: cut short"));
+    let class = class_words(&mut next)?;
     let chosen = variant(next("chosen variant")?)?;
     let mut samples: Vec<(Variant, VecDeque<u64>)> = Vec::new();
     for w in words {
-        let (v, times) = w
+        let (v, times_text) = w
             .split_once('=')
             .ok_or_else(|| format!("samples {w:?}: expected variant=ns,ns,..."))?;
         let v = variant(v)?;
         if samples.iter().any(|(s, _)| *s == v) {
             return Err(format!("variant {v} sampled twice"));
         }
-        let mut t = times
-            .split(',')
-            .map(|ns| ns.parse::<u64>().map_err(|_| format!("time {ns:?} of {v}")))
-            .collect::<Result<VecDeque<u64>, String>>()?;
-        while t.len() > SAMPLES_MAX {
-            t.pop_front();
-        }
-        samples.push((v, t));
+        samples.push((v, times(times_text, &v.to_string())?));
     }
     if !samples.iter().any(|(v, _)| *v == chosen) {
         return Err(format!("the chosen variant {chosen} has no samples"));
     }
-    let class = KernelClass { pattern, size_log2 };
     Ok((class, Record { chosen, samples }))
 }
 
@@ -489,6 +627,7 @@ mod tests {
         Wisdom {
             path: PathBuf::from("unused"),
             records: FxHashMap::default(),
+            splits: FxHashMap::default(),
         }
     }
 
@@ -509,11 +648,21 @@ mod tests {
             chosen: v("cranelift"),
             times_ns: vec![(v("cranelift"), 7)],
         });
+        assert!(w.merge_split(class(1 << 20), 2, [40, 100]));
+        assert!(!w.merge_split(class(1 << 20), 4, [99, 100]));
+        assert!(
+            !w.merge_split(class(1000), 2, [u64::MAX, 100]),
+            "not timed: no record"
+        );
         let text = w.render();
         let cpu = crate::jit::host::cpu_identity();
         let back = parse(text.as_bytes(), env!("CARGO_PKG_VERSION"), &cpu).unwrap();
-        assert_eq!(back, w.records, "{text}");
-        assert!(text.ends_with("end 2\n"), "{text}");
+        assert_eq!(back, (w.records.clone(), w.splits.clone()), "{text}");
+        assert!(text.ends_with("end 4\n"), "{text}");
+        assert_eq!(w.splits(&class(1 << 20), 2), Some(true));
+        assert_eq!(w.splits(&class(1 << 20), 4), Some(false));
+        assert_eq!(w.splits(&class(1000), 2), None);
+        assert_eq!(w.splits(&class(1 << 20), 3), None);
         // Every strict prefix is refused: a truncated file is never read as a shorter one.
         for cut in 0..text.len() {
             let r = parse(&text.as_bytes()[..cut], env!("CARGO_PKG_VERSION"), &cpu);
@@ -557,6 +706,25 @@ mod tests {
     }
 
     #[test]
+    fn the_split_follows_the_medians_past_the_margin() {
+        let mut w = wisdom();
+        let c = class(1 << 22);
+        assert!(
+            !w.merge_split(c, 2, [96, 100]),
+            "within the margin: one thread"
+        );
+        assert!(!w.merge_split(c, 2, [97, 100]), "medians 96 and 100");
+        assert!(!w.merge_split(c, 2, [50, 100]), "medians 96 and 100");
+        assert!(w.merge_split(c, 2, [50, 100]), "medians 50 and 100");
+        for _ in 0..40 {
+            w.merge_split(c, 2, [200, 100]);
+        }
+        assert_eq!(w.splits(&c, 2), Some(false));
+        let r = &w.splits[&(c, 2)];
+        assert_eq!((r.split.len(), r.single.len()), (SAMPLES_MAX, SAMPLES_MAX));
+    }
+
+    #[test]
     fn damaged_lines_are_corrupt() {
         let cpu = crate::jit::host::cpu_identity();
         let key: String = pattern_key(&Pattern::of(&plan_contiguous(4, 8).unwrap()))
@@ -569,7 +737,19 @@ mod tests {
         );
         let ok = format!("{head}class {key} 5 avx2 avx2=3\nend 1\n");
         assert!(parse(ok.as_bytes(), env!("CARGO_PKG_VERSION"), &cpu).is_ok());
+        let split = format!("split {key} 5 2 split split=3,4 single=9");
+        let ok = format!("{head}{split}\nend 1\n");
+        assert!(parse(ok.as_bytes(), env!("CARGO_PKG_VERSION"), &cpu).is_ok());
         for bad in [
+            format!("{head}{split}\nend 2\n"),
+            format!("{head}{split}\n{split}\nend 2\n"),
+            format!("{head}split {key} 5 2 single split=3,4 single=9\nend 1\n"),
+            format!("{head}split {key} 5 1 split split=3,4 single=9\nend 1\n"),
+            format!("{head}split {key} 5 2 split split=3,4\nend 1\n"),
+            format!("{head}split {key} 5 2 split single=9 split=3,4\nend 1\n"),
+            format!("{head}split {key} 5 2 split split=3,x single=9\nend 1\n"),
+            format!("{head}{split} more\nend 1\n"),
+            format!("{head}split {key} 5\nend 1\n"),
             format!("{head}class {key} 5 avx3 avx2=3\nend 1\n"),
             format!("{head}class {key} 5 avx2+fast avx2=3\nend 1\n"),
             format!("{head}class {key} 5 auto auto=3\nend 1\n"),

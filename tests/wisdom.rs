@@ -5,6 +5,8 @@
 //! the engine measures as without one and the next trial writes the file anew. Results are
 //! the interpreter's, byte for byte, whatever the file says.
 //!
+//! Whether a class's calls split across an engine's threads holds the same way, per thread count.
+//!
 //! Trials are made deterministic by a timer that reports a fixed cost per variant (see
 //! tests/tier_choice.rs): the variant it favours is the one kept.
 
@@ -114,7 +116,7 @@ fn in_classes(text: &str, from: &str, to: &str) -> String {
 /// for the class of [`N`].
 fn assert_valid(path: &Path, classes: usize, favoured: Variant) {
     let text = std::fs::read_to_string(path).unwrap();
-    assert!(text.starts_with("selectjit-wisdom 1\nlibrary "), "{text}");
+    assert!(text.starts_with("selectjit-wisdom 2\nlibrary "), "{text}");
     assert!(text.ends_with(&format!("\nend {classes}\n")), "{text}");
     // The file a next engine loads: the class of N runs `favoured`, without a trial, even
     // under a timer that favours another variant.
@@ -177,6 +179,91 @@ fn a_measured_class_is_not_measured_again() {
         assert_eq!(e.stats().tier_trials, 1);
         assert_valid(&path, 2, favoured);
     }
+}
+
+/// A timer as [`Favour`] for single calls, under which a split call takes `.1` ns.
+#[derive(Debug)]
+struct FavourSplit(Variant, u64);
+
+impl CallTimer for FavourSplit {
+    fn time(&self, v: Variant, split: bool, call: &mut dyn FnMut()) -> u64 {
+        call();
+        match (split, v == self.0) {
+            (true, _) => self.1,
+            (false, true) => 50,
+            (false, false) => 100,
+        }
+    }
+}
+
+/// An engine of `threads` threads that may split every call, with the file at `path`.
+fn split_engine(path: &Path, threads: usize, favoured: Variant, split_ns: u64) -> Engine {
+    let config = config(favoured)
+        .threads(threads)
+        .parallel_min_bytes(0)
+        .timer(Arc::new(FavourSplit(favoured, split_ns)));
+    Engine::with_config(config.wisdom(path)).unwrap()
+}
+
+/// The words after the class of each `split` line of `text`.
+fn split_lines(text: &str) -> Vec<Vec<&str>> {
+    text.lines()
+        .filter(|l| l.starts_with("split "))
+        .map(|l| l.split(' ').skip(3).collect())
+        .collect()
+}
+
+#[test]
+fn a_measured_split_holds_in_the_next_engine() {
+    let Some(cands) = candidates("a_measured_split_holds_in_the_next_engine", N) else {
+        return;
+    };
+    let favoured = cands[0];
+    let (_dir, path) = temp_file();
+    // Split calls at 20 ns against 50 on one thread: the trial splits, and the file keeps it.
+    let e = split_engine(&path, 2, favoured, 20);
+    run_checked(&e, N, CALLS);
+    drop(e);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        split_lines(&text),
+        [["2", "split", "split=20", "single=50"]],
+        "{text}"
+    );
+    assert!(text.ends_with("\nend 2\n"), "{text}");
+
+    // The next engine of two threads splits from its first call, as the file says, though a
+    // trial under its timer (split calls at 500 ns) would not: no trial, the file unchanged.
+    let e = split_engine(&path, 2, Variant::of(Tier::Cranelift), 500);
+    run_checked(&e, N, CALLS);
+    assert_eq!(e.stats().tier_trials, 0, "{:?}", e.stats());
+    drop(e);
+    assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
+
+    // Three threads are measured on their own: this trial keeps one thread.
+    let e = split_engine(&path, 3, favoured, 500);
+    run_checked(&e, N, CALLS);
+    drop(e);
+    let text = std::fs::read_to_string(&path).unwrap();
+    assert_eq!(
+        split_lines(&text),
+        [
+            ["2", "split", "split=20", "single=50"],
+            ["3", "single", "split=500", "single=50"]
+        ],
+        "{text}"
+    );
+    assert!(text.ends_with("\nend 3\n"), "{text}");
+
+    // A split line whose way its times contradict is a corrupt file.
+    let bad = text.replace(" 2 split split=20", " 2 single split=20");
+    std::fs::write(&path, &bad).unwrap();
+    let e = split_engine(&path, 2, favoured, 20);
+    assert!(
+        matches!(e.wisdom_status(), WisdomStatus::Corrupt { .. }),
+        "{}",
+        e.wisdom_status()
+    );
 }
 
 #[test]
@@ -281,14 +368,22 @@ fn a_stale_file_is_ignored_and_rewritten() {
             found: "library 0.0.1-older".into(),
         }
     });
-    // Another format of the file.
+    // The format before split lines, and a later one.
     let text = valid_file(&path, a);
-    let later = text.replace("selectjit-wisdom 1\n", "selectjit-wisdom 2\n");
+    let earlier = text.replace("selectjit-wisdom 2\n", "selectjit-wisdom 1\n");
+    ignored(
+        &path,
+        earlier.as_bytes(),
+        b,
+        |s| matches!(s, WisdomStatus::Stale { found } if found.contains('1')),
+    );
+    let text = valid_file(&path, a);
+    let later = text.replace("selectjit-wisdom 2\n", "selectjit-wisdom 3\n");
     ignored(
         &path,
         later.as_bytes(),
         b,
-        |s| matches!(s, WisdomStatus::Stale { found } if found.contains('2')),
+        |s| matches!(s, WisdomStatus::Stale { found } if found.contains('3')),
     );
 }
 

@@ -433,9 +433,18 @@ impl Engine {
         if !eligible {
             return run(p, 0, outer);
         }
-        // An exact kernel learns whether splitting pays; otherwise large calls split.
+        // An exact kernel learns whether splitting pays (or runs the way the wisdom file kept
+        // for its class); otherwise large calls split.
         let (way, probe) = match &kernel {
-            Some(k) if !k.is_generic() => k.split_choice().next(),
+            Some(k) if !k.is_generic() => {
+                let c = k.split_choice();
+                if c.first_look()
+                    && let Some(splits) = self.wisdom_splits(sig)
+                {
+                    c.fix(if splits { Way::Split } else { Way::Single });
+                }
+                c.next()
+            }
             _ => (Way::Split, false),
         };
         let mut ran = Way::Single;
@@ -459,7 +468,9 @@ impl Engine {
         match &kernel {
             Some(k) if probe => {
                 let ns = self.timer.time(k.variant(), way == Way::Split, &mut call);
-                k.split_choice().record(ran, ns);
+                if let Some(times) = k.split_choice().record(ran, ns) {
+                    self.learn_split(sig, times);
+                }
             }
             _ => call(),
         }
