@@ -205,6 +205,14 @@ fn split_engine(path: &Path, threads: usize, favoured: Variant, split_ns: u64) -
     Engine::with_config(config.wisdom(path)).unwrap()
 }
 
+/// Runs [`CALLS`] checked calls on a [`split_engine`] and returns the file it leaves.
+fn split_run(path: &Path, threads: usize, favoured: Variant, split_ns: u64) -> String {
+    let e = split_engine(path, threads, favoured, split_ns);
+    run_checked(&e, N, CALLS);
+    drop(e);
+    std::fs::read_to_string(path).unwrap()
+}
+
 /// The words after the class of each `split` line of `text`.
 fn split_lines(text: &str) -> Vec<Vec<&str>> {
     text.lines()
@@ -221,10 +229,7 @@ fn a_measured_split_holds_in_the_next_engine() {
     let favoured = cands[0];
     let (_dir, path) = temp_file();
     // Split calls at 20 ns against 50 on one thread: the trial splits, and the file keeps it.
-    let e = split_engine(&path, 2, favoured, 20);
-    run_checked(&e, N, CALLS);
-    drop(e);
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = split_run(&path, 2, favoured, 20);
     assert_eq!(
         split_lines(&text),
         [["2", "split", "split=20", "single=50"]],
@@ -241,10 +246,7 @@ fn a_measured_split_holds_in_the_next_engine() {
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text);
 
     // Three threads are measured on their own: this trial keeps one thread.
-    let e = split_engine(&path, 3, favoured, 500);
-    run_checked(&e, N, CALLS);
-    drop(e);
-    let text = std::fs::read_to_string(&path).unwrap();
+    let text = split_run(&path, 3, favoured, 500);
     assert_eq!(
         split_lines(&text),
         [
@@ -369,22 +371,25 @@ fn a_stale_file_is_ignored_and_rewritten() {
         }
     });
     // The format before split lines, and a later one.
-    let text = valid_file(&path, a);
-    let earlier = text.replace("selectjit-wisdom 2\n", "selectjit-wisdom 1\n");
-    ignored(
-        &path,
-        earlier.as_bytes(),
-        b,
-        |s| matches!(s, WisdomStatus::Stale { found } if found.contains('1')),
-    );
-    let text = valid_file(&path, a);
-    let later = text.replace("selectjit-wisdom 2\n", "selectjit-wisdom 3\n");
-    ignored(
-        &path,
-        later.as_bytes(),
-        b,
-        |s| matches!(s, WisdomStatus::Stale { found } if found.contains('3')),
-    );
+    for format in ["1", "3"] {
+        let text = valid_file(&path, a);
+        let other = text.replace(
+            "selectjit-wisdom 2\n",
+            &format!("selectjit-wisdom {format}\n"),
+        );
+        std::fs::write(&path, &other).unwrap();
+        let found = format!("file format {format:?}");
+        assert_eq!(
+            engine(&path, b).wisdom_status(),
+            WisdomStatus::Stale { found }
+        );
+        ignored(
+            &path,
+            other.as_bytes(),
+            b,
+            |s| matches!(s, WisdomStatus::Stale { found } if found.starts_with("file format")),
+        );
+    }
 }
 
 #[test]
