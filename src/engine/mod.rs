@@ -212,11 +212,22 @@ impl Engine {
     /// Takes a trial's choice into the wisdom file, if the engine has one, and rewrites it
     /// (an I/O error is logged, not returned: the choice holds in this engine anyway).
     fn learn(&self, choice: &crate::tier::TierChoice) {
-        let Some(w) = self.wisdom.as_ref().filter(|_| crate::jit::host::WISDOM) else {
+        let Some(mut w) = self.wisdom() else {
             return;
         };
-        let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
         w.merge(choice);
+        Self::save_wisdom(&w);
+    }
+
+    /// The wisdom file, locked, if the engine has one (and the build can keep one).
+    fn wisdom(&self) -> Option<std::sync::MutexGuard<'_, Wisdom>> {
+        let w = self.wisdom.as_ref().filter(|_| crate::jit::host::WISDOM)?;
+        Some(w.lock().unwrap_or_else(|p| p.into_inner()))
+    }
+
+    /// Rewrites the wisdom file; an I/O error is logged, not returned: the choice holds in
+    /// this engine anyway.
+    fn save_wisdom(w: &Wisdom) {
         match w.save() {
             Ok(()) => crate::env::log(|| format!("wisdom,save,{}", w.path().display())),
             Err(e) => crate::env::log(|| format!("wisdom,save,failed,{},{e}", w.path().display())),
@@ -226,19 +237,17 @@ impl Engine {
     /// Whether calls of `sig`'s class split across this engine's threads, as the wisdom file
     /// keeps it (`None`: no file, or the class's split not measured at this thread count).
     pub(super) fn wisdom_splits(&self, sig: &crate::plan::Signature) -> Option<bool> {
-        let w = self.wisdom.as_ref().filter(|_| crate::jit::host::WISDOM)?;
-        let w = w.lock().unwrap_or_else(|p| p.into_inner());
+        let w = self.wisdom()?;
         w.splits(&crate::tier::KernelClass::of(sig), self.config.threads)
     }
 
     /// Takes a split trial's times (`[split, single]`) of a kernel of `sig` into the wisdom
     /// file, if the engine has one, and rewrites it (an I/O error is logged, as in `learn`).
     pub(super) fn learn_split(&self, sig: &crate::plan::Signature, ns: [u64; 2]) {
-        let Some(w) = self.wisdom.as_ref().filter(|_| crate::jit::host::WISDOM) else {
+        let Some(mut w) = self.wisdom() else {
             return;
         };
         let class = crate::tier::KernelClass::of(sig);
-        let mut w = w.lock().unwrap_or_else(|p| p.into_inner());
         let splits = w.merge_split(class, self.config.threads, ns);
         crate::env::log(|| {
             let way = if splits { "split" } else { "single" };
@@ -247,10 +256,7 @@ impl Engine {
                 self.config.threads, ns[0], ns[1]
             )
         });
-        match w.save() {
-            Ok(()) => crate::env::log(|| format!("wisdom,save,{}", w.path().display())),
-            Err(e) => crate::env::log(|| format!("wisdom,save,failed,{},{e}", w.path().display())),
-        }
+        Self::save_wisdom(&w);
     }
 
     /// The engine without a code generator; `why` it has none (recorded for a `Jit` backend).

@@ -172,7 +172,11 @@ impl Input {
 
     /// Its values and validity over `len` rows as an output: an array's own buffers, shared,
     /// or a scalar repeated.
-    fn copy(&self, layout: Layout, len: usize) -> Result<(Buffer, Option<NullBuffer>), ArrowError> {
+    fn taken_whole(
+        &self,
+        layout: Layout,
+        len: usize,
+    ) -> Result<(Buffer, Option<NullBuffer>), ArrowError> {
         let values = match layout {
             Layout::Fixed(w) => {
                 let b = self.bytes(w)?;
@@ -338,9 +342,8 @@ fn output_buffer(n: usize) -> OutBuf {
     // SAFETY: `with_capacity(n)` reserved the `n` bytes; a `u8` has no invalid value, and
     // every caller writes all `n` bytes before anything reads them: it hands the whole buffer
     // to a select whose output shape covers them (`len * w` for shape `[len]` of width `w`, or
-    // `[len, k]` of width `w / k`; the engine checks the buffer's length against the shape),
-    // `fill`s every element, or copies a slice of `n` bytes into it. On an error the buffer is
-    // dropped unread.
+    // `[len, k]` of width `w / k`; the engine checks the buffer's length against the shape)
+    // or `fill`s every element. On an error the buffer is dropped unread.
     unsafe { m.set_len(n) };
     OutBuf::Arrow(m)
 }
@@ -491,13 +494,14 @@ pub(crate) fn select2(
         return scalars_with_a_null(mask, &dt, lay, t, f, rule);
     }
     let (ti, fi) = (Input::new(t), Input::new(f));
-    // Every row true, or every row false (and none null when nulls propagate): a copy.
+    // Every row true, or every row false (and none null when nulls propagate): one side taken
+    // whole.
     let (all, none) = all_or_none(mask, mask_nulls);
     if all || (none && (rule == NullRule::NullIsFalse || mask_nulls.is_none())) {
         let (values, nulls) = if all {
-            ti.copy(lay, len)?
+            ti.taken_whole(lay, len)?
         } else {
-            fi.copy(lay, len)?
+            fi.taken_whole(lay, len)?
         };
         return output(&dt, len, values, nulls);
     }
@@ -549,7 +553,7 @@ pub(crate) fn select2(
         // A null scalar's values are never seen: the other side's values everywhere.
         Layout::Fixed(_) if ti.null_scalar() || fi.null_scalar() => {
             let other = if ti.null_scalar() { &fi } else { &ti };
-            other.copy(lay, len)?.0
+            other.taken_whole(lay, len)?.0
         }
         Layout::Fixed(w) => {
             let mut out = output_buffer(len * w);
@@ -655,7 +659,7 @@ fn scalars_with_a_null(
     downcast_primitive! {
         dt => (primitive, valid_side, len, nulls),
         _ => {
-            let (values, _) = Input::new(if t_null { f } else { t }).copy(lay, len)?;
+            let (values, _) = Input::new(if t_null { f } else { t }).taken_whole(lay, len)?;
             output(dt, len, values, nulls)
         }
     }
@@ -791,7 +795,7 @@ pub(crate) fn case_when(
     if conds.is_empty() {
         return match &def {
             Some(d) => {
-                let (v, n) = d.copy(lay, len)?;
+                let (v, n) = d.taken_whole(lay, len)?;
                 output(&dt, len, v, n)
             }
             None => Ok(new_null_array(&dt, len)),
